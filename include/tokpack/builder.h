@@ -1,0 +1,79 @@
+// Build: the offline packer. Turns corpora (JSONL or text, plain, .gz or .zst;
+// files, directories, globs or stdin) into a tokpack dataset directory of
+// Megatron-compatible shard pairs plus manifest.json (docs/format.md).
+//
+// The output is byte-identical for any thread count. The dataset is written
+// under a temporary name and moved into place only when complete, so a failed
+// or interrupted build never leaves a directory that looks complete.
+//
+// Build() is thread-safe in the sense that independent builds may run
+// concurrently; the progress callback is invoked from a helper thread.
+#ifndef TOKPACK_BUILDER_H_
+#define TOKPACK_BUILDER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tokpack/manifest.h"
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+struct BuildProgress {
+  uint64_t bytes_read = 0;   // Raw (compressed) input bytes consumed so far.
+  uint64_t bytes_total = 0;  // Raw bytes of all inputs; 0 when unknown (stdin).
+  uint64_t documents = 0;    // Documents written so far.
+  uint64_t tokens = 0;       // Tokens written so far.
+  double elapsed_seconds = 0;
+};
+
+struct BuildOptions {
+  // Files, directories, globs ("corpus/**/*.jsonl.zst") or "-" for stdin.
+  std::vector<std::string> inputs;
+  // The dataset directory to create.
+  std::string output;
+  // A sentencepiece model file. Copied into the dataset as tokenizer.model.
+  std::string tokenizer_model;
+  // text_key, input format, BOS/EOS, UTF-8 policy, bad-line policy, shard size.
+  BuildSettings settings;
+  // Checksum chunk size recorded in the manifest.
+  uint64_t chunk_bytes = Manifest::kDefaultChunkBytes;
+  // Tokenizer threads; 0 means one per hardware thread.
+  int threads = 0;
+  // Build only part `part_index` of `part_count` of the inputs (see `merge`).
+  int part_index = 0;
+  int part_count = 1;
+  // Replace an existing dataset at `output` (only once the new one is complete).
+  bool force = false;
+  // When it becomes true the build stops and fails with Cancelled.
+  const std::atomic<bool>* cancel = nullptr;
+  // Called about every `progress_interval_seconds`, from a helper thread.
+  std::function<void(const BuildProgress&)> progress;
+  double progress_interval_seconds = 0.5;
+};
+
+struct BuildSummary {
+  Manifest manifest;         // As written to <output>/manifest.json.
+  uint64_t input_bytes = 0;  // Raw bytes read.
+  double seconds = 0;
+};
+
+// The default per-shard token budget: 2^29 tokens (1 GiB of uint16).
+inline constexpr uint64_t kDefaultShardTokens = 1ull << 29;
+
+// Runs a build. Errors name the offending file and line (malformed JSON,
+// missing text key), input (missing, unreadable, corrupt compression), or
+// output (exists without `force`, disk full). Missing inputs and an existing
+// output are reported before any work starts. On failure nothing is left at
+// `output` that was not there before.
+StatusOr<BuildSummary> Build(const BuildOptions& options);
+
+// The tokpack version string, e.g. "0.1.0".
+const char* Version();
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_BUILDER_H_

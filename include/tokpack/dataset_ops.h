@@ -1,0 +1,74 @@
+// Dataset maintenance operations behind `tokpack info`, `verify`, `merge` and
+// `import`. Each function works on directories named by path and is safe to
+// call concurrently on different datasets; none modifies an existing dataset.
+#ifndef TOKPACK_DATASET_OPS_H_
+#define TOKPACK_DATASET_OPS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tokpack/manifest.h"
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+struct DatasetInfo {
+  Manifest manifest;
+  uint64_t data_bytes = 0;  // .bin plus .idx bytes of all shards.
+  // Document lengths in tokens: histogram[k] counts documents whose length
+  // lies in [2^k, 2^(k+1)) (k = 0 also holds empty sequences).
+  std::vector<uint64_t> length_histogram;
+  uint64_t min_length = 0;
+  uint64_t max_length = 0;
+};
+
+// Loads the manifest and reads every .idx for the length statistics.
+// Cost: O(documents) reads of index data; no token data is read.
+StatusOr<DatasetInfo> InspectDataset(const std::string& dir);
+
+// Token ids of document `index` (0-based, counted across shards in manifest
+// order) of the dataset in `dir` described by `manifest`. OutOfRange past the
+// last document. Reads that shard's .idx and the document's bytes.
+StatusOr<std::vector<int64_t>> ReadDocument(const std::string& dir, const Manifest& manifest,
+                                            uint64_t index);
+
+struct VerifyReport {
+  uint64_t files_checked = 0;
+  uint64_t bytes_checked = 0;
+  std::vector<std::string> problems;  // One line each, naming file and place.
+  bool ok() const { return problems.empty(); }
+};
+
+// Recomputes every chunk checksum of every shard file, checks each .idx
+// against the manifest and its .bin, and (when the vocabulary is known) that
+// every token id lies inside it. Damage is reported in the VerifyReport; a
+// non-OK status means the dataset could not be checked at all (e.g. no
+// manifest). `on_bytes` (optional) is called with bytes read as it goes.
+StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
+                                     const std::function<void(uint64_t)>& on_bytes = {});
+
+// Writes a manifest at `output` over the shards of `sources` without copying
+// token data (shard paths are relative to `output`). Sources that are parts of
+// one build (`build --part i/N`) are ordered by part index and must all be
+// present; whole datasets are taken in the order given. All must share dtype,
+// tokenizer and chunk size.
+StatusOr<Manifest> MergeDatasets(const std::string& output,
+                                 const std::vector<std::string>& sources, bool force);
+
+struct ImportOptions {
+  std::vector<std::string> prefixes;  // Megatron prefixes (".bin"/".idx" optional).
+  std::string output;
+  std::string tokenizer_model;        // Optional sentencepiece model to record.
+  uint64_t chunk_bytes = Manifest::kDefaultChunkBytes;
+  bool force = false;
+};
+
+// Writes a manifest over existing Megatron .bin/.idx pairs without copying
+// them, after checking each index against its data file and hashing both.
+StatusOr<Manifest> ImportMegatron(const ImportOptions& options);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_DATASET_OPS_H_

@@ -1,0 +1,144 @@
+// Manifest: the metadata of a tokpack dataset (manifest.json), as a value.
+//
+// A dataset is a directory holding manifest.json and one or more Megatron
+// .bin/.idx shard pairs (docs/format.md specifies both). The manifest names the
+// shards, their token and document counts, the size and per-chunk xxh3-64
+// checksums of every file, the tokenizer, and how the data was built. Its
+// presence marks a dataset as complete: it is always written last, by rename.
+//
+// Manifest is a plain value type: not synchronized, safe to copy across threads.
+#ifndef TOKPACK_MANIFEST_H_
+#define TOKPACK_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+// Token element type of the .bin files. Values are Megatron's dtype codes.
+enum class TokenDtype : uint8_t { kInt32 = 4, kUInt16 = 8 };
+
+// "uint16" or "int32".
+std::string_view TokenDtypeName(TokenDtype dtype);
+// Bytes per token: 2 or 4.
+int TokenDtypeSize(TokenDtype dtype);
+// The dtype for a vocabulary: uint16 when every id fits (vocab <= 65535).
+TokenDtype DtypeForVocab(int64_t vocab_size);
+
+// Size and per-chunk checksums of one file. Chunk k covers bytes
+// [k*chunk_bytes, min((k+1)*chunk_bytes, bytes)); an empty file has no chunks.
+struct FileDigest {
+  uint64_t bytes = 0;
+  std::vector<uint64_t> chunk_xxh3;  // XXH3_64bits (seed 0) of each chunk.
+
+  bool operator==(const FileDigest& o) const {
+    return bytes == o.bytes && chunk_xxh3 == o.chunk_xxh3;
+  }
+};
+
+struct ShardInfo {
+  // File prefix relative to the manifest's directory, without extension:
+  // the shard's files are <dir>/<path>.bin and <dir>/<path>.idx.
+  std::string path;
+  uint64_t tokens = 0;
+  uint64_t documents = 0;  // Sequences in the .idx (one per document).
+  FileDigest bin;
+  FileDigest idx;
+};
+
+struct TokenizerInfo {
+  std::string type;        // "sentencepiece", or empty when unknown.
+  std::string file;        // Copy of the model inside the dataset, or empty.
+  uint64_t model_xxh3 = 0; // XXH3_64bits of the model file; 0 when unknown.
+  int64_t vocab_size = -1; // -1 when unknown.
+  int64_t bos_id = -1;     // -1 when the tokenizer has none.
+  int64_t eos_id = -1;
+  int64_t pad_id = -1;
+  int64_t unk_id = -1;
+};
+
+// The packer settings that shaped the token stream.
+struct BuildSettings {
+  std::string text_key = "text";
+  std::string input_format = "auto";  // auto | jsonl | text
+  bool text_per_line = false;
+  bool add_bos = false;
+  bool add_eos = true;
+  std::string invalid_utf8 = "replace";  // replace | skip | error
+  bool skip_bad_lines = false;
+  uint64_t shard_tokens = 0;
+};
+
+struct InputRecord {
+  std::string path;  // As expanded from the command line ("-" for stdin).
+  uint64_t bytes = 0;
+};
+
+// Counts of what the packer read and dropped (all deterministic).
+struct BuildCounts {
+  uint64_t documents = 0;          // Written.
+  uint64_t tokens = 0;             // Written, including BOS/EOS.
+  uint64_t skipped_empty = 0;      // Documents with no tokens.
+  uint64_t bad_lines = 0;          // Skipped with --skip-bad-lines.
+  uint64_t utf8_repaired = 0;      // Documents whose invalid UTF-8 was replaced.
+  uint64_t skipped_invalid_utf8 = 0;
+};
+
+struct Provenance {
+  std::string tool = "tokpack";
+  std::string version;
+  std::string kind;     // "build", "merge" or "import".
+  int part_index = 0;   // --part i/N of a build; 0/1 otherwise.
+  int part_count = 1;
+  BuildSettings settings;
+  std::vector<InputRecord> inputs;
+  std::vector<std::string> sources;  // Part directories or imported prefixes.
+  BuildCounts counts;
+};
+
+class Manifest {
+ public:
+  static constexpr int kFormatVersion = 1;
+  static constexpr const char* kFileName = "manifest.json";
+  static constexpr uint64_t kDefaultChunkBytes = 4ull << 20;
+
+  int format_version = kFormatVersion;
+  TokenDtype dtype = TokenDtype::kUInt16;
+  uint64_t chunk_bytes = kDefaultChunkBytes;
+  TokenizerInfo tokenizer;
+  std::vector<ShardInfo> shards;
+  Provenance provenance;
+
+  uint64_t TotalTokens() const;
+  uint64_t TotalDocuments() const;
+
+  // xxh3-64 over the content-defining fields (dtype, chunk size, and every
+  // shard's counts and digests), independent of paths and provenance. Two
+  // datasets with equal fingerprints hold the same token stream.
+  uint64_t Fingerprint() const;
+
+  // Serializes to the JSON text of manifest.json (deterministic).
+  std::string ToJson() const;
+
+  // Parses and validates manifest.json text. `source` names the file in
+  // errors. Fails with InvalidArgument on a malformed or inconsistent
+  // manifest, DataLoss when the stored fingerprint does not match.
+  static StatusOr<Manifest> Parse(std::string_view json, std::string_view source);
+
+  // Reads <dir>/manifest.json. NotFound when the directory has none.
+  static StatusOr<Manifest> Load(const std::string& dir);
+
+  // Writes <dir>/<name> atomically (temporary file, fsync, rename, fsync dir).
+  Status Save(const std::string& dir, const std::string& name = kFileName) const;
+};
+
+// 16 lowercase hex digits.
+std::string HashToHex(uint64_t h);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_MANIFEST_H_

@@ -1,0 +1,55 @@
+// The units of work that flow through the packer: RawBatch (records read, in
+// input order) and EncodedBatch (their tokens). Plain data.
+#ifndef TOKPACK_SRC_BUILD_BATCH_H_
+#define TOKPACK_SRC_BUILD_BATCH_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tokpack {
+
+// A run of consecutive input records: JSONL lines or text documents.
+struct RawBatch {
+  uint64_t seq = 0;  // Position in the input order; the writer restores it.
+  std::string data;  // Records back to back.
+  struct Record {
+    uint32_t end;      // Offset one past the record in `data`.
+    uint32_t file;     // Index into the input list.
+    uint64_t line;     // 1-based line number (0 for a whole-file document).
+  };
+  std::vector<Record> records;
+
+  std::string_view text(size_t i) const {
+    uint32_t begin = i == 0 ? 0 : records[i - 1].end;
+    return std::string_view(data).substr(begin, records[i].end - begin);
+  }
+};
+
+// Why a record produced no document.
+enum class Drop : uint8_t {
+  kEmpty,        // No tokens.
+  kBadLine,      // Malformed JSON, missing or non-string text key, or
+                 // invalid UTF-8 under --invalid-utf8=error.
+  kInvalidUtf8,  // Skipped under --invalid-utf8=skip.
+};
+
+struct EncodedBatch {
+  uint64_t seq = 0;
+  std::string tokens;                // All documents' tokens in the shard dtype.
+  std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
+  uint64_t utf8_repaired = 0;
+  struct Dropped {
+    uint32_t record;  // Index of the record in its RawBatch.
+    Drop why;
+    std::string message;  // For kBadLine: what is wrong.
+    uint32_t file;
+    uint64_t line;
+  };
+  std::vector<Dropped> dropped;  // In record order.
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_BUILD_BATCH_H_

@@ -1,0 +1,322 @@
+#include "tokpack/builder.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "build/batch_encoder.h"
+#include "build/builder_internal.h"
+#include "build/document_reader.h"
+#include "build/tokenizer.h"
+#include "format/shard_writer.h"
+#include "io/input_files.h"
+#include "io/staging_dir.h"
+
+#ifndef TOKPACK_VERSION
+#define TOKPACK_VERSION "0.0.0"
+#endif
+
+namespace tokpack {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+Status ValidateOptions(const BuildOptions& o) {
+  const BuildSettings& s = o.settings;
+  if (o.output.empty()) return InvalidArgumentError("no output directory given (--output)");
+  if (o.tokenizer_model.empty()) return InvalidArgumentError("no tokenizer given (--tokenizer)");
+  if (o.threads < 0) return InvalidArgumentError("--threads must be >= 0");
+  if (s.shard_tokens == 0) return InvalidArgumentError("--shard-tokens must be positive");
+  if (o.chunk_bytes == 0) return InvalidArgumentError("--chunk-bytes must be positive");
+  if (o.part_count < 1 || o.part_index < 0 || o.part_index >= o.part_count) {
+    return InvalidArgumentError("--part must be i/N with 0 <= i < N");
+  }
+  if (s.invalid_utf8 != "replace" && s.invalid_utf8 != "skip" && s.invalid_utf8 != "error") {
+    return InvalidArgumentError("--invalid-utf8 must be replace, skip or error, not '" +
+                                s.invalid_utf8 + "'");
+  }
+  if (s.input_format != "auto" && s.input_format != "jsonl" && s.input_format != "text") {
+    return InvalidArgumentError("--input-format must be auto, jsonl or text, not '" +
+                                s.input_format + "'");
+  }
+  if (s.text_key.empty()) return InvalidArgumentError("--text-key must not be empty");
+  return Status::Ok();
+}
+
+// Reader thread -> encoder threads -> the calling thread, which writes in
+// input order. At most `max_inflight` batches exist at once, so memory is
+// bounded whatever the input size.
+class Pipeline {
+ public:
+  Pipeline(DocumentReader* reader, const Tokenizer* tokenizer, const BuildSettings& settings,
+           TokenDtype dtype, ShardWriter* writer, int threads,
+           const std::atomic<bool>* cancel)
+      : reader_(reader), tokenizer_(tokenizer), settings_(settings), dtype_(dtype),
+        writer_(writer), threads_(threads), cancel_(cancel),
+        max_inflight_(static_cast<uint64_t>(2 * threads + 2)) {}
+
+  Status Run(BuildCounts* counts);
+
+  std::atomic<uint64_t> documents{0};
+  std::atomic<uint64_t> tokens{0};
+
+ private:
+  void Fail(Status s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.ok()) error_ = std::move(s);
+    abort_ = true;
+    cv_.notify_all();
+  }
+  bool Cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
+  void ReadLoop();
+  void EncodeLoop();
+  Status Write(const EncodedBatch& batch, BuildCounts* counts);
+
+  DocumentReader* reader_;
+  const Tokenizer* tokenizer_;
+  BuildSettings settings_;
+  TokenDtype dtype_;
+  ShardWriter* writer_;
+  int threads_;
+  const std::atomic<bool>* cancel_;
+  const uint64_t max_inflight_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RawBatch> work_;
+  std::map<uint64_t, EncodedBatch> done_;
+  uint64_t produced_ = 0;
+  uint64_t consumed_ = 0;
+  bool reader_done_ = false;
+  bool abort_ = false;
+  Status error_;
+};
+
+void Pipeline::ReadLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return abort_ || produced_ - consumed_ < max_inflight_; });
+      if (abort_) return;
+    }
+    if (Cancelled()) return Fail(CancelledError("build interrupted"));
+    RawBatch batch;
+    StatusOr<bool> more = reader_->Next(&batch);
+    if (!more.ok()) return Fail(more.status());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!*more) {
+      reader_done_ = true;
+      cv_.notify_all();
+      return;
+    }
+    batch.seq = produced_++;
+    work_.push_back(std::move(batch));
+    cv_.notify_all();
+  }
+}
+
+void Pipeline::EncodeLoop() {
+  BatchEncoder encoder(tokenizer_, settings_, dtype_, [&] {
+    std::vector<RecordFormat> f;
+    for (uint32_t i = 0; i < reader_->inputs().size(); ++i) f.push_back(reader_->format(i));
+    return f;
+  }());
+  while (true) {
+    RawBatch batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return abort_ || !work_.empty() || reader_done_; });
+      if (abort_ || work_.empty()) return;
+      batch = std::move(work_.front());
+      work_.pop_front();
+    }
+    EncodedBatch out;
+    Status s = encoder.Encode(batch, &out);
+    if (!s.ok()) return Fail(s);
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.emplace(out.seq, std::move(out));
+    cv_.notify_all();
+  }
+}
+
+Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
+  for (const EncodedBatch::Dropped& d : batch.dropped) {
+    switch (d.why) {
+      case Drop::kEmpty:
+        ++counts->skipped_empty;
+        break;
+      case Drop::kInvalidUtf8:
+        ++counts->skipped_invalid_utf8;
+        break;
+      case Drop::kBadLine:
+        if (!settings_.skip_bad_lines) {
+          std::string where = reader_->inputs()[d.file].path;
+          if (where == "-") where = "<stdin>";
+          if (d.line > 0) where += ":" + std::to_string(d.line);
+          return InvalidArgumentError(where + ": " + d.message +
+                                      " (pass --skip-bad-lines to skip such lines)");
+        }
+        ++counts->bad_lines;
+        break;
+    }
+  }
+  counts->utf8_repaired += batch.utf8_repaired;
+  const size_t item = TokenDtypeSize(dtype_);
+  size_t offset = 0;
+  for (uint32_t n : batch.doc_tokens) {
+    TOKPACK_RETURN_IF_ERROR(
+        writer_->AddDocument(std::string_view(batch.tokens).substr(offset, n * item), n));
+    offset += n * item;
+    counts->tokens += n;
+    ++counts->documents;
+  }
+  documents.store(counts->documents, std::memory_order_relaxed);
+  tokens.store(counts->tokens, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Pipeline::Run(BuildCounts* counts) {
+  std::vector<std::thread> threads;
+  threads.emplace_back([this] { ReadLoop(); });
+  for (int i = 0; i < threads_; ++i) threads.emplace_back([this] { EncodeLoop(); });
+  while (true) {
+    EncodedBatch batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return abort_ || done_.count(consumed_) > 0 || (reader_done_ && consumed_ == produced_);
+      });
+      if (abort_ || done_.count(consumed_) == 0) break;
+      auto it = done_.find(consumed_);
+      batch = std::move(it->second);
+      done_.erase(it);
+    }
+    Status s = Cancelled() ? CancelledError("build interrupted") : Write(batch, counts);
+    if (!s.ok()) {
+      Fail(s);
+      break;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++consumed_;
+    cv_.notify_all();
+  }
+  for (auto& t : threads) t.join();
+  return error_;
+}
+
+// Calls the progress callback every interval until stopped.
+class ProgressThread {
+ public:
+  ProgressThread(const BuildOptions& o, std::function<BuildProgress()> snapshot)
+      : options_(o), snapshot_(std::move(snapshot)) {
+    if (options_.progress) thread_ = std::thread([this] { Loop(); });
+  }
+  ~ProgressThread() { Stop(); }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto interval = std::chrono::duration<double>(options_.progress_interval_seconds);
+    while (!cv_.wait_for(lock, interval, [&] { return stop_; })) {
+      options_.progress(snapshot_());
+    }
+  }
+  const BuildOptions& options_;
+  std::function<BuildProgress()> snapshot_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+const char* Version() { return TOKPACK_VERSION; }
+
+StatusOr<BuildSummary> Build(const BuildOptions& options) {
+  return BuildWithFileSystem(options, PosixFileSystem());
+}
+
+StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs) {
+  const auto t0 = Clock::now();
+  TOKPACK_RETURN_IF_ERROR(ValidateOptions(o));
+  TOKPACK_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(o.tokenizer_model));
+  const TokenizerInfo& tok = tokenizer->info();
+  if (o.settings.add_bos && tok.bos_id < 0) {
+    return InvalidArgumentError("--bos: tokenizer '" + o.tokenizer_model + "' has no BOS id");
+  }
+  if (o.settings.add_eos && tok.eos_id < 0) {
+    return InvalidArgumentError("tokenizer '" + o.tokenizer_model +
+                                "' has no EOS id; pass --no-eos");
+  }
+  TOKPACK_ASSIGN_OR_RETURN(auto all_inputs, ExpandInputs(o.inputs));
+  if (o.part_count > 1) {
+    for (const auto& in : all_inputs) {
+      if (in.path == "-") return InvalidArgumentError("--part cannot split stdin ('-')");
+    }
+  }
+  std::vector<InputRecord> inputs = SelectPart(all_inputs, o.part_index, o.part_count);
+  uint64_t bytes_total = 0;
+  for (const auto& in : inputs) bytes_total += in.bytes;
+
+  std::atomic<uint64_t> bytes_read{0};
+  DocumentReader reader(inputs, o.settings, &bytes_read);
+  TOKPACK_RETURN_IF_ERROR(reader.Init());
+  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
+
+  Manifest m;
+  m.dtype = DtypeForVocab(tok.vocab_size);
+  m.chunk_bytes = o.chunk_bytes;
+  m.tokenizer = tok;
+  m.tokenizer.file = "tokenizer.model";
+  m.provenance.version = Version();
+  m.provenance.kind = "build";
+  m.provenance.part_index = o.part_index;
+  m.provenance.part_count = o.part_count;
+  m.provenance.settings = o.settings;
+  m.provenance.inputs = inputs;
+
+  int threads = o.threads > 0 ? o.threads
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ShardWriter writer(fs, staging->path(), m.dtype, o.chunk_bytes, o.settings.shard_tokens);
+  Pipeline pipeline(&reader, tokenizer.get(), o.settings, m.dtype, &writer, threads, o.cancel);
+  ProgressThread progress(o, [&] {
+    BuildProgress p;
+    p.bytes_read = bytes_read.load(std::memory_order_relaxed);
+    p.bytes_total = bytes_total;
+    p.documents = pipeline.documents.load(std::memory_order_relaxed);
+    p.tokens = pipeline.tokens.load(std::memory_order_relaxed);
+    p.elapsed_seconds = SecondsSince(t0);
+    return p;
+  });
+  TOKPACK_RETURN_IF_ERROR(pipeline.Run(&m.provenance.counts));
+  progress.Stop();
+  TOKPACK_ASSIGN_OR_RETURN(m.shards, writer.Finish());
+  TOKPACK_RETURN_IF_ERROR(
+      CopyFile(fs, o.tokenizer_model, JoinPath(staging->path(), m.tokenizer.file)));
+  if (o.cancel && o.cancel->load()) return CancelledError("build interrupted");
+  TOKPACK_RETURN_IF_ERROR(staging->Commit(fs, m.ToJson()));
+
+  BuildSummary summary;
+  summary.manifest = std::move(m);
+  summary.input_bytes = bytes_read.load();
+  summary.seconds = SecondsSince(t0);
+  return summary;
+}
+
+}  // namespace tokpack

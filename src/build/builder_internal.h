@@ -1,0 +1,15 @@
+// Internal entry point of the packer that takes the FileSystem to write
+// through, so tests can inject write faults. See tokpack/builder.h.
+#ifndef TOKPACK_SRC_BUILD_BUILDER_INTERNAL_H_
+#define TOKPACK_SRC_BUILD_BUILDER_INTERNAL_H_
+
+#include "io/file_system.h"
+#include "tokpack/builder.h"
+
+namespace tokpack {
+
+StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& options, FileSystem* fs);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_BUILD_BUILDER_INTERNAL_H_

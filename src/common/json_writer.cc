@@ -1,0 +1,140 @@
+#include "common/json_writer.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+namespace tokpack {
+
+void JsonWriter::Newline() {
+  out_ += '\n';
+  out_.append(2 * first_.size(), ' ');
+}
+
+void JsonWriter::Separator() {
+  if (first_.empty()) return;
+  if (!first_.back()) out_ += ',';
+  first_.back() = false;
+  Newline();
+}
+
+void JsonWriter::Key(std::string_view key) {
+  Separator();
+  Escaped(key);
+  out_ += ": ";
+}
+
+void JsonWriter::Escaped(std::string_view s) {
+  out_ += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out_ += "\\\""; break;
+      case '\\': out_ += "\\\\"; break;
+      case '\n': out_ += "\\n"; break;
+      case '\r': out_ += "\\r"; break;
+      case '\t': out_ += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out_ += buf;
+        } else {
+          out_ += static_cast<char>(c);
+        }
+    }
+  }
+  out_ += '"';
+}
+
+void JsonWriter::BeginObject() {
+  Separator();
+  out_ += '{';
+  first_.push_back(true);
+}
+
+void JsonWriter::BeginObject(std::string_view key) {
+  Key(key);
+  out_ += '{';
+  first_.push_back(true);
+}
+
+void JsonWriter::EndObject() {
+  bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) Newline();
+  out_ += '}';
+  if (first_.empty()) out_ += '\n';
+}
+
+void JsonWriter::BeginArray() {
+  Separator();
+  out_ += '[';
+  first_.push_back(true);
+}
+
+void JsonWriter::BeginArray(std::string_view key) {
+  Key(key);
+  out_ += '[';
+  first_.push_back(true);
+}
+
+void JsonWriter::EndArray() {
+  bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) Newline();
+  out_ += ']';
+}
+
+void JsonWriter::String(std::string_view v) {
+  Separator();
+  Escaped(v);
+}
+
+void JsonWriter::String(std::string_view key, std::string_view v) {
+  Key(key);
+  Escaped(v);
+}
+
+void JsonWriter::Int(std::string_view key, int64_t v) {
+  Key(key);
+  out_ += std::to_string(v);
+}
+
+void JsonWriter::UInt(std::string_view key, uint64_t v) {
+  Key(key);
+  out_ += std::to_string(v);
+}
+
+void JsonWriter::UInt(uint64_t v) {
+  Separator();
+  out_ += std::to_string(v);
+}
+
+void JsonWriter::Double(std::string_view key, double v) {
+  Key(key);
+  if (!std::isfinite(v)) {
+    out_ += "null";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  out_ += buf;
+}
+
+void JsonWriter::Bool(std::string_view key, bool v) {
+  Key(key);
+  out_ += v ? "true" : "false";
+}
+
+void JsonWriter::InlineStringArray(std::string_view key,
+                                   const std::vector<std::string>& v) {
+  Key(key);
+  out_ += '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out_ += ", ";
+    Escaped(v[i]);
+  }
+  out_ += ']';
+}
+
+}  // namespace tokpack

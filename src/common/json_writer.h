@@ -1,0 +1,50 @@
+// JsonWriter: builds compact-but-readable JSON text (two-space indent) for
+// manifests and machine-readable CLI output. Not thread-safe.
+#ifndef TOKPACK_SRC_COMMON_JSON_WRITER_H_
+#define TOKPACK_SRC_COMMON_JSON_WRITER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tokpack {
+
+class JsonWriter {
+ public:
+  // Containers. Keyed variants are for members of an object.
+  void BeginObject();
+  void BeginObject(std::string_view key);
+  void EndObject();
+  void BeginArray();
+  void BeginArray(std::string_view key);
+  void EndArray();
+
+  // Scalars, as array elements or (with a key) object members.
+  void String(std::string_view v);
+  void String(std::string_view key, std::string_view v);
+  void Int(std::string_view key, int64_t v);
+  void UInt(std::string_view key, uint64_t v);
+  void UInt(uint64_t v);
+  void Double(std::string_view key, double v);
+  void Bool(std::string_view key, bool v);
+
+  // Arrays whose elements go on one line (keeps long checksum lists compact).
+  void InlineStringArray(std::string_view key, const std::vector<std::string>& v);
+
+  // The text written so far, with a trailing newline once the root closed.
+  const std::string& str() const { return out_; }
+
+ private:
+  void Separator();
+  void Key(std::string_view key);
+  void Newline();
+  void Escaped(std::string_view s);
+
+  std::string out_;
+  std::vector<bool> first_;  // Per open container: no element written yet.
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_COMMON_JSON_WRITER_H_

@@ -1,0 +1,443 @@
+#include "tokpack/manifest.h"
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/json_writer.h"
+#include "io/file_system.h"
+
+namespace tokpack {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+// Reads typed fields of one JSON object, naming the full field path in errors.
+class FieldReader {
+ public:
+  FieldReader(object obj, std::string path, std::string_view source)
+      : obj_(obj), path_(std::move(path)), source_(source) {}
+
+  Status Missing(std::string_view key, std::string_view want) const {
+    return InvalidArgumentError(std::string(source_) + ": field '" + Path(key) +
+                                "' is missing or not " + std::string(want));
+  }
+  std::string Path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+
+  Status Get(std::string_view key, uint64_t* out) const {
+    if (obj_[key].get_uint64().get(*out) != simdjson::SUCCESS) {
+      return Missing(key, "an unsigned integer");
+    }
+    return Status::Ok();
+  }
+  Status Get(std::string_view key, int64_t* out) const {
+    if (obj_[key].get_int64().get(*out) != simdjson::SUCCESS) {
+      return Missing(key, "an integer");
+    }
+    return Status::Ok();
+  }
+  Status Get(std::string_view key, int* out) const {
+    int64_t v = 0;
+    TOKPACK_RETURN_IF_ERROR(Get(key, &v));
+    if (v < INT32_MIN || v > INT32_MAX) return Missing(key, "a 32-bit integer");
+    *out = static_cast<int>(v);
+    return Status::Ok();
+  }
+  Status Get(std::string_view key, bool* out) const {
+    if (obj_[key].get_bool().get(*out) != simdjson::SUCCESS) return Missing(key, "a boolean");
+    return Status::Ok();
+  }
+  Status Get(std::string_view key, std::string* out) const {
+    std::string_view sv;
+    if (obj_[key].get_string().get(sv) != simdjson::SUCCESS) return Missing(key, "a string");
+    out->assign(sv);
+    return Status::Ok();
+  }
+  Status GetHash(std::string_view key, uint64_t* out) const {
+    std::string s;
+    TOKPACK_RETURN_IF_ERROR(Get(key, &s));
+    return ParseHash(s, Path(key), out);
+  }
+  Status ParseHash(const std::string& s, const std::string& where, uint64_t* out) const {
+    char* end = nullptr;
+    if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return InvalidArgumentError(std::string(source_) + ": field '" + where +
+                                  "' is not 16 lowercase hex digits");
+    }
+    *out = std::strtoull(s.c_str(), &end, 16);
+    return Status::Ok();
+  }
+  Status Object(std::string_view key, FieldReader* out) const {
+    object o;
+    if (obj_[key].get_object().get(o) != simdjson::SUCCESS) return Missing(key, "an object");
+    *out = FieldReader(o, Path(key), source_);
+    return Status::Ok();
+  }
+  Status Array(std::string_view key, simdjson::dom::array* out) const {
+    if (obj_[key].get_array().get(*out) != simdjson::SUCCESS) return Missing(key, "an array");
+    return Status::Ok();
+  }
+  bool Has(std::string_view key) const { return obj_[key].error() == simdjson::SUCCESS; }
+  std::string_view source() const { return source_; }
+
+ private:
+  object obj_;
+  std::string path_;
+  std::string_view source_;
+};
+
+Status ReadDigest(const FieldReader& r, std::string_view key, uint64_t chunk_bytes,
+                  FileDigest* out) {
+  FieldReader f(object(), "", r.source());
+  TOKPACK_RETURN_IF_ERROR(r.Object(key, &f));
+  TOKPACK_RETURN_IF_ERROR(f.Get("bytes", &out->bytes));
+  simdjson::dom::array arr;
+  TOKPACK_RETURN_IF_ERROR(f.Array("xxh3_64", &arr));
+  size_t i = 0;
+  for (element e : arr) {
+    std::string_view sv;
+    std::string where = f.Path("xxh3_64") + "[" + std::to_string(i++) + "]";
+    if (e.get_string().get(sv) != simdjson::SUCCESS) {
+      return InvalidArgumentError(std::string(r.source()) + ": field '" + where +
+                                  "' is not a string");
+    }
+    uint64_t h;
+    TOKPACK_RETURN_IF_ERROR(f.ParseHash(std::string(sv), where, &h));
+    out->chunk_xxh3.push_back(h);
+  }
+  uint64_t want = (out->bytes + chunk_bytes - 1) / chunk_bytes;
+  if (out->chunk_xxh3.size() != want) {
+    return InvalidArgumentError(std::string(r.source()) + ": field '" + f.Path("xxh3_64") +
+                                "' has " + std::to_string(out->chunk_xxh3.size()) +
+                                " checksums, expected " + std::to_string(want) + " for " +
+                                std::to_string(out->bytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+Status ReadSettings(const FieldReader& p, BuildSettings* s) {
+  FieldReader r(object(), "", p.source());
+  TOKPACK_RETURN_IF_ERROR(p.Object("settings", &r));
+  TOKPACK_RETURN_IF_ERROR(r.Get("text_key", &s->text_key));
+  TOKPACK_RETURN_IF_ERROR(r.Get("input_format", &s->input_format));
+  TOKPACK_RETURN_IF_ERROR(r.Get("text_per_line", &s->text_per_line));
+  TOKPACK_RETURN_IF_ERROR(r.Get("bos", &s->add_bos));
+  TOKPACK_RETURN_IF_ERROR(r.Get("eos", &s->add_eos));
+  TOKPACK_RETURN_IF_ERROR(r.Get("invalid_utf8", &s->invalid_utf8));
+  TOKPACK_RETURN_IF_ERROR(r.Get("skip_bad_lines", &s->skip_bad_lines));
+  return r.Get("shard_tokens", &s->shard_tokens);
+}
+
+Status ReadProvenance(const FieldReader& root, Provenance* p) {
+  FieldReader r(object(), "", root.source());
+  TOKPACK_RETURN_IF_ERROR(root.Object("provenance", &r));
+  TOKPACK_RETURN_IF_ERROR(r.Get("tool", &p->tool));
+  TOKPACK_RETURN_IF_ERROR(r.Get("version", &p->version));
+  TOKPACK_RETURN_IF_ERROR(r.Get("kind", &p->kind));
+  FieldReader part(object(), "", root.source());
+  TOKPACK_RETURN_IF_ERROR(r.Object("part", &part));
+  TOKPACK_RETURN_IF_ERROR(part.Get("index", &p->part_index));
+  TOKPACK_RETURN_IF_ERROR(part.Get("count", &p->part_count));
+  TOKPACK_RETURN_IF_ERROR(ReadSettings(r, &p->settings));
+  simdjson::dom::array arr;
+  TOKPACK_RETURN_IF_ERROR(r.Array("inputs", &arr));
+  for (element e : arr) {
+    object o;
+    if (e.get_object().get(o) != simdjson::SUCCESS) {
+      return InvalidArgumentError(std::string(root.source()) +
+                                  ": provenance.inputs holds a non-object");
+    }
+    FieldReader in(o, "provenance.inputs[]", root.source());
+    InputRecord rec;
+    TOKPACK_RETURN_IF_ERROR(in.Get("path", &rec.path));
+    TOKPACK_RETURN_IF_ERROR(in.Get("bytes", &rec.bytes));
+    p->inputs.push_back(std::move(rec));
+  }
+  TOKPACK_RETURN_IF_ERROR(r.Array("sources", &arr));
+  for (element e : arr) {
+    std::string_view sv;
+    if (e.get_string().get(sv) != simdjson::SUCCESS) {
+      return InvalidArgumentError(std::string(root.source()) +
+                                  ": provenance.sources holds a non-string");
+    }
+    p->sources.emplace_back(sv);
+  }
+  FieldReader c(object(), "", root.source());
+  TOKPACK_RETURN_IF_ERROR(r.Object("counts", &c));
+  TOKPACK_RETURN_IF_ERROR(c.Get("documents", &p->counts.documents));
+  TOKPACK_RETURN_IF_ERROR(c.Get("tokens", &p->counts.tokens));
+  TOKPACK_RETURN_IF_ERROR(c.Get("skipped_empty", &p->counts.skipped_empty));
+  TOKPACK_RETURN_IF_ERROR(c.Get("bad_lines", &p->counts.bad_lines));
+  TOKPACK_RETURN_IF_ERROR(c.Get("utf8_repaired", &p->counts.utf8_repaired));
+  return c.Get("skipped_invalid_utf8", &p->counts.skipped_invalid_utf8);
+}
+
+void WriteDigest(JsonWriter* w, std::string_view key, const FileDigest& d) {
+  w->BeginObject(key);
+  w->UInt("bytes", d.bytes);
+  std::vector<std::string> hex;
+  hex.reserve(d.chunk_xxh3.size());
+  for (uint64_t h : d.chunk_xxh3) hex.push_back(HashToHex(h));
+  w->InlineStringArray("xxh3_64", hex);
+  w->EndObject();
+}
+
+bool SafeRelativePath(const std::string& p) {
+  return !p.empty() && p[0] != '/' && p.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+std::string_view TokenDtypeName(TokenDtype dtype) {
+  return dtype == TokenDtype::kUInt16 ? "uint16" : "int32";
+}
+
+int TokenDtypeSize(TokenDtype dtype) { return dtype == TokenDtype::kUInt16 ? 2 : 4; }
+
+TokenDtype DtypeForVocab(int64_t vocab_size) {
+  return vocab_size <= 65535 ? TokenDtype::kUInt16 : TokenDtype::kInt32;
+}
+
+std::string HashToHex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, h);
+  return buf;
+}
+
+uint64_t Manifest::TotalTokens() const {
+  uint64_t n = 0;
+  for (const auto& s : shards) n += s.tokens;
+  return n;
+}
+
+uint64_t Manifest::TotalDocuments() const {
+  uint64_t n = 0;
+  for (const auto& s : shards) n += s.documents;
+  return n;
+}
+
+uint64_t Manifest::Fingerprint() const {
+  // Little-endian u64 fields in a fixed order; see docs/format.md.
+  std::string buf = "tokpack-fingerprint-v1";
+  auto put = [&buf](uint64_t v) { buf.append(reinterpret_cast<const char*>(&v), 8); };
+  put(static_cast<uint64_t>(dtype));
+  put(chunk_bytes);
+  put(shards.size());
+  for (const ShardInfo& s : shards) {
+    put(s.tokens);
+    put(s.documents);
+    for (const FileDigest* d : {&s.bin, &s.idx}) {
+      put(d->bytes);
+      for (uint64_t h : d->chunk_xxh3) put(h);
+    }
+  }
+  return XXH3_64bits(buf.data(), buf.size());
+}
+
+std::string Manifest::ToJson() const {
+  JsonWriter w;
+  w.BeginObject();
+  w.String("format", "tokpack-dataset");
+  w.Int("format_version", format_version);
+  w.String("fingerprint", HashToHex(Fingerprint()));
+  w.String("dtype", TokenDtypeName(dtype));
+  w.Int("dtype_code", static_cast<int>(dtype));
+  w.UInt("total_tokens", TotalTokens());
+  w.UInt("total_documents", TotalDocuments());
+  w.UInt("chunk_bytes", chunk_bytes);
+  w.BeginObject("tokenizer");
+  w.String("type", tokenizer.type);
+  w.String("file", tokenizer.file);
+  w.String("xxh3_64", HashToHex(tokenizer.model_xxh3));
+  w.Int("vocab_size", tokenizer.vocab_size);
+  w.Int("bos_id", tokenizer.bos_id);
+  w.Int("eos_id", tokenizer.eos_id);
+  w.Int("pad_id", tokenizer.pad_id);
+  w.Int("unk_id", tokenizer.unk_id);
+  w.EndObject();
+  w.BeginArray("shards");
+  for (const ShardInfo& s : shards) {
+    w.BeginObject();
+    w.String("path", s.path);
+    w.UInt("tokens", s.tokens);
+    w.UInt("documents", s.documents);
+    WriteDigest(&w, "bin", s.bin);
+    WriteDigest(&w, "idx", s.idx);
+    w.EndObject();
+  }
+  w.EndArray();
+  const Provenance& p = provenance;
+  w.BeginObject("provenance");
+  w.String("tool", p.tool);
+  w.String("version", p.version);
+  w.String("kind", p.kind);
+  w.BeginObject("part");
+  w.Int("index", p.part_index);
+  w.Int("count", p.part_count);
+  w.EndObject();
+  w.BeginObject("settings");
+  w.String("text_key", p.settings.text_key);
+  w.String("input_format", p.settings.input_format);
+  w.Bool("text_per_line", p.settings.text_per_line);
+  w.Bool("bos", p.settings.add_bos);
+  w.Bool("eos", p.settings.add_eos);
+  w.String("invalid_utf8", p.settings.invalid_utf8);
+  w.Bool("skip_bad_lines", p.settings.skip_bad_lines);
+  w.UInt("shard_tokens", p.settings.shard_tokens);
+  w.EndObject();
+  w.BeginArray("inputs");
+  for (const InputRecord& in : p.inputs) {
+    w.BeginObject();
+    w.String("path", in.path);
+    w.UInt("bytes", in.bytes);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.BeginArray("sources");
+  for (const std::string& s : p.sources) w.String(s);
+  w.EndArray();
+  w.BeginObject("counts");
+  w.UInt("documents", p.counts.documents);
+  w.UInt("tokens", p.counts.tokens);
+  w.UInt("skipped_empty", p.counts.skipped_empty);
+  w.UInt("bad_lines", p.counts.bad_lines);
+  w.UInt("utf8_repaired", p.counts.utf8_repaired);
+  w.UInt("skipped_invalid_utf8", p.counts.skipped_invalid_utf8);
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  return w.str();
+}
+
+StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view source) {
+  simdjson::dom::parser parser;
+  element root;
+  auto err = parser.parse(json.data(), json.size()).get(root);
+  if (err != simdjson::SUCCESS) {
+    return InvalidArgumentError(std::string(source) + ": not valid JSON (" +
+                                simdjson::error_message(err) + ")");
+  }
+  object obj;
+  if (root.get_object().get(obj) != simdjson::SUCCESS) {
+    return InvalidArgumentError(std::string(source) + ": top level is not a JSON object");
+  }
+  FieldReader r(obj, "", source);
+  Manifest m;
+  std::string format;
+  TOKPACK_RETURN_IF_ERROR(r.Get("format", &format));
+  if (format != "tokpack-dataset") {
+    return InvalidArgumentError(std::string(source) + ": 'format' is '" + format +
+                                "', not 'tokpack-dataset'");
+  }
+  TOKPACK_RETURN_IF_ERROR(r.Get("format_version", &m.format_version));
+  if (m.format_version != kFormatVersion) {
+    return InvalidArgumentError(std::string(source) + ": format_version " +
+                                std::to_string(m.format_version) +
+                                " is not supported by this tokpack (reads version " +
+                                std::to_string(kFormatVersion) + ")");
+  }
+  int code = 0;
+  TOKPACK_RETURN_IF_ERROR(r.Get("dtype_code", &code));
+  if (code != static_cast<int>(TokenDtype::kUInt16) &&
+      code != static_cast<int>(TokenDtype::kInt32)) {
+    return InvalidArgumentError(std::string(source) + ": unsupported dtype_code " +
+                                std::to_string(code) + " (8 = uint16, 4 = int32)");
+  }
+  m.dtype = static_cast<TokenDtype>(code);
+  TOKPACK_RETURN_IF_ERROR(r.Get("chunk_bytes", &m.chunk_bytes));
+  if (m.chunk_bytes == 0) {
+    return InvalidArgumentError(std::string(source) + ": chunk_bytes must be positive");
+  }
+  FieldReader t(object(), "", source);
+  TOKPACK_RETURN_IF_ERROR(r.Object("tokenizer", &t));
+  TOKPACK_RETURN_IF_ERROR(t.Get("type", &m.tokenizer.type));
+  TOKPACK_RETURN_IF_ERROR(t.Get("file", &m.tokenizer.file));
+  TOKPACK_RETURN_IF_ERROR(t.GetHash("xxh3_64", &m.tokenizer.model_xxh3));
+  TOKPACK_RETURN_IF_ERROR(t.Get("vocab_size", &m.tokenizer.vocab_size));
+  TOKPACK_RETURN_IF_ERROR(t.Get("bos_id", &m.tokenizer.bos_id));
+  TOKPACK_RETURN_IF_ERROR(t.Get("eos_id", &m.tokenizer.eos_id));
+  TOKPACK_RETURN_IF_ERROR(t.Get("pad_id", &m.tokenizer.pad_id));
+  TOKPACK_RETURN_IF_ERROR(t.Get("unk_id", &m.tokenizer.unk_id));
+
+  simdjson::dom::array shards;
+  TOKPACK_RETURN_IF_ERROR(r.Array("shards", &shards));
+  size_t i = 0;
+  for (element e : shards) {
+    std::string where = "shards[" + std::to_string(i++) + "]";
+    object so;
+    if (e.get_object().get(so) != simdjson::SUCCESS) {
+      return InvalidArgumentError(std::string(source) + ": " + where + " is not an object");
+    }
+    FieldReader s(so, where, source);
+    ShardInfo info;
+    TOKPACK_RETURN_IF_ERROR(s.Get("path", &info.path));
+    if (!SafeRelativePath(info.path)) {
+      return InvalidArgumentError(std::string(source) + ": " + where +
+                                  ".path must be a non-empty relative path");
+    }
+    TOKPACK_RETURN_IF_ERROR(s.Get("tokens", &info.tokens));
+    TOKPACK_RETURN_IF_ERROR(s.Get("documents", &info.documents));
+    TOKPACK_RETURN_IF_ERROR(ReadDigest(s, "bin", m.chunk_bytes, &info.bin));
+    TOKPACK_RETURN_IF_ERROR(ReadDigest(s, "idx", m.chunk_bytes, &info.idx));
+    if (info.bin.bytes != info.tokens * TokenDtypeSize(m.dtype)) {
+      return InvalidArgumentError(std::string(source) + ": " + where + " has " +
+                                  std::to_string(info.tokens) + " tokens but bin.bytes " +
+                                  std::to_string(info.bin.bytes));
+    }
+    // Imported Megatron indexes may hold several sequences per document, so
+    // only the lower bound of one document entry per sequence is certain.
+    if (info.idx.bytes < 34 + 12 * info.documents + 8) {
+      return InvalidArgumentError(std::string(source) + ": " + where + " has " +
+                                  std::to_string(info.documents) +
+                                  " documents but idx.bytes " + std::to_string(info.idx.bytes));
+    }
+    m.shards.push_back(std::move(info));
+  }
+  TOKPACK_RETURN_IF_ERROR(ReadProvenance(r, &m.provenance));
+
+  uint64_t total = 0;
+  TOKPACK_RETURN_IF_ERROR(r.Get("total_tokens", &total));
+  if (total != m.TotalTokens()) {
+    return InvalidArgumentError(std::string(source) +
+                                ": total_tokens does not equal the sum over shards");
+  }
+  TOKPACK_RETURN_IF_ERROR(r.Get("total_documents", &total));
+  if (total != m.TotalDocuments()) {
+    return InvalidArgumentError(std::string(source) +
+                                ": total_documents does not equal the sum over shards");
+  }
+  uint64_t fp = 0;
+  TOKPACK_RETURN_IF_ERROR(r.GetHash("fingerprint", &fp));
+  if (fp != m.Fingerprint()) {
+    return DataLossError(std::string(source) + ": fingerprint " + HashToHex(fp) +
+                         " does not match its contents (" + HashToHex(m.Fingerprint()) +
+                         "); the manifest was edited or damaged");
+  }
+  return m;
+}
+
+StatusOr<Manifest> Manifest::Load(const std::string& dir) {
+  const std::string path = JoinPath(dir, kFileName);
+  StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return NotFoundError("'" + dir +
+                           "' has no manifest.json: not a tokpack dataset, or its build "
+                           "did not finish");
+    }
+    return text.status();
+  }
+  return Parse(*text, path);
+}
+
+Status Manifest::Save(const std::string& dir, const std::string& name) const {
+  return WriteFileAtomically(PosixFileSystem(), dir, name, ToJson());
+}
+
+}  // namespace tokpack

@@ -1,0 +1,220 @@
+#include "io/input_files.h"
+
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include "io/file_system.h"
+
+namespace tokpack {
+namespace fs = std::filesystem;
+namespace {
+
+bool HasWildcard(const std::string& s) {
+  return s.find_first_of("*?[") != std::string::npos;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string StripCompression(std::string_view name) {
+  for (std::string_view suf : {".gz", ".zst", ".zstd"}) {
+    if (EndsWith(name, suf)) return std::string(name.substr(0, name.size() - suf.size()));
+  }
+  return std::string(name);
+}
+
+bool LooksLikeCorpusFile(const std::string& name) {
+  std::string base = StripCompression(name);
+  for (std::string_view ext : {".jsonl", ".ndjson", ".json", ".txt"}) {
+    if (EndsWith(base, ext)) return true;
+  }
+  return false;
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Sorted names of the visible entries of `dir`.
+StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] != '.') names.push_back(std::move(name));
+  }
+  if (ec) return ErrnoToStatus(ec.value(), "list directory", dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status WalkDir(const std::string& dir, std::vector<std::string>* out) {
+  TOKPACK_ASSIGN_OR_RETURN(auto names, ListDir(dir));
+  for (const std::string& name : names) {
+    std::string path = JoinPath(dir, name);
+    if (IsDirectory(path)) {
+      TOKPACK_RETURN_IF_ERROR(WalkDir(path, out));
+    } else if (IsRegularFile(path) && LooksLikeCorpusFile(name)) {
+      out->push_back(path);
+    }
+  }
+  return Status::Ok();
+}
+
+// Matches path components comps[i..] below `dir` ("**" spans zero or more
+// directories), appending matching regular files to `out`.
+Status GlobWalk(const std::string& dir, const std::vector<std::string>& comps,
+                size_t i, std::vector<std::string>* out) {
+  if (i == comps.size()) {
+    if (IsRegularFile(dir)) out->push_back(dir);
+    return Status::Ok();
+  }
+  const std::string& comp = comps[i];
+  if (comp == "**") {
+    TOKPACK_RETURN_IF_ERROR(GlobWalk(dir, comps, i + 1, out));
+    if (!IsDirectory(dir)) return Status::Ok();
+    TOKPACK_ASSIGN_OR_RETURN(auto names, ListDir(dir));
+    for (const std::string& name : names) {
+      std::string path = JoinPath(dir, name);
+      if (IsDirectory(path)) TOKPACK_RETURN_IF_ERROR(GlobWalk(path, comps, i, out));
+    }
+    return Status::Ok();
+  }
+  if (!HasWildcard(comp)) {
+    std::string path = JoinPath(dir, comp);
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) return GlobWalk(path, comps, i + 1, out);
+    return Status::Ok();
+  }
+  if (!IsDirectory(dir)) return Status::Ok();
+  TOKPACK_ASSIGN_OR_RETURN(auto names, ListDir(dir));
+  for (const std::string& name : names) {
+    if (::fnmatch(comp.c_str(), name.c_str(), FNM_PERIOD) == 0) {
+      TOKPACK_RETURN_IF_ERROR(GlobWalk(JoinPath(dir, name), comps, i + 1, out));
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::string>> Glob(const std::string& pattern) {
+  std::vector<std::string> comps;
+  size_t start = 0;
+  while (start <= pattern.size()) {
+    size_t slash = pattern.find('/', start);
+    if (slash == std::string::npos) slash = pattern.size();
+    if (slash > start) comps.push_back(pattern.substr(start, slash - start));
+    start = slash + 1;
+  }
+  std::string root = pattern.rfind('/', 0) == 0 ? "/" : "";
+  std::vector<std::string> out;
+  TOKPACK_RETURN_IF_ERROR(GlobWalk(root.empty() ? "." : root, comps, 0, &out));
+  if (root.empty()) {
+    for (std::string& p : out) p = p.substr(2);  // Drop the "./" we walked from.
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<InputRecord>> ExpandInputs(const std::vector<std::string>& specs) {
+  if (specs.empty()) return InvalidArgumentError("no inputs given");
+  std::vector<InputRecord> out;
+  for (const std::string& spec : specs) {
+    std::vector<std::string> files;
+    if (spec == "-") {
+      out.push_back({"-", 0});
+      continue;
+    }
+    if (IsDirectory(spec)) {
+      TOKPACK_RETURN_IF_ERROR(WalkDir(spec, &files));
+      if (files.empty()) {
+        return NotFoundError("input directory '" + spec +
+                             "' holds no .jsonl/.json/.ndjson/.txt files (optionally .gz/.zst)");
+      }
+    } else if (HasWildcard(spec) && !IsRegularFile(spec)) {
+      TOKPACK_ASSIGN_OR_RETURN(files, Glob(spec));
+      if (files.empty()) return NotFoundError("no files match input pattern '" + spec + "'");
+    } else {
+      files.push_back(spec);
+    }
+    for (std::string& f : files) {
+      TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(f));
+      if (::access(f.c_str(), R_OK) != 0) return ErrnoToStatus(errno, "read input", f);
+      out.push_back({std::move(f), size});
+    }
+  }
+  size_t stdin_count = std::count_if(out.begin(), out.end(),
+                                     [](const InputRecord& r) { return r.path == "-"; });
+  if (stdin_count > 1) return InvalidArgumentError("stdin ('-') can be given only once");
+  return out;
+}
+
+StatusOr<std::string> InputFormatFor(const std::string& path, const std::string& format) {
+  if (format == "jsonl" || format == "text") return format;
+  if (format != "auto") {
+    return InvalidArgumentError("unknown input format '" + format + "' (auto, jsonl, text)");
+  }
+  if (path == "-") return std::string("jsonl");
+  std::string base = StripCompression(path);
+  for (std::string_view ext : {".jsonl", ".ndjson", ".json"}) {
+    if (EndsWith(base, ext)) return std::string("jsonl");
+  }
+  if (EndsWith(base, ".txt") || EndsWith(base, ".text")) return std::string("text");
+  return InvalidArgumentError("cannot tell whether '" + path +
+                              "' is JSONL or text from its name; pass --input-format");
+}
+
+std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index,
+                                    int count) {
+  if (count <= 1) return all;
+  __extension__ typedef unsigned __int128 u128;  // bytes * count overflows 64 bits.
+  u128 total = 0;
+  for (const auto& r : all) total += r.bytes;
+  std::vector<InputRecord> out;
+  u128 before = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    // Twice the midpoint avoids halves; empty corpora fall back to file index.
+    u128 mid2 = 2 * before + all[i].bytes;
+    int part = total == 0
+                   ? static_cast<int>(i * count / all.size())
+                   : static_cast<int>(mid2 * count / (2 * total));
+    if (part >= count) part = count - 1;
+    if (part == index) out.push_back(all[i]);
+    before += all[i].bytes;
+  }
+  return out;
+}
+
+Status ParsePart(const std::string& text, int* index, int* count) {
+  size_t slash = text.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument(text);
+    size_t n1 = 0, n2 = 0;
+    int i = std::stoi(text.substr(0, slash), &n1);
+    int n = std::stoi(text.substr(slash + 1), &n2);
+    if (n1 != slash || n2 != text.size() - slash - 1 || n < 1 || i < 0 || i >= n) {
+      throw std::invalid_argument(text);
+    }
+    *index = i;
+    *count = n;
+    return Status::Ok();
+  } catch (const std::exception&) {
+    return InvalidArgumentError("--part must be i/N with 0 <= i < N, got '" + text + "'");
+  }
+}
+
+}  // namespace tokpack

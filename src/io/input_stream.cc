@@ -1,0 +1,252 @@
+#include "io/input_stream.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace tokpack {
+namespace {
+
+constexpr size_t kReadChunk = 1 << 18;
+
+class FdStream : public ByteStream {
+ public:
+  FdStream(int fd, bool owned, std::string name, std::atomic<uint64_t>* counter)
+      : fd_(fd), owned_(owned), name_(std::move(name)), counter_(counter) {}
+  ~FdStream() override {
+    if (owned_) ::close(fd_);
+  }
+
+  // Bytes peeked for format detection are served again before the descriptor.
+  void Unread(std::string bytes) {
+    pending_ = std::move(bytes);
+    pending_pos_ = 0;
+  }
+
+  StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (pending_pos_ < pending_.size()) {
+      size_t take = std::min(n, pending_.size() - pending_pos_);
+      std::memcpy(buf, pending_.data() + pending_pos_, take);
+      pending_pos_ += take;
+      return take;
+    }
+    while (true) {
+      ssize_t r = ::read(fd_, buf, n);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoToStatus(errno, "read", name_);
+      }
+      if (counter_) counter_->fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+      return static_cast<size_t>(r);
+    }
+  }
+
+ private:
+  int fd_;
+  bool owned_;
+  std::string name_;
+  std::atomic<uint64_t>* counter_;
+  std::string pending_;
+  size_t pending_pos_ = 0;
+};
+
+class ZstdStream : public ByteStream {
+ public:
+  ZstdStream(std::unique_ptr<ByteStream> source, std::string name)
+      : source_(std::move(source)), name_(std::move(name)),
+        dctx_(ZSTD_createDCtx()), inbuf_(ZSTD_DStreamInSize()) {}
+  ~ZstdStream() override { ZSTD_freeDCtx(dctx_); }
+
+  StatusOr<size_t> Read(char* buf, size_t n) override {
+    ZSTD_outBuffer out{buf, n, 0};
+    while (out.pos == 0) {
+      if (in_.pos == in_.size) {
+        if (source_eof_) {
+          if (frame_open_) return DataLossError(name_ + ": truncated zstd stream");
+          return size_t{0};
+        }
+        TOKPACK_ASSIGN_OR_RETURN(size_t r, source_->Read(inbuf_.data(), inbuf_.size()));
+        if (r == 0) {
+          source_eof_ = true;
+          continue;
+        }
+        in_ = ZSTD_inBuffer{inbuf_.data(), r, 0};
+      }
+      size_t ret = ZSTD_decompressStream(dctx_, &out, &in_);
+      if (ZSTD_isError(ret)) {
+        return DataLossError(name_ + ": corrupt zstd data (" +
+                             ZSTD_getErrorName(ret) + ")");
+      }
+      frame_open_ = ret != 0;
+    }
+    return out.pos;
+  }
+
+ private:
+  std::unique_ptr<ByteStream> source_;
+  std::string name_;
+  ZSTD_DCtx* dctx_;
+  std::vector<char> inbuf_;
+  ZSTD_inBuffer in_{nullptr, 0, 0};
+  bool source_eof_ = false;
+  bool frame_open_ = false;
+};
+
+// Gzip, including files of several concatenated members (as `cat a.gz b.gz`).
+class GzipStream : public ByteStream {
+ public:
+  GzipStream(std::unique_ptr<ByteStream> source, std::string name)
+      : source_(std::move(source)), name_(std::move(name)), inbuf_(kReadChunk) {
+    std::memset(&z_, 0, sizeof(z_));
+    init_ok_ = inflateInit2(&z_, 16 + MAX_WBITS) == Z_OK;
+  }
+  ~GzipStream() override { inflateEnd(&z_); }
+
+  StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (!init_ok_) return InternalError(name_ + ": zlib initialization failed");
+    z_.next_out = reinterpret_cast<Bytef*>(buf);
+    z_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    while (z_.next_out == reinterpret_cast<Bytef*>(buf)) {
+      if (z_.avail_in == 0) {
+        if (source_eof_) {
+          if (member_open_) return DataLossError(name_ + ": truncated gzip stream");
+          return size_t{0};
+        }
+        TOKPACK_ASSIGN_OR_RETURN(size_t r, source_->Read(inbuf_.data(), inbuf_.size()));
+        if (r == 0) {
+          source_eof_ = true;
+          continue;
+        }
+        z_.next_in = reinterpret_cast<Bytef*>(inbuf_.data());
+        z_.avail_in = static_cast<uInt>(r);
+      }
+      member_open_ = true;
+      int ret = inflate(&z_, Z_NO_FLUSH);
+      if (ret == Z_STREAM_END) {
+        member_open_ = false;
+        inflateReset(&z_);
+      } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+        return DataLossError(name_ + ": corrupt gzip data (" +
+                             (z_.msg ? z_.msg : "zlib error " + std::to_string(ret)) + ")");
+      }
+    }
+    return static_cast<size_t>(z_.next_out - reinterpret_cast<Bytef*>(buf));
+  }
+
+ private:
+  std::unique_ptr<ByteStream> source_;
+  std::string name_;
+  std::vector<char> inbuf_;
+  z_stream z_;
+  bool init_ok_ = false;
+  bool source_eof_ = false;
+  bool member_open_ = false;
+};
+
+Compression Detect(const std::string& head) {
+  const auto u = [&](size_t i) { return static_cast<unsigned char>(head[i]); };
+  if (head.size() >= 4 && u(0) == 0x28 && u(1) == 0xB5 && u(2) == 0x2F && u(3) == 0xFD) {
+    return Compression::kZstd;
+  }
+  if (head.size() >= 2 && u(0) == 0x1F && u(1) == 0x8B) return Compression::kGzip;
+  return Compression::kNone;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(
+    const std::string& path, std::atomic<uint64_t>* raw_bytes_read) {
+  const bool is_stdin = path == "-";
+  const std::string name = is_stdin ? "<stdin>" : path;
+  int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  auto raw = std::make_unique<FdStream>(fd, !is_stdin, name, raw_bytes_read);
+
+  // Peek up to 4 bytes; a short read before EOF is retried.
+  std::string head(4, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    TOKPACK_ASSIGN_OR_RETURN(size_t r, raw->Read(head.data() + got, head.size() - got));
+    if (r == 0) break;
+    got += r;
+  }
+  head.resize(got);
+  Compression c = Detect(head);
+  raw->Unread(std::move(head));
+  switch (c) {
+    case Compression::kZstd:
+      return std::unique_ptr<ByteStream>(new ZstdStream(std::move(raw), name));
+    case Compression::kGzip:
+      return std::unique_ptr<ByteStream>(new GzipStream(std::move(raw), name));
+    case Compression::kNone:
+      break;
+  }
+  return std::unique_ptr<ByteStream>(std::move(raw));
+}
+
+LineReader::LineReader(std::unique_ptr<ByteStream> in) : in_(std::move(in)) {}
+
+StatusOr<bool> LineReader::Fill() {
+  if (pos_ > 0) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  size_t old = buf_.size();
+  buf_.resize(old + kReadChunk);
+  StatusOr<size_t> r = in_->Read(buf_.data() + old, kReadChunk);
+  if (!r.ok()) {
+    buf_.resize(old);
+    return r.status();
+  }
+  buf_.resize(old + *r);
+  if (*r == 0) eof_ = true;
+  return *r > 0;
+}
+
+StatusOr<bool> LineReader::Next(std::string* line) {
+  size_t scan_from = pos_;
+  while (true) {
+    size_t nl = buf_.find('\n', scan_from);
+    if (nl != std::string::npos) {
+      size_t end = nl;
+      if (end > pos_ && buf_[end - 1] == '\r') --end;
+      line->assign(buf_, pos_, end - pos_);
+      pos_ = nl + 1;
+      ++line_number_;
+      return true;
+    }
+    if (eof_) {
+      if (pos_ == buf_.size()) return false;
+      size_t end = buf_.size();
+      if (buf_[end - 1] == '\r') --end;
+      line->assign(buf_, pos_, end - pos_);
+      pos_ = buf_.size();
+      ++line_number_;
+      return true;
+    }
+    size_t scanned = buf_.size() - pos_;
+    TOKPACK_ASSIGN_OR_RETURN(bool more, Fill());
+    (void)more;
+    scan_from = pos_ + scanned;  // Fill() moved the unread bytes to the front.
+  }
+}
+
+Status ReadAll(ByteStream* in, std::string* out) {
+  out->clear();
+  while (true) {
+    size_t old = out->size();
+    out->resize(old + kReadChunk);
+    StatusOr<size_t> r = in->Read(out->data() + old, kReadChunk);
+    if (!r.ok()) return r.status();
+    out->resize(old + *r);
+    if (*r == 0) return Status::Ok();
+  }
+}
+
+}  // namespace tokpack

@@ -1,0 +1,111 @@
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "io/input_files.h"
+#include "tokpack/builder.h"
+#include "tools/commands.h"
+#include "tools/progress_printer.h"
+
+namespace tokpack::cli {
+namespace {
+
+struct BuildArgs {
+  BuildOptions options;
+  bool no_eos = false;
+  std::string part;
+  bool quiet = false;
+  double progress_every = 0;  // 0: 0.2 s on a terminal, 10 s otherwise.
+};
+
+void PrintSummary(const BuildSummary& s, const std::string& output) {
+  const Manifest& m = s.manifest;
+  const BuildCounts& c = m.provenance.counts;
+  const double mb = s.input_bytes / 1e6;
+  std::fprintf(stderr,
+               "tokpack build: wrote %s: %llu documents, %llu tokens (%s) in %zu shard(s)\n"
+               "  skipped: %llu empty, %llu bad lines, %llu invalid UTF-8; "
+               "%llu documents had invalid UTF-8 replaced\n"
+               "  read %.1f MB in %.2f s (%.1f MB/s, %s tokens/s)\n",
+               output.c_str(), static_cast<unsigned long long>(c.documents),
+               static_cast<unsigned long long>(c.tokens),
+               std::string(TokenDtypeName(m.dtype)).c_str(), m.shards.size(),
+               static_cast<unsigned long long>(c.skipped_empty),
+               static_cast<unsigned long long>(c.bad_lines),
+               static_cast<unsigned long long>(c.skipped_invalid_utf8),
+               static_cast<unsigned long long>(c.utf8_repaired), mb, s.seconds,
+               s.seconds > 0 ? mb / s.seconds : 0.0,
+               ProgressPrinter::Count(s.seconds > 0 ? c.tokens / s.seconds : 0).c_str());
+}
+
+}  // namespace
+
+Runner AddBuildCommand(CLI::App* app) {
+  auto args = std::make_shared<BuildArgs>();
+  BuildOptions& o = args->options;
+  BuildSettings& s = o.settings;
+  s.shard_tokens = kDefaultShardTokens;
+  app->add_option("-i,--input", o.inputs,
+                  "Input files, directories, globs ('corpus/**/*.jsonl.zst') or - for stdin")
+      ->required();
+  app->add_option("-o,--output", o.output, "Dataset directory to create")->required();
+  app->add_option("-t,--tokenizer", o.tokenizer_model, "sentencepiece model file")->required();
+  app->add_option("--threads", o.threads, "Tokenizer threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--text-key", s.text_key,
+                  "JSONL field holding the text, or a JSON pointer like /meta/text")
+      ->capture_default_str();
+  app->add_option("--input-format", s.input_format,
+                  "auto (by file name), jsonl or text")
+      ->check(CLI::IsMember({"auto", "jsonl", "text"}))
+      ->capture_default_str();
+  app->add_flag("--text-per-line", s.text_per_line,
+                "Plain text: one document per line instead of one per file");
+  app->add_flag("--bos", s.add_bos, "Prepend the tokenizer's BOS id to every document");
+  app->add_flag("--no-eos", args->no_eos, "Do not append the EOS id to every document");
+  app->add_option("--invalid-utf8", s.invalid_utf8,
+                  "replace (with U+FFFD, as Python's errors='replace'), skip the document, "
+                  "or error")
+      ->check(CLI::IsMember({"replace", "skip", "error"}))
+      ->capture_default_str();
+  app->add_flag("--skip-bad-lines", s.skip_bad_lines,
+                "Skip and count malformed JSON lines instead of failing");
+  app->add_option("--shard-tokens", s.shard_tokens, "Token budget per shard")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--chunk-bytes", o.chunk_bytes, "Checksum chunk size in bytes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--part", args->part,
+                  "Build part i/N of the inputs (0-based), e.g. for a Slurm job array");
+  app->add_flag("--force", o.force, "Replace an existing dataset at --output");
+  app->add_flag("-q,--quiet", args->quiet, "No progress output (the summary is still printed)");
+  app->add_option("--progress-every", args->progress_every,
+                  "Seconds between progress reports (default: 0.2 on a terminal, else 10)");
+
+  return [args]() -> int {
+    BuildOptions& opts = args->options;
+    opts.settings.add_eos = !args->no_eos;
+    if (!args->part.empty()) {
+      Status st = ParsePart(args->part, &opts.part_index, &opts.part_count);
+      if (!st.ok()) return ReportError("build", st);
+    }
+    opts.cancel = &g_interrupted;
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    ProgressPrinter printer(tty);
+    if (!args->quiet) {
+      opts.progress_interval_seconds =
+          args->progress_every > 0 ? args->progress_every : (tty ? 0.2 : 10.0);
+      opts.progress = [&printer](const BuildProgress& p) { printer.Update(p); };
+    }
+    StatusOr<BuildSummary> summary = Build(opts);
+    printer.Finish();
+    if (!summary.ok()) return ReportError("build", summary.status());
+    PrintSummary(*summary, opts.output);
+    return 0;
+  };
+}
+
+}  // namespace tokpack::cli

@@ -1,0 +1,36 @@
+// Subcommands of the tokpack CLI. Each Add*Command registers its options on
+// `app` and returns a runner to call when the subcommand was chosen; runners
+// return the process exit code.
+#ifndef TOKPACK_TOOLS_COMMANDS_H_
+#define TOKPACK_TOOLS_COMMANDS_H_
+
+#include <atomic>
+#include <functional>
+
+#include "tokpack/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tokpack::cli {
+
+using Runner = std::function<int()>;
+
+// Set by SIGINT/SIGTERM; long-running commands stop when it turns true.
+extern std::atomic<bool> g_interrupted;
+
+Runner AddBuildCommand(CLI::App* app);
+Runner AddInfoCommand(CLI::App* app);
+Runner AddVerifyCommand(CLI::App* app);
+Runner AddMergeCommand(CLI::App* app);
+Runner AddImportCommand(CLI::App* app);
+Runner AddShowCommand(CLI::App* app);
+
+// Prints "tokpack <command>: <status>" to stderr and returns the exit code
+// (130 when cancelled by a signal, 1 otherwise).
+int ReportError(const char* command, const Status& status);
+
+}  // namespace tokpack::cli
+
+#endif  // TOKPACK_TOOLS_COMMANDS_H_

@@ -1,0 +1,226 @@
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "build/tokenizer.h"
+#include "common/json_writer.h"
+#include "io/file_system.h"
+#include "tokpack/dataset_ops.h"
+#include "tools/commands.h"
+#include "tools/progress_printer.h"
+
+namespace tokpack::cli {
+namespace {
+
+using ull = unsigned long long;
+
+void PrintInfoText(const std::string& dir, const DatasetInfo& info) {
+  const Manifest& m = info.manifest;
+  const TokenizerInfo& t = m.tokenizer;
+  const Provenance& p = m.provenance;
+  std::printf("dataset      %s\n", dir.c_str());
+  std::printf("fingerprint  %s\n", HashToHex(m.Fingerprint()).c_str());
+  std::printf("made by      %s %s (%s", p.tool.c_str(), p.version.c_str(), p.kind.c_str());
+  if (p.part_count > 1) std::printf(", part %d/%d", p.part_index, p.part_count);
+  std::printf(")\n");
+  std::printf("tokens       %llu (%s)\n", static_cast<ull>(m.TotalTokens()),
+              std::string(TokenDtypeName(m.dtype)).c_str());
+  std::printf("documents    %llu\n", static_cast<ull>(m.TotalDocuments()));
+  std::printf("shards       %zu\n", m.shards.size());
+  std::printf("size         %s (.bin + .idx), checksum chunks of %s\n",
+              ProgressPrinter::Bytes(info.data_bytes).c_str(),
+              ProgressPrinter::Bytes(m.chunk_bytes).c_str());
+  if (t.type.empty()) {
+    std::printf("tokenizer    unknown\n");
+  } else {
+    std::printf("tokenizer    %s, vocab %lld, bos %lld, eos %lld, pad %lld, unk %lld%s%s\n",
+                t.type.c_str(), static_cast<long long>(t.vocab_size),
+                static_cast<long long>(t.bos_id), static_cast<long long>(t.eos_id),
+                static_cast<long long>(t.pad_id), static_cast<long long>(t.unk_id),
+                t.file.empty() ? "" : ", file ", t.file.c_str());
+  }
+  if (p.kind == "build" || p.kind == "merge") {
+    const BuildCounts& c = p.counts;
+    std::printf("inputs       %zu file(s); skipped %llu empty, %llu bad lines, %llu invalid "
+                "UTF-8; %llu repaired\n",
+                p.inputs.size(), static_cast<ull>(c.skipped_empty), static_cast<ull>(c.bad_lines),
+                static_cast<ull>(c.skipped_invalid_utf8), static_cast<ull>(c.utf8_repaired));
+    std::printf("settings     text_key=%s bos=%s eos=%s invalid_utf8=%s shard_tokens=%llu\n",
+                p.settings.text_key.c_str(), p.settings.add_bos ? "yes" : "no",
+                p.settings.add_eos ? "yes" : "no", p.settings.invalid_utf8.c_str(),
+                static_cast<ull>(p.settings.shard_tokens));
+  }
+  const uint64_t docs = m.TotalDocuments();
+  if (docs == 0) return;
+  std::printf("doc length   min %llu, mean %.1f, max %llu tokens\n",
+              static_cast<ull>(info.min_length),
+              static_cast<double>(m.TotalTokens()) / docs, static_cast<ull>(info.max_length));
+  uint64_t peak = 0;
+  for (uint64_t n : info.length_histogram) peak = std::max(peak, n);
+  size_t first = 0;
+  while (info.length_histogram[first] == 0) ++first;
+  for (size_t k = first; k < info.length_histogram.size(); ++k) {
+    const uint64_t n = info.length_histogram[k];
+    const int bar = peak ? static_cast<int>((40 * n + peak - 1) / peak) : 0;
+    std::printf("  %9llu-%-9llu %10llu  %s\n", static_cast<ull>(k == 0 ? 0 : 1ull << k),
+                static_cast<ull>((2ull << k) - 1), static_cast<ull>(n),
+                std::string(bar, '#').c_str());
+  }
+}
+
+void PrintInfoJson(const std::string& dir, const DatasetInfo& info) {
+  const Manifest& m = info.manifest;
+  JsonWriter w;
+  w.BeginObject();
+  w.String("dataset", dir);
+  w.String("fingerprint", HashToHex(m.Fingerprint()));
+  w.String("dtype", TokenDtypeName(m.dtype));
+  w.UInt("tokens", m.TotalTokens());
+  w.UInt("documents", m.TotalDocuments());
+  w.UInt("shards", m.shards.size());
+  w.UInt("data_bytes", info.data_bytes);
+  w.Int("vocab_size", m.tokenizer.vocab_size);
+  w.Int("bos_id", m.tokenizer.bos_id);
+  w.Int("eos_id", m.tokenizer.eos_id);
+  w.UInt("min_doc_tokens", info.min_length);
+  w.UInt("max_doc_tokens", info.max_length);
+  w.BeginArray("doc_length_log2_histogram");
+  for (uint64_t n : info.length_histogram) w.UInt(n);
+  w.EndArray();
+  w.EndObject();
+  std::fputs(w.str().c_str(), stdout);
+}
+
+}  // namespace
+
+Runner AddInfoCommand(CLI::App* app) {
+  auto dir = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  app->add_option("dataset", *dir, "Dataset directory")->required();
+  app->add_flag("--json", *json, "Print one JSON object");
+  return [dir, json]() -> int {
+    StatusOr<DatasetInfo> info = InspectDataset(*dir);
+    if (!info.ok()) return ReportError("info", info.status());
+    if (*json) {
+      PrintInfoJson(*dir, *info);
+    } else {
+      PrintInfoText(*dir, *info);
+    }
+    return 0;
+  };
+}
+
+Runner AddVerifyCommand(CLI::App* app) {
+  auto dir = std::make_shared<std::string>();
+  app->add_option("dataset", *dir, "Dataset directory")->required();
+  return [dir]() -> int {
+    StatusOr<VerifyReport> report = VerifyDataset(*dir);
+    if (!report.ok()) return ReportError("verify", report.status());
+    for (const std::string& p : report->problems) std::printf("BAD  %s\n", p.c_str());
+    if (!report->ok()) {
+      std::printf("%s: FAILED, %zu problem(s) in %llu files checked\n", dir->c_str(),
+                  report->problems.size(), static_cast<ull>(report->files_checked));
+      return 1;
+    }
+    std::printf("%s: OK, %llu files, %s checked\n", dir->c_str(),
+                static_cast<ull>(report->files_checked),
+                ProgressPrinter::Bytes(report->bytes_checked).c_str());
+    return 0;
+  };
+}
+
+Runner AddMergeCommand(CLI::App* app) {
+  auto out = std::make_shared<std::string>();
+  auto parts = std::make_shared<std::vector<std::string>>();
+  auto force = std::make_shared<bool>(false);
+  app->add_option("output", *out, "Dataset directory to create")->required();
+  app->add_option("parts", *parts, "Part directories (any order)")->required();
+  app->add_flag("--force", *force, "Replace an existing dataset at OUTPUT");
+  return [out, parts, force]() -> int {
+    StatusOr<Manifest> m = MergeDatasets(*out, *parts, *force);
+    if (!m.ok()) return ReportError("merge", m.status());
+    std::printf("merged %zu dataset(s) into %s: %llu documents, %llu tokens, %zu shards\n",
+                parts->size(), out->c_str(), static_cast<ull>(m->TotalDocuments()),
+                static_cast<ull>(m->TotalTokens()), m->shards.size());
+    return 0;
+  };
+}
+
+Runner AddImportCommand(CLI::App* app) {
+  auto o = std::make_shared<ImportOptions>();
+  app->add_option("prefixes", o->prefixes, "Megatron prefixes (path without .bin/.idx)")
+      ->required();
+  app->add_option("-o,--output", o->output, "Dataset directory to create")->required();
+  app->add_option("-t,--tokenizer", o->tokenizer_model,
+                  "sentencepiece model the data was tokenized with (optional)");
+  app->add_option("--chunk-bytes", o->chunk_bytes, "Checksum chunk size in bytes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_flag("--force", o->force, "Replace an existing dataset at --output");
+  return [o]() -> int {
+    StatusOr<Manifest> m = ImportMegatron(*o);
+    if (!m.ok()) return ReportError("import", m.status());
+    std::printf("imported %zu prefix(es) into %s: %llu documents, %llu tokens (%s)\n",
+                o->prefixes.size(), o->output.c_str(), static_cast<ull>(m->TotalDocuments()),
+                static_cast<ull>(m->TotalTokens()),
+                std::string(TokenDtypeName(m->dtype)).c_str());
+    return 0;
+  };
+}
+
+Runner AddShowCommand(CLI::App* app) {
+  struct Args {
+    std::string dir;
+    uint64_t doc = 0;
+    uint64_t count = 1;
+    bool decode = false;
+    std::string tokenizer;
+  };
+  auto a = std::make_shared<Args>();
+  app->add_option("dataset", a->dir, "Dataset directory")->required();
+  app->add_option("--doc", a->doc, "First document (0-based)")->capture_default_str();
+  app->add_option("--count", a->count, "Number of documents")->capture_default_str();
+  app->add_flag("--decode", a->decode, "Print text decoded with the dataset's tokenizer");
+  app->add_option("--tokenizer", a->tokenizer,
+                  "Tokenizer model (default: the copy inside the dataset)");
+  return [a]() -> int {
+    StatusOr<Manifest> m = Manifest::Load(a->dir);
+    if (!m.ok()) return ReportError("show", m.status());
+    std::unique_ptr<Tokenizer> tok;
+    if (a->decode) {
+      std::string model = a->tokenizer;
+      if (model.empty()) {
+        if (m->tokenizer.file.empty()) {
+          return ReportError("show", InvalidArgumentError(
+                                         "the dataset holds no tokenizer; pass --tokenizer"));
+        }
+        model = JoinPath(a->dir, m->tokenizer.file);
+      }
+      StatusOr<std::unique_ptr<Tokenizer>> loaded = Tokenizer::Load(model);
+      if (!loaded.ok()) return ReportError("show", loaded.status());
+      tok = std::move(*loaded);
+    }
+    for (uint64_t i = a->doc; i < a->doc + a->count; ++i) {
+      StatusOr<std::vector<int64_t>> ids = ReadDocument(a->dir, *m, i);
+      if (!ids.ok()) return ReportError("show", ids.status());
+      std::printf("--- document %llu (%zu tokens)\n", static_cast<ull>(i), ids->size());
+      if (tok) {
+        StatusOr<std::string> text = tok->Decode(std::vector<int>(ids->begin(), ids->end()));
+        if (!text.ok()) return ReportError("show", text.status());
+        std::printf("%s\n", text->c_str());
+      } else {
+        std::string line;
+        for (size_t k = 0; k < ids->size(); ++k) {
+          if (k) line += ' ';
+          line += std::to_string((*ids)[k]);
+        }
+        std::printf("%s\n", line.c_str());
+      }
+    }
+    return 0;
+  };
+}
+
+}  // namespace tokpack::cli

@@ -1,0 +1,60 @@
+// tokpack: the command-line interface (build, info, verify, merge, import,
+// show). See README.md for examples.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "tokpack/builder.h"
+#include "tools/commands.h"
+
+namespace tokpack::cli {
+
+std::atomic<bool> g_interrupted{false};
+
+int ReportError(const char* command, const Status& status) {
+  std::fprintf(stderr, "tokpack %s: error: %s\n", command, status.message().c_str());
+  return status.code() == StatusCode::kCancelled ? 130 : 1;
+}
+
+}  // namespace tokpack::cli
+
+namespace {
+
+extern "C" void OnSignal(int sig) {
+  tokpack::cli::g_interrupted.store(true);
+  // A second signal terminates at once.
+  std::signal(sig, SIG_DFL);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tokpack::cli;
+  CLI::App app{"tokpack: corpora to sharded, memory-mapped token datasets"};
+  app.set_version_flag("--version", std::string("tokpack ") + tokpack::Version());
+  app.require_subcommand(1);
+  std::map<CLI::App*, Runner> runners;
+  auto add = [&](const char* name, const char* help, Runner (*fn)(CLI::App*)) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = fn(sub);
+  };
+  add("build", "Tokenize corpora into a dataset", AddBuildCommand);
+  add("info", "Summarize a dataset", AddInfoCommand);
+  add("verify", "Recompute checksums and check every index against its data",
+      AddVerifyCommand);
+  add("merge", "Write one manifest over the parts of a --part build (no copying)",
+      AddMergeCommand);
+  add("import", "Write a manifest over existing Megatron .bin/.idx pairs (no copying)",
+      AddImportCommand);
+  add("show", "Print documents as token ids or decoded text", AddShowCommand);
+  CLI11_PARSE(app, argc, argv);
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) return run();
+  }
+  return 2;
+}
