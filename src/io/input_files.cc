@@ -125,6 +125,9 @@ StatusOr<std::vector<std::string>> Glob(const std::string& pattern) {
   if (root.empty()) {
     for (std::string& p : out) p = p.substr(2);  // Drop the "./" we walked from.
   }
+  // Byte order of full paths, whatever the walk order; "**" can reach a file twice.
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
@@ -141,6 +144,7 @@ StatusOr<std::vector<InputRecord>> ExpandInputs(const std::vector<std::string>& 
     }
     if (IsDirectory(spec)) {
       TOKPACK_RETURN_IF_ERROR(WalkDir(spec, &files));
+      std::sort(files.begin(), files.end());
       if (files.empty()) {
         return NotFoundError("input directory '" + spec +
                              "' holds no .jsonl/.json/.ndjson/.txt files (optionally .gz/.zst)");

@@ -1,0 +1,237 @@
+#include "tokpack/builder.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <mutex>
+
+#include "build/builder_internal.h"
+#include "build/tokenizer.h"
+#include "tests/test_util.h"
+#include "tokpack/dataset_ops.h"
+
+namespace tokpack {
+namespace {
+
+using testing::Exists;
+using testing::ReadFileOrDie;
+using testing::TempDir;
+using testing::WriteStringToFile;
+
+// Fails every Append once `budget` bytes have been written in total, as a
+// full disk does.
+class FullDiskFileSystem : public FileSystem {
+ public:
+  explicit FullDiskFileSystem(uint64_t budget) : budget_(budget) {}
+  StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    TOKPACK_ASSIGN_OR_RETURN(auto inner, PosixFileSystem()->NewWritableFile(path));
+    return std::unique_ptr<WritableFile>(new File(std::move(inner), this));
+  }
+  Status Rename(const std::string& a, const std::string& b) override {
+    return PosixFileSystem()->Rename(a, b);
+  }
+  Status SyncDir(const std::string& d) override { return PosixFileSystem()->SyncDir(d); }
+
+ private:
+  class File : public WritableFile {
+   public:
+    File(std::unique_ptr<WritableFile> inner, FullDiskFileSystem* fs)
+        : inner_(std::move(inner)), fs_(fs) {}
+    Status Append(std::string_view data) override {
+      {
+        std::lock_guard<std::mutex> lock(fs_->mu_);
+        if (fs_->written_ + data.size() > fs_->budget_) {
+          return ErrnoToStatus(ENOSPC, "write", inner_->path());
+        }
+        fs_->written_ += data.size();
+      }
+      return inner_->Append(data);
+    }
+    Status Close() override { return inner_->Close(); }
+    const std::string& path() const override { return inner_->path(); }
+
+   private:
+    std::unique_ptr<WritableFile> inner_;
+    FullDiskFileSystem* fs_;
+  };
+  std::mutex mu_;
+  uint64_t budget_;
+  uint64_t written_ = 0;
+};
+
+class BuilderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Four inputs of different kinds, about 600 documents in all.
+    WriteStringToFile(dir_.Join("a.jsonl"), testing::MakeJsonl(200, 1, &texts_));
+    WriteStringToFile(dir_.Join("b.jsonl.zst"), testing::ZstdCompress(testing::MakeJsonl(150, 500, &texts_)));
+    WriteStringToFile(dir_.Join("c.jsonl.gz"), testing::GzipCompress(testing::MakeJsonl(150, 900, &texts_)));
+    WriteStringToFile(dir_.Join("d.jsonl"), testing::MakeJsonl(100, 1300, &texts_));
+  }
+  BuildOptions Options(const std::string& out, int threads = 2) {
+    BuildOptions o;
+    o.inputs = {dir_.Join("a.jsonl"), dir_.Join("b.jsonl.zst"), dir_.Join("c.jsonl.gz"),
+                dir_.Join("d.jsonl")};
+    o.output = out;
+    o.tokenizer_model = testing::TestModelPath();
+    o.threads = threads;
+    o.chunk_bytes = 1024;
+    o.settings.shard_tokens = 4000;
+    return o;
+  }
+  // Every document's token ids, in stream order.
+  std::vector<std::vector<int64_t>> Documents(const std::string& out) {
+    auto m = Manifest::Load(out);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    std::vector<std::vector<int64_t>> docs;
+    for (uint64_t i = 0; i < m->TotalDocuments(); ++i) docs.push_back(*ReadDocument(out, *m, i));
+    return docs;
+  }
+  TempDir dir_;
+  std::vector<std::string> texts_;
+};
+
+TEST_F(BuilderTest, DocumentsAreSentencepieceIdsWithEos) {
+  auto summary = Build(Options(dir_.Join("out")));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  auto tok = Tokenizer::Load(testing::TestModelPath());
+  ASSERT_TRUE(tok.ok());
+  auto docs = Documents(dir_.Join("out"));
+  ASSERT_EQ(docs.size(), texts_.size());
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    std::vector<int> ids;
+    ASSERT_TRUE((*tok)->Encode(texts_[i], &ids).ok());
+    ids.push_back(static_cast<int>((*tok)->info().eos_id));
+    ASSERT_EQ(docs[i], std::vector<int64_t>(ids.begin(), ids.end())) << "document " << i;
+  }
+  EXPECT_GT(summary->manifest.shards.size(), 3u);
+  EXPECT_TRUE(VerifyDataset(dir_.Join("out"))->ok());
+}
+
+TEST_F(BuilderTest, OutputIsByteIdenticalForAnyThreadCount) {
+  std::vector<std::string> outs;
+  for (int threads : {1, 2, 5}) {
+    outs.push_back(dir_.Join("t" + std::to_string(threads)));
+    ASSERT_TRUE(Build(Options(outs.back(), threads)).ok());
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(outs[0])) {
+    const std::string name = entry.path().filename().string();
+    const std::string want = ReadFileOrDie(outs[0] + "/" + name);
+    for (size_t i = 1; i < outs.size(); ++i) {
+      EXPECT_EQ(ReadFileOrDie(outs[i] + "/" + name), want) << name << " differs";
+    }
+  }
+}
+
+TEST_F(BuilderTest, MalformedLineFailsNamingFileAndLineUnlessSkipped) {
+  WriteStringToFile(dir_.Join("bad.jsonl"),
+                    "{\"text\": \"fine\"}\n\n{\"text\": \"broken\"\n{\"text\": \"fine again\"}\n");
+  BuildOptions o = Options(dir_.Join("out"));
+  o.inputs = {dir_.Join("bad.jsonl")};
+  auto r = Build(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bad.jsonl:3: malformed JSON"), std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(Exists(dir_.Join("out")));
+  o.settings.skip_bad_lines = true;
+  r = Build(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->manifest.provenance.counts.bad_lines, 1u);
+  EXPECT_EQ(r->manifest.TotalDocuments(), 2u);
+}
+
+TEST_F(BuilderTest, FullDiskFailsClearlyAndLeavesNothing) {
+  FullDiskFileSystem fs(3000);
+  auto r = BuildWithFileSystem(Options(dir_.Join("out")), &fs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos);
+  EXPECT_NE(r.status().message().find("shard-0000"), std::string::npos);
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    EXPECT_EQ(e.path().filename().string().find("out"), std::string::npos)
+        << "left behind: " << e.path();
+  }
+}
+
+TEST_F(BuilderTest, FailedForcedRebuildKeepsTheOldDataset) {
+  ASSERT_TRUE(Build(Options(dir_.Join("out"))).ok());
+  const std::string before = ReadFileOrDie(dir_.Join("out/manifest.json"));
+  FullDiskFileSystem fs(3000);
+  BuildOptions o = Options(dir_.Join("out"));
+  o.force = true;
+  EXPECT_FALSE(BuildWithFileSystem(o, &fs).ok());
+  EXPECT_EQ(ReadFileOrDie(dir_.Join("out/manifest.json")), before);
+  EXPECT_TRUE(VerifyDataset(dir_.Join("out"))->ok());
+  EXPECT_EQ(Build(Options(dir_.Join("out"))).status().code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(BuilderTest, CancelStopsTheBuildWithoutOutput) {
+  std::atomic<bool> cancel{true};
+  BuildOptions o = Options(dir_.Join("out"));
+  o.cancel = &cancel;
+  auto r = Build(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
+  EXPECT_FALSE(Exists(dir_.Join("out")));
+}
+
+TEST_F(BuilderTest, PartsMergedEqualASingleBuild) {
+  ASSERT_TRUE(Build(Options(dir_.Join("single"))).ok());
+  std::vector<std::string> parts;
+  for (int i = 2; i >= 0; --i) {  // Any order: merge sorts by part index.
+    BuildOptions o = Options(dir_.Join("part" + std::to_string(i)));
+    o.part_index = i;
+    o.part_count = 3;
+    ASSERT_TRUE(Build(o).ok());
+    parts.push_back(o.output);
+  }
+  auto merged = MergeDatasets(dir_.Join("merged"), parts, false);
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(Documents(dir_.Join("merged")), Documents(dir_.Join("single")));
+  EXPECT_TRUE(VerifyDataset(dir_.Join("merged"))->ok());
+  EXPECT_EQ(merged->provenance.inputs.size(), 4u);
+
+  parts.pop_back();
+  auto incomplete = MergeDatasets(dir_.Join("m2"), parts, false);
+  EXPECT_NE(incomplete.status().message().find("part 0/3 is missing"), std::string::npos)
+      << incomplete.status().message();
+}
+
+TEST_F(BuilderTest, EmptyDocumentsAreSkippedAndCounted) {
+  WriteStringToFile(dir_.Join("e.jsonl"),
+                    "{\"text\": \"\"}\n{\"text\": \"words here\"}\n{\"text\": \"   \"}\n");
+  BuildOptions o = Options(dir_.Join("out"));
+  o.inputs = {dir_.Join("e.jsonl")};
+  auto r = Build(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->manifest.TotalDocuments(), 1u);
+  EXPECT_EQ(r->manifest.provenance.counts.skipped_empty, 2u);
+}
+
+TEST_F(BuilderTest, TextInputsOnePerFileOrPerLine) {
+  WriteStringToFile(dir_.Join("t1.txt"), "first line\nsecond line\n");
+  WriteStringToFile(dir_.Join("t2.txt"), "another document");
+  BuildOptions o = Options(dir_.Join("files"));
+  o.inputs = {dir_.Join("t1.txt"), dir_.Join("t2.txt")};
+  auto r = Build(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->manifest.TotalDocuments(), 2u);
+  o.output = dir_.Join("lines");
+  o.settings.text_per_line = true;
+  r = Build(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->manifest.TotalDocuments(), 3u);
+}
+
+TEST_F(BuilderTest, RejectsBadOptionsBeforeWork) {
+  BuildOptions o = Options(dir_.Join("out"));
+  o.inputs.push_back(dir_.Join("missing.jsonl"));
+  EXPECT_EQ(Build(o).status().code(), StatusCode::kNotFound);
+  o = Options(dir_.Join("out"));
+  o.tokenizer_model = dir_.Join("a.jsonl");
+  EXPECT_NE(Build(o).status().message().find("not a sentencepiece model"), std::string::npos);
+  EXPECT_FALSE(Exists(dir_.Join("out")));
+}
+
+}  // namespace
+}  // namespace tokpack
