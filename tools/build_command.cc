@@ -23,20 +23,20 @@ struct BuildArgs {
 void PrintSummary(const BuildSummary& s, const std::string& output) {
   const Manifest& m = s.manifest;
   const BuildCounts& c = m.provenance.counts;
-  const double mb = s.input_bytes / 1e6;
+  const double mb = s.input_bytes / 1e6, text_mb = s.text_bytes / 1e6;
   std::fprintf(stderr,
                "tokpack build: wrote %s: %llu documents, %llu tokens (%s) in %zu shard(s)\n"
                "  skipped: %llu empty, %llu bad lines, %llu invalid UTF-8; "
                "%llu documents had invalid UTF-8 replaced\n"
-               "  read %.1f MB in %.2f s (%.1f MB/s, %s tokens/s)\n",
+               "  read %.1f MB (%.1f MB of text) in %.2f s: %.1f MB/s of text, %s tokens/s\n",
                output.c_str(), static_cast<unsigned long long>(c.documents),
                static_cast<unsigned long long>(c.tokens),
                std::string(TokenDtypeName(m.dtype)).c_str(), m.shards.size(),
                static_cast<unsigned long long>(c.skipped_empty),
                static_cast<unsigned long long>(c.bad_lines),
                static_cast<unsigned long long>(c.skipped_invalid_utf8),
-               static_cast<unsigned long long>(c.utf8_repaired), mb, s.seconds,
-               s.seconds > 0 ? mb / s.seconds : 0.0,
+               static_cast<unsigned long long>(c.utf8_repaired), mb, text_mb, s.seconds,
+               s.seconds > 0 ? text_mb / s.seconds : 0.0,
                ProgressPrinter::Count(s.seconds > 0 ? c.tokens / s.seconds : 0).c_str());
 }
 

@@ -57,7 +57,8 @@ struct BuildOptions {
 
 struct BuildSummary {
   Manifest manifest;         // As written to <output>/manifest.json.
-  uint64_t input_bytes = 0;  // Raw bytes read.
+  uint64_t input_bytes = 0;  // Raw bytes read (compressed where the input is).
+  uint64_t text_bytes = 0;   // Decompressed bytes read.
   double seconds = 0;
 };
 

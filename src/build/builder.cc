@@ -315,6 +315,7 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   BuildSummary summary;
   summary.manifest = std::move(m);
   summary.input_bytes = bytes_read.load();
+  summary.text_bytes = reader.text_bytes();
   summary.seconds = SecondsSince(t0);
   return summary;
 }

@@ -46,6 +46,7 @@ StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
         // One document per file: the whole (decompressed) file is the record.
         std::string doc;
         TOKPACK_RETURN_IF_ERROR(ReadAll(stream.get(), &doc));
+        text_bytes_ += doc.size();
         TOKPACK_RETURN_IF_ERROR(Append(batch, doc, 0));
         continue;
       }
@@ -57,6 +58,7 @@ StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
       lines_.reset();
       continue;
     }
+    text_bytes_ += line_.size() + 1;
     if (formats_[current_] == RecordFormat::kJsonLine &&
         line_.find_first_not_of(" \t\r") == std::string::npos) {
       continue;  // Blank JSONL lines carry no record.

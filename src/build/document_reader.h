@@ -34,6 +34,8 @@ class DocumentReader {
   StatusOr<bool> Next(RawBatch* batch);
 
   RecordFormat format(uint32_t file) const { return formats_[file]; }
+  // Decompressed bytes read so far (records plus their line breaks).
+  uint64_t text_bytes() const { return text_bytes_; }
   const std::vector<InputRecord>& inputs() const { return inputs_; }
 
  private:
@@ -46,6 +48,7 @@ class DocumentReader {
   size_t batch_records_;
   std::vector<RecordFormat> formats_;
   std::vector<bool> per_line_;
+  uint64_t text_bytes_ = 0;
   size_t next_file_ = 0;
   uint32_t current_ = 0;
   std::unique_ptr<LineReader> lines_;

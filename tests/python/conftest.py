@@ -19,9 +19,18 @@ WORDS = (
 ).split()
 
 
+SYLLABLES = "ka lo mi ne ru ta shi po ven dor al is um ex tra qui zo bel mar ton".split()
+
+
+def random_word(rng):
+    if rng.random() < 0.35:
+        return rng.choice(WORDS)
+    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3)))
+
+
 def random_text(rng, min_words=1, max_words=80):
     n = rng.randint(min_words, max_words)
-    words = [rng.choice(WORDS) for _ in range(n)]
+    words = [random_word(rng) for _ in range(n)]
     # Sprinkle punctuation and digits so the tokenizer sees varied pieces.
     for i in range(0, n, 7):
         words[i] = words[i] + rng.choice([",", ".", "!", "?", "", str(rng.randint(0, 999))])

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Quickstart: installs what is missing, builds tokpack, and packs a corpus made
+# from the license and copyright texts every Debian machine has (no download):
+# trains a small sentencepiece tokenizer, builds a sharded dataset, shows its
+# summary, verifies every checksum, and decodes a few documents.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+DEMO="$ROOT/demo"
+TOKPACK="$ROOT/build/tokpack"
+
+"$ROOT/scripts/setup.sh"
+echo "== building tokpack"
+"$ROOT/scripts/build.sh" "$ROOT/build" >/dev/null
+rm -rf "$DEMO"
+mkdir -p "$DEMO"
+
+echo "== making the corpus from /usr/share/common-licenses and /usr/share/doc/*/copyright"
+python3 "$ROOT/scripts/make_demo_corpus.py" "$DEMO/corpus"
+zstd -q --rm "$DEMO/corpus/copyrights.jsonl"
+
+echo "== training a sentencepiece tokenizer (vocab 8000) with spm_train"
+spm_train --input="$DEMO/corpus/train.txt" --model_prefix="$DEMO/tok" --vocab_size=8000 \
+  --model_type=unigram --input_sentence_size=200000 --shuffle_input_sentence=true \
+  --minloglevel=2 >/dev/null 2>&1
+
+echo "== tokpack build"
+"$TOKPACK" build --tokenizer "$DEMO/tok.model" --input "$DEMO/corpus/*.jsonl*" \
+  --output "$DEMO/data" --shard-tokens 2000000 --threads "$(nproc)"
+
+echo "== tokpack info"
+"$TOKPACK" info "$DEMO/data"
+
+echo "== tokpack verify"
+"$TOKPACK" verify "$DEMO/data"
+
+echo "== three documents, decoded (first 300 characters each)"
+"$TOKPACK" show "$DEMO/data" --doc 0 --count 3 --decode | cut -c1-300
+
+echo
+echo "The dataset is in $DEMO/data ($(ls "$DEMO/data" | tr '\n' ' '))"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs everything tokpack needs on a fresh Debian 12 machine: compilers and
+# libraries from apt, and a Python virtual environment (.venv) from PyPI.
+# Idempotent and quiet when nothing is missing. Used by demo.sh and test.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libboost-dev libsentencepiece-dev sentencepiece libzstd-dev zstd zlib1g-dev
+  libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
+  libgtest-dev libbenchmark-dev python3 python3-venv python3-pip
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV" >&2
+  python3 -m venv "$VENV"
+fi
+PY_PACKAGES=(numpy pytest)
+if ! "$VENV/bin/python" -c "import numpy, pytest" 2>/dev/null; then
+  echo "setup: pip installing ${PY_PACKAGES[*]}" >&2
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q "${PY_PACKAGES[@]}"
+fi

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds, runs the C++ tests
+# (ctest), runs them again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then the Python tests (pytest) against the built CLI.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="$(nproc)"
+
+"$ROOT/scripts/setup.sh"
+
+echo "== build (RelWithDebInfo)"
+"$ROOT/scripts/build.sh" "$ROOT/build"
+echo "== C++ tests"
+ctest --test-dir "$ROOT/build" --output-on-failure -j "$JOBS"
+
+echo "== build (ASan + UBSan)"
+"$ROOT/scripts/build.sh" "$ROOT/build-asan" -DTOKPACK_SANITIZE=ON -DTOKPACK_BUILD_BENCH=OFF
+echo "== C++ tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS"
+
+echo "== Python tests"
+TOKPACK_BIN="$ROOT/build/tokpack" "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/python"
