@@ -275,7 +275,7 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   for (const auto& in : inputs) bytes_total += in.bytes;
 
   std::atomic<uint64_t> bytes_read{0};
-  DocumentReader reader(inputs, o.settings, &bytes_read);
+  DocumentReader reader(inputs, o.settings, &bytes_read, o.cancel);
   TOKPACK_RETURN_IF_ERROR(reader.Init());
   TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
 

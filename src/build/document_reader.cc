@@ -8,10 +8,11 @@ namespace tokpack {
 
 DocumentReader::DocumentReader(std::vector<InputRecord> inputs,
                                const BuildSettings& settings,
-                               std::atomic<uint64_t>* raw_bytes_read, size_t batch_bytes,
+                               std::atomic<uint64_t>* raw_bytes_read,
+                               const std::atomic<bool>* cancel, size_t batch_bytes,
                                size_t batch_records)
     : inputs_(std::move(inputs)), settings_(settings), raw_bytes_read_(raw_bytes_read),
-      batch_bytes_(batch_bytes), batch_records_(batch_records) {}
+      cancel_(cancel), batch_bytes_(batch_bytes), batch_records_(batch_records) {}
 
 Status DocumentReader::Init() {
   for (const InputRecord& in : inputs_) {
@@ -41,7 +42,7 @@ StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
       if (next_file_ == inputs_.size()) break;
       current_ = static_cast<uint32_t>(next_file_++);
       TOKPACK_ASSIGN_OR_RETURN(auto stream,
-                               OpenInputStream(inputs_[current_].path, raw_bytes_read_));
+                               OpenInputStream(inputs_[current_].path, raw_bytes_read_, cancel_));
       if (!per_line_[current_]) {
         // One document per file: the whole (decompressed) file is the record.
         std::string doc;

@@ -21,9 +21,10 @@ class DocumentReader {
  public:
   // A batch is closed once it holds `batch_bytes` of data or `batch_records`
   // records. `raw_bytes_read` (may be null) counts raw input bytes consumed.
+  // `cancel` (may be null) interrupts reads from a stalled pipe.
   DocumentReader(std::vector<InputRecord> inputs, const BuildSettings& settings,
-                 std::atomic<uint64_t>* raw_bytes_read, size_t batch_bytes = 1 << 20,
-                 size_t batch_records = 4096);
+                 std::atomic<uint64_t>* raw_bytes_read, const std::atomic<bool>* cancel,
+                 size_t batch_bytes = 1 << 20, size_t batch_records = 4096);
 
   // Resolves each input's record format; fails naming an input whose format
   // cannot be told. Call before Next().
@@ -44,6 +45,7 @@ class DocumentReader {
   std::vector<InputRecord> inputs_;
   BuildSettings settings_;
   std::atomic<uint64_t>* raw_bytes_read_;
+  const std::atomic<bool>* cancel_;
   size_t batch_bytes_;
   size_t batch_records_;
   std::vector<RecordFormat> formats_;

@@ -1,6 +1,8 @@
 #include "io/input_stream.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -17,8 +19,13 @@ constexpr size_t kReadChunk = 1 << 18;
 
 class FdStream : public ByteStream {
  public:
-  FdStream(int fd, bool owned, std::string name, std::atomic<uint64_t>* counter)
-      : fd_(fd), owned_(owned), name_(std::move(name)), counter_(counter) {}
+  FdStream(int fd, bool owned, std::string name, std::atomic<uint64_t>* counter,
+           const std::atomic<bool>* cancel)
+      : fd_(fd), owned_(owned), name_(std::move(name)), counter_(counter) {
+    struct stat st;
+    // Regular files never block for long; only pipes, sockets and ttys are polled.
+    if (cancel && ::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) cancel_ = cancel;
+  }
   ~FdStream() override {
     if (owned_) ::close(fd_);
   }
@@ -37,6 +44,7 @@ class FdStream : public ByteStream {
       return take;
     }
     while (true) {
+      if (cancel_) TOKPACK_RETURN_IF_ERROR(WaitReadable());
       ssize_t r = ::read(fd_, buf, n);
       if (r < 0) {
         if (errno == EINTR) continue;
@@ -48,10 +56,21 @@ class FdStream : public ByteStream {
   }
 
  private:
+  Status WaitReadable() {
+    pollfd p{fd_, POLLIN, 0};
+    while (true) {
+      if (cancel_->load(std::memory_order_relaxed)) return CancelledError("build interrupted");
+      int r = ::poll(&p, 1, 100);
+      if (r > 0) return Status::Ok();
+      if (r < 0 && errno != EINTR) return ErrnoToStatus(errno, "poll", name_);
+    }
+  }
+
   int fd_;
   bool owned_;
   std::string name_;
   std::atomic<uint64_t>* counter_;
+  const std::atomic<bool>* cancel_ = nullptr;
   std::string pending_;
   size_t pending_pos_ = 0;
 };
@@ -161,12 +180,13 @@ Compression Detect(const std::string& head) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(
-    const std::string& path, std::atomic<uint64_t>* raw_bytes_read) {
+    const std::string& path, std::atomic<uint64_t>* raw_bytes_read,
+    const std::atomic<bool>* cancel) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "<stdin>" : path;
   int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "open", path);
-  auto raw = std::make_unique<FdStream>(fd, !is_stdin, name, raw_bytes_read);
+  auto raw = std::make_unique<FdStream>(fd, !is_stdin, name, raw_bytes_read, cancel);
 
   // Peek up to 4 bytes; a short read before EOF is retried.
   std::string head(4, '\0');
