@@ -5,6 +5,7 @@
 #define TOKPACK_SRC_FORMAT_IDX_FILE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,18 @@ class IdxView {
   const char* pointers_ = nullptr;
   const char* doc_idx_ = nullptr;
 };
+
+// The token at `p` (little endian, unaligned) of a .bin of type `dtype`.
+inline int64_t LoadToken(const char* p, TokenDtype dtype) {
+  if (dtype == TokenDtype::kUInt16) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 // Parses and fully validates an index: magic, version, dtype (uint16 or int32),
 // exact file size, non-negative lengths, pointers that are the running byte

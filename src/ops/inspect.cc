@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "format/idx_file.h"
 #include "io/file_system.h"
@@ -64,17 +63,7 @@ StatusOr<std::vector<int64_t>> ReadDocument(const std::string& dir, const Manife
                            " runs past the end of the file)");
     }
     std::vector<int64_t> ids(raw.size() / item);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (item == 2) {
-        uint16_t v;
-        std::memcpy(&v, raw.data() + 2 * i, 2);
-        ids[i] = v;
-      } else {
-        int32_t v;
-        std::memcpy(&v, raw.data() + 4 * i, 4);
-        ids[i] = v;
-      }
-    }
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = LoadToken(raw.data() + item * i, m.dtype);
     return ids;
   }
   return OutOfRangeError("document " + std::to_string(index) + " is past the last of " +

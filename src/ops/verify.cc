@@ -1,5 +1,3 @@
-#include <cstring>
-
 #include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
@@ -45,16 +43,7 @@ void CheckBin(const std::string& path, const Manifest& m, const ShardInfo& shard
     hasher.Update(block);
     if (vocab > 0 && !reported) {
       for (size_t i = 0; i + item <= block.size(); i += item) {
-        int64_t id;
-        if (item == 2) {
-          uint16_t v;
-          std::memcpy(&v, block.data() + i, 2);
-          id = v;
-        } else {
-          int32_t v;
-          std::memcpy(&v, block.data() + i, 4);
-          id = v;
-        }
+        const int64_t id = LoadToken(block.data() + i, m.dtype);
         if (id < 0 || id >= vocab) {
           report->problems.push_back(path + ": token " + std::to_string((offset + i) / item) +
                                      " is id " + std::to_string(id) +
