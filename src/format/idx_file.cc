@@ -32,7 +32,7 @@ int64_t IdxView::document_index(uint64_t i) const {
   return LoadLe<int64_t>(doc_idx_ + 8 * i);
 }
 
-StatusOr<IdxView> ParseIdx(std::string_view data, std::string_view name) {
+StatusOr<IdxView> ParseIdxHeader(std::string_view data, std::string_view name) {
   if (data.size() < kIdxHeaderBytes) {
     return Corrupt(name, "file is " + std::to_string(data.size()) +
                              " bytes, shorter than the 34-byte header");
@@ -69,7 +69,22 @@ StatusOr<IdxView> ParseIdx(std::string_view data, std::string_view name) {
   v.lengths_ = p + kIdxHeaderBytes;
   v.pointers_ = v.lengths_ + 4 * v.sequence_count_;
   v.doc_idx_ = v.pointers_ + 8 * v.sequence_count_;
+  if (v.sequence_count_ > 0) {
+    const uint64_t last = v.sequence_count_ - 1;
+    const int64_t end = v.pointer(last) + static_cast<int64_t>(v.length(last)) *
+                                              TokenDtypeSize(v.dtype_);
+    if (v.pointer(last) < 0 || v.length(last) < 0 || end % TokenDtypeSize(v.dtype_) != 0) {
+      return Corrupt(name, "last sequence has pointer " + std::to_string(v.pointer(last)) +
+                               " and length " + std::to_string(v.length(last)));
+    }
+    v.tokens_ = static_cast<uint64_t>(end / TokenDtypeSize(v.dtype_));
+  }
+  return v;
+}
 
+StatusOr<IdxView> ParseIdx(std::string_view data, std::string_view name) {
+  TOKPACK_ASSIGN_OR_RETURN(IdxView v, ParseIdxHeader(data, name));
+  v.tokens_ = 0;
   const int64_t item = TokenDtypeSize(v.dtype_);
   int64_t expect = 0;
   for (uint64_t i = 0; i < v.sequence_count_; ++i) {

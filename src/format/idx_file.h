@@ -35,6 +35,7 @@ class IdxView {
   uint64_t bin_bytes() const { return tokens_ * TokenDtypeSize(dtype_); }
 
  private:
+  friend StatusOr<IdxView> ParseIdxHeader(std::string_view data, std::string_view name);
   friend StatusOr<IdxView> ParseIdx(std::string_view data, std::string_view name);
   TokenDtype dtype_ = TokenDtype::kUInt16;
   uint64_t sequence_count_ = 0;
@@ -56,6 +57,11 @@ inline int64_t LoadToken(const char* p, TokenDtype dtype) {
   std::memcpy(&v, p, 4);
   return v;
 }
+
+// O(1) parse for opening datasets fast: checks magic, version, dtype and that
+// the file size matches the counts, and takes tokens() from the last pointer
+// and length. Per-sequence consistency is left to ParseIdx (verify does it).
+StatusOr<IdxView> ParseIdxHeader(std::string_view data, std::string_view name);
 
 // Parses and fully validates an index: magic, version, dtype (uint16 or int32),
 // exact file size, non-negative lengths, pointers that are the running byte

@@ -1,0 +1,63 @@
+// Dataset: an opened tokpack dataset (or a bare Megatron .bin/.idx prefix),
+// memory-mapped, seen as one logical token stream: shards in manifest order,
+// documents in order. Opening costs O(number of shards): it maps each shard
+// and checks its .bin size against its .idx header; nothing is built or
+// cached on disk.
+//
+// A Dataset is immutable once opened; every method is safe to call from many
+// threads at once. Share it as std::shared_ptr (loaders keep it alive).
+#ifndef TOKPACK_DATASET_H_
+#define TOKPACK_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tokpack/manifest.h"
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+class Dataset {
+ public:
+  // `path` is a dataset directory (with manifest.json) or a Megatron prefix
+  // (path/to/name for name.bin + name.idx; a ".bin"/".idx" suffix is
+  // accepted). For a prefix, a manifest is made in memory (no checksums).
+  // NotFound if neither exists; DataLoss if a .bin's size disagrees with its
+  // .idx or the manifest; InvalidArgument for an unsupported dtype.
+  static StatusOr<std::shared_ptr<Dataset>> Open(const std::string& path);
+  ~Dataset();
+  Dataset(const Dataset&) = delete;
+  Dataset& operator=(const Dataset&) = delete;
+
+  const std::string& path() const;
+  const Manifest& manifest() const;
+  TokenDtype dtype() const;
+  uint64_t num_tokens() const;
+  uint64_t num_documents() const;
+  size_t num_shards() const;
+  // Manifest::Fingerprint(): identifies the token stream (used by cursors).
+  uint64_t fingerprint() const;
+
+  // Copies tokens [begin, begin + count) of the stream into `out`, widened.
+  // OutOfRange past the end. `out` must hold `count` values.
+  Status ReadTokens(uint64_t begin, uint64_t count, int32_t* out) const;
+  Status ReadTokens(uint64_t begin, uint64_t count, int64_t* out) const;
+
+  // Appends to *starts the stream offsets of the documents that start in
+  // [begin, end), in increasing order.
+  void DocumentStarts(uint64_t begin, uint64_t end, std::vector<uint64_t>* starts) const;
+
+  // Stream offset and length (in tokens) of document `i`; OutOfRange past the end.
+  Status DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) const;
+
+ private:
+  Dataset();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_DATASET_H_

@@ -1,0 +1,129 @@
+// Loader: serves batches of fixed-length token sequences from one or more
+// weighted datasets, shuffled, partitioned across data-parallel ranks, with a
+// checkpointable cursor (docs/reader.md).
+//
+// Sample i of a dataset with sequence length L is the window of L+1 tokens at
+// stream offset i*L (inputs = first L, targets = last L). Training consumes
+// global positions in order; a global batch is the next world_size*batch_size
+// positions and rank r takes its contiguous slice, so all ranks run the same
+// number of steps and a saved cursor resumes exactly, with any world size.
+//
+// Batches are assembled ahead by background threads into a fixed ring of
+// buffers (no allocation in steady state). Next() and SaveState() must be
+// called from one thread at a time; Batch objects may be read and released
+// from any thread.
+#ifndef TOKPACK_LOADER_H_
+#define TOKPACK_LOADER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tokpack/dataset.h"
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+enum class ShuffleMode {
+  kNone,   // Samples in stream order, every epoch.
+  kFull,   // A fresh keyed permutation of all samples each epoch.
+  kBlock,  // Blocks of consecutive samples permuted, samples shuffled within
+           // a window of blocks: locality for remote data.
+};
+
+enum class OutputDtype { kInt32, kInt64 };
+
+struct LoaderOptions {
+  int64_t seq_len = 2048;
+  int64_t batch_size = 8;  // Per rank.
+  uint64_t seed = 0;
+  int rank = 0;
+  int world_size = 1;
+  ShuffleMode shuffle = ShuffleMode::kFull;
+  int64_t block_size = 64;      // kBlock: samples per block.
+  int64_t block_window = 16;    // kBlock: blocks shuffled together.
+  OutputDtype dtype = OutputDtype::kInt64;
+  // Also produce position_ids and cu_seqlens (document boundaries).
+  bool document_boundaries = false;
+  // Stop after this many passes over the data (0: endless). With several
+  // sources, one pass is the sum of their sample counts.
+  int64_t epochs = 0;
+  // Stop after this many steps from the start of the data (0: no limit).
+  int64_t max_steps = 0;
+  int threads = 2;         // Assembler threads.
+  int prefetch = 4;        // Ring depth: batches assembled ahead.
+};
+
+// One rank's batch. Arrays are row-major [batch_size, seq_len] of the
+// loader's output dtype. The memory belongs to the loader's ring and returns
+// to it when the last shared_ptr to the Batch is released; it stays valid and
+// unchanged until then, even after the Loader is destroyed.
+class Batch {
+ public:
+  virtual ~Batch() = default;
+  virtual int64_t batch_size() const = 0;
+  virtual int64_t seq_len() const = 0;
+  virtual OutputDtype dtype() const = 0;
+  // Step number since the start of the data (resumes continue the count).
+  virtual int64_t step() const = 0;
+  virtual const void* inputs() const = 0;
+  virtual const void* targets() const = 0;
+  // With document_boundaries, else null: int32 [batch_size, seq_len]
+  // positions restarting at 0 at each document start (and at each row).
+  virtual const int32_t* position_ids() const = 0;
+  // With document_boundaries, else null: int32 offsets into the flattened
+  // [batch_size * seq_len] inputs where segments start, then the total; a
+  // row start is always a segment start (flash-attention's cu_seqlens).
+  virtual const int32_t* cu_seqlens() const = 0;
+  virtual int64_t num_cu_seqlens() const = 0;
+};
+
+struct LoaderStats {
+  int64_t steps = 0;
+  double wait_seconds_total = 0;  // Time Next() blocked waiting for a batch.
+  double wait_seconds_last = 0;
+  double wait_seconds_max = 0;
+  double assemble_seconds_total = 0;  // Summed over assembler threads.
+  uint64_t bytes_served = 0;          // Bytes of inputs+targets handed out.
+};
+
+class Loader {
+ public:
+  struct Source {
+    std::shared_ptr<Dataset> dataset;
+    double weight = 1.0;
+  };
+
+  // Validates options (InvalidArgument naming the field; OutOfRange when
+  // seq_len leaves a dataset with no sample) and starts the assembler threads
+  // at the beginning of the data.
+  static StatusOr<std::unique_ptr<Loader>> Create(std::vector<Source> sources,
+                                                  const LoaderOptions& options);
+  // Stops and joins the threads. Outstanding batches stay valid.
+  virtual ~Loader() = default;
+
+  // The next batch of this rank; nullptr once epochs/max_steps are reached.
+  // Errors from the assembler threads (e.g. a read error) surface here.
+  // FailedPrecondition if the consumer still holds every ring buffer.
+  virtual StatusOr<std::shared_ptr<const Batch>> Next() = 0;
+
+  // The cursor after the last batch returned by Next(): a versioned JSON
+  // string under 1 KiB, independent of rank, world size and batch size.
+  virtual std::string SaveState() const = 0;
+  // Continues from a saved cursor: the next batch starts at its position.
+  // InvalidArgument if it was made for another dataset, seed, sequence
+  // length, shuffle mode or weights, or is malformed.
+  virtual Status LoadState(const std::string& state) = 0;
+
+  // Steps this rank will still return before the end (-1 when endless).
+  virtual int64_t RemainingSteps() const = 0;
+  virtual LoaderStats Stats() const = 0;
+  // Number of samples of each source at this sequence length.
+  virtual std::vector<uint64_t> SamplesPerSource() const = 0;
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_LOADER_H_

@@ -1,0 +1,43 @@
+// Cursor: the loader's resumable position as a small versioned JSON document:
+// the next global position, and per source its fingerprint, weight and number
+// of samples consumed, plus the settings that define the order (seed,
+// sequence length, shuffle mode). Independent of rank, world size and batch
+// size. Plain value; not synchronized.
+#ifndef TOKPACK_SRC_READER_CURSOR_H_
+#define TOKPACK_SRC_READER_CURSOR_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+struct Cursor {
+  static constexpr int kVersion = 1;
+  uint64_t position = 0;  // Global positions consumed.
+  uint64_t seed = 0;
+  int64_t seq_len = 0;
+  std::string shuffle;    // "none", "full" or "block".
+  uint64_t block_size = 0;
+  uint64_t block_window = 0;
+  struct Source {
+    uint64_t fingerprint = 0;
+    double weight = 0;
+    uint64_t consumed = 0;
+  };
+  std::vector<Source> sources;
+
+  std::string ToJson() const;
+  // Fails with InvalidArgument naming the problem.
+  static StatusOr<Cursor> Parse(std::string_view json);
+  // InvalidArgument naming the first setting in which `saved` differs from
+  // this (the loader's own settings); positions and counts are not compared.
+  Status CheckCompatible(const Cursor& saved) const;
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_READER_CURSOR_H_

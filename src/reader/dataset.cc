@@ -1,0 +1,212 @@
+#include "tokpack/dataset.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include <algorithm>
+
+#include "format/idx_file.h"
+#include "io/file_system.h"
+#include "storage/byte_source.h"
+
+namespace tokpack {
+
+struct Dataset::Impl {
+  struct Shard {
+    std::unique_ptr<ByteSource> bin;
+    std::unique_ptr<ByteSource> idx;
+    IdxView view;            // Points into idx's mapping.
+    uint64_t first_token;    // Stream offset of the shard's first token.
+    uint64_t first_document;
+  };
+  std::string path;
+  Manifest manifest;
+  std::vector<Shard> shards;
+  std::vector<uint64_t> token_ends;  // token_ends[k] = first_token of shard k+1.
+  std::vector<uint64_t> doc_ends;
+  uint64_t fingerprint = 0;
+
+  // Index of the shard holding stream token `t` (t < total).
+  size_t ShardOfToken(uint64_t t) const {
+    return std::upper_bound(token_ends.begin(), token_ends.end(), t) - token_ends.begin();
+  }
+
+  template <typename T>
+  Status Read(uint64_t begin, uint64_t count, T* out) const {
+    const uint64_t total = token_ends.empty() ? 0 : token_ends.back();
+    if (begin > total || count > total - begin) {
+      return OutOfRangeError(path + ": tokens [" + std::to_string(begin) + ", " +
+                             std::to_string(begin + count) + ") past the end of " +
+                             std::to_string(total) + " tokens");
+    }
+    size_t k = count ? ShardOfToken(begin) : 0;
+    while (count > 0) {
+      const Shard& s = shards[k];
+      const uint64_t local = begin - s.first_token;
+      const uint64_t n = std::min(count, token_ends[k] - begin);
+      const char* p = s.bin->data();
+      if (manifest.dtype == TokenDtype::kUInt16) {
+        for (uint64_t i = 0; i < n; ++i) {
+          uint16_t v;
+          std::memcpy(&v, p + 2 * (local + i), 2);
+          out[i] = static_cast<T>(v);
+        }
+      } else {
+        for (uint64_t i = 0; i < n; ++i) {
+          int32_t v;
+          std::memcpy(&v, p + 4 * (local + i), 4);
+          out[i] = static_cast<T>(v);
+        }
+      }
+      out += n;
+      begin += n;
+      count -= n;
+      ++k;
+    }
+    return Status::Ok();
+  }
+};
+
+Dataset::Dataset() : impl_(std::make_unique<Impl>()) {}
+Dataset::~Dataset() = default;
+
+namespace {
+
+bool IsFile(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string StripShardExtension(const std::string& p) {
+  for (const char* ext : {".bin", ".idx"}) {
+    const size_t n = 4;
+    if (p.size() > n && p.compare(p.size() - n, n, ext) == 0) return p.substr(0, p.size() - n);
+  }
+  return p;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
+  std::shared_ptr<Dataset> ds(new Dataset());
+  Impl& d = *ds->impl_;
+  d.path = path;
+  std::string dir = path;
+  const bool has_manifest = IsFile(JoinPath(path, Manifest::kFileName));
+  std::vector<std::string> prefixes;
+  if (has_manifest) {
+    TOKPACK_ASSIGN_OR_RETURN(d.manifest, Manifest::Load(path));
+    for (const ShardInfo& s : d.manifest.shards) prefixes.push_back(JoinPath(dir, s.path));
+  } else {
+    const std::string prefix = StripShardExtension(path);
+    if (!IsFile(prefix + ".idx") || !IsFile(prefix + ".bin")) {
+      return NotFoundError("'" + path +
+                           "' is neither a tokpack dataset (no manifest.json) nor a Megatron "
+                           "prefix (no " + prefix + ".bin/.idx)");
+    }
+    prefixes.push_back(prefix);
+    d.manifest.provenance.kind = "import";
+  }
+  uint64_t tokens = 0, docs = 0;
+  for (size_t k = 0; k < prefixes.size(); ++k) {
+    Impl::Shard s;
+    TOKPACK_ASSIGN_OR_RETURN(s.idx, OpenMappedFile(prefixes[k] + ".idx"));
+    TOKPACK_ASSIGN_OR_RETURN(s.bin, OpenMappedFile(prefixes[k] + ".bin"));
+    const std::string idx_name = prefixes[k] + ".idx";
+    TOKPACK_ASSIGN_OR_RETURN(
+        s.view, ParseIdxHeader(std::string_view(s.idx->data(), s.idx->size()), idx_name));
+    if (s.view.bin_bytes() != s.bin->size()) {
+      return DataLossError(prefixes[k] + ".bin: " + std::to_string(s.bin->size()) +
+                           " bytes, but " + idx_name + " describes " +
+                           std::to_string(s.view.bin_bytes()) + " (truncated or mismatched)");
+    }
+    if (has_manifest) {
+      const ShardInfo& info = d.manifest.shards[k];
+      if (s.view.dtype() != d.manifest.dtype || s.view.sequence_count() != info.documents ||
+          s.view.tokens() != info.tokens || s.idx->size() != info.idx.bytes) {
+        return DataLossError(idx_name + " does not match manifest.json (" +
+                             std::to_string(s.view.sequence_count()) + " documents, " +
+                             std::to_string(s.view.tokens()) + " tokens; manifest says " +
+                             std::to_string(info.documents) + " and " +
+                             std::to_string(info.tokens) + ")");
+      }
+    } else {
+      d.manifest.dtype = s.view.dtype();
+      ShardInfo info;
+      info.path = prefixes[k];
+      info.tokens = s.view.tokens();
+      info.documents = s.view.sequence_count();
+      info.bin.bytes = s.bin->size();
+      info.idx.bytes = s.idx->size();
+      d.manifest.shards.push_back(info);
+    }
+    s.first_token = tokens;
+    s.first_document = docs;
+    tokens += s.view.tokens();
+    docs += s.view.sequence_count();
+    d.token_ends.push_back(tokens);
+    d.doc_ends.push_back(docs);
+    d.shards.push_back(std::move(s));
+  }
+  d.fingerprint = d.manifest.Fingerprint();
+  return ds;
+}
+
+const std::string& Dataset::path() const { return impl_->path; }
+const Manifest& Dataset::manifest() const { return impl_->manifest; }
+TokenDtype Dataset::dtype() const { return impl_->manifest.dtype; }
+uint64_t Dataset::num_tokens() const {
+  return impl_->token_ends.empty() ? 0 : impl_->token_ends.back();
+}
+uint64_t Dataset::num_documents() const {
+  return impl_->doc_ends.empty() ? 0 : impl_->doc_ends.back();
+}
+size_t Dataset::num_shards() const { return impl_->shards.size(); }
+uint64_t Dataset::fingerprint() const { return impl_->fingerprint; }
+
+Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int32_t* out) const {
+  return impl_->Read(begin, count, out);
+}
+Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int64_t* out) const {
+  return impl_->Read(begin, count, out);
+}
+
+void Dataset::DocumentStarts(uint64_t begin, uint64_t end, std::vector<uint64_t>* starts) const {
+  const Impl& d = *impl_;
+  if (begin >= end || begin >= num_tokens()) return;
+  for (size_t k = d.ShardOfToken(begin); k < d.shards.size(); ++k) {
+    const Impl::Shard& s = d.shards[k];
+    if (s.first_token >= end) break;
+    const int64_t item = TokenDtypeSize(d.manifest.dtype);
+    const int64_t lo = static_cast<int64_t>(begin > s.first_token ? begin - s.first_token : 0);
+    // Binary search over the unaligned pointer array for the first start >= lo.
+    uint64_t a = 0, b = s.view.sequence_count();
+    while (a < b) {
+      uint64_t mid = (a + b) / 2;
+      if (s.view.pointer(mid) / item < lo) a = mid + 1; else b = mid;
+    }
+    for (uint64_t i = a; i < s.view.sequence_count(); ++i) {
+      const uint64_t t = s.first_token + static_cast<uint64_t>(s.view.pointer(i) / item);
+      if (t >= end) return;
+      // Empty sequences share their start with the next one; report it once.
+      if (starts->empty() || starts->back() != t) starts->push_back(t);
+    }
+  }
+}
+
+Status Dataset::DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) const {
+  const Impl& d = *impl_;
+  if (i >= num_documents()) {
+    return OutOfRangeError("document " + std::to_string(i) + " is past the last of " +
+                           std::to_string(num_documents()) + " documents");
+  }
+  size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
+  const Impl::Shard& s = d.shards[k];
+  const uint64_t local = i - s.first_document;
+  *offset = s.first_token + s.view.pointer(local) / TokenDtypeSize(d.manifest.dtype);
+  *length = static_cast<uint64_t>(s.view.length(local));
+  return Status::Ok();
+}
+
+}  // namespace tokpack

@@ -1,0 +1,35 @@
+// ByteSource: the one interface through which the reader gets bytes of a
+// shard file, so local memory-mapped files and (later) cached remote objects
+// look the same. Implementations are immutable once opened and must be safe
+// for concurrent reads from many threads.
+#ifndef TOKPACK_SRC_STORAGE_BYTE_SOURCE_H_
+#define TOKPACK_SRC_STORAGE_BYTE_SOURCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  // A pointer to all size() bytes when the source is memory-resident (a
+  // mapping), else null; valid for the source's lifetime.
+  virtual const char* data() const = 0;
+  // Copies [offset, offset + n) into dst. OutOfRange past the end; errors
+  // name the file.
+  virtual Status Read(uint64_t offset, uint64_t n, char* dst) const = 0;
+  virtual const std::string& name() const = 0;
+};
+
+// Maps a local file read-only (Boost.Interprocess). An empty file is a valid
+// source of size 0. NotFound / IoError name the path.
+StatusOr<std::unique_ptr<ByteSource>> OpenMappedFile(const std::string& path);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_STORAGE_BYTE_SOURCE_H_

@@ -1,0 +1,90 @@
+#include "tokpack/dataset.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "tests/reader/synthetic_dataset.h"
+#include "tests/test_util.h"
+
+namespace tokpack {
+namespace {
+
+using testing::TempDir;
+using testing::TokenAt;
+
+TEST(Dataset, ReadsTheStreamAcrossShardsWidened) {
+  TempDir dir;
+  Manifest m = testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(300, 40),
+                                              5, 500);
+  auto ds = Dataset::Open(dir.Join("ds"));
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->num_tokens(), m.TotalTokens());
+  EXPECT_GT((*ds)->num_shards(), 5u);
+  EXPECT_EQ((*ds)->fingerprint(), m.Fingerprint());
+  std::vector<int64_t> out(1500);
+  ASSERT_TRUE((*ds)->ReadTokens(100, out.size(), out.data()).ok());
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], TokenAt(100 + i, 5)) << i;
+  std::vector<int32_t> out32(3);
+  EXPECT_EQ((*ds)->ReadTokens(m.TotalTokens() - 2, 3, out32.data()).code(),
+            StatusCode::kOutOfRange);
+}
+
+TEST(Dataset, DocumentStartsAndExtentsFollowTheIndex) {
+  TempDir dir;
+  std::vector<uint32_t> lengths = {5, 3, 0, 7, 2, 9};
+  testing::WriteSyntheticDataset(dir.Join("ds"), lengths, 0, 8);
+  auto ds = Dataset::Open(dir.Join("ds"));
+  ASSERT_TRUE(ds.ok());
+  std::vector<uint64_t> starts;
+  (*ds)->DocumentStarts(1, 20, &starts);
+  EXPECT_EQ(starts, (std::vector<uint64_t>{5, 8, 15, 17}));
+  uint64_t off = 0, len = 0;
+  ASSERT_TRUE((*ds)->DocumentExtent(3, &off, &len).ok());
+  EXPECT_EQ(off, 8u);
+  EXPECT_EQ(len, 7u);
+  EXPECT_EQ((*ds)->DocumentExtent(6, &off, &len).code(), StatusCode::kOutOfRange);
+}
+
+TEST(Dataset, OpensABareMegatronPrefix) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), {10, 20, 30}, 1, 1000);
+  auto ds = Dataset::Open(dir.Join("ds/shard-00000.bin"));
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->num_tokens(), 60u);
+  EXPECT_EQ((*ds)->num_documents(), 3u);
+  EXPECT_EQ(Dataset::Open(dir.Join("nothing")).status().code(), StatusCode::kNotFound);
+}
+
+TEST(Dataset, TruncatedBinIsAClearError) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), {10, 20, 30}, 1, 1000);
+  ASSERT_EQ(::truncate(dir.Join("ds/shard-00000.bin").c_str(), 50), 0);
+  auto ds = Dataset::Open(dir.Join("ds"));
+  EXPECT_EQ(ds.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(ds.status().message().find("shard-00000.bin: 50 bytes"), std::string::npos)
+      << ds.status().message();
+}
+
+TEST(Dataset, IndexThatDisagreesWithTheManifestIsRefused) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("a"), {10, 20}, 1, 1000);
+  testing::WriteSyntheticDataset(dir.Join("b"), {10, 10, 10}, 1, 1000);
+  ASSERT_EQ(::rename(dir.Join("b/shard-00000.idx").c_str(), dir.Join("a/shard-00000.idx").c_str()), 0);
+  auto ds = Dataset::Open(dir.Join("a"));
+  EXPECT_EQ(ds.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(ds.status().message().find("does not match manifest.json"), std::string::npos);
+}
+
+TEST(Dataset, OpensAThousandShards) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), std::vector<uint32_t>(1000, 20), 3, 20);
+  auto ds = Dataset::Open(dir.Join("ds"));
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ((*ds)->num_shards(), 1000u);
+  std::vector<int32_t> out(45);
+  ASSERT_TRUE((*ds)->ReadTokens(19950, out.size(), out.data()).ok());
+  EXPECT_EQ(out[44], TokenAt(19950 + 44, 3));
+}
+
+}  // namespace
+}  // namespace tokpack

@@ -1,0 +1,280 @@
+#include "tokpack/loader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+
+#include "tests/reader/synthetic_dataset.h"
+#include "tests/test_util.h"
+
+namespace tokpack {
+namespace {
+
+using testing::TempDir;
+using testing::TokenAt;
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteSyntheticDataset(dir_.Join("a"), testing::CyclingLengths(400, 60), 11, 3000);
+    testing::WriteSyntheticDataset(dir_.Join("b"), testing::CyclingLengths(150, 90), 777, 5000);
+    a_ = *Dataset::Open(dir_.Join("a"));
+    b_ = *Dataset::Open(dir_.Join("b"));
+  }
+  LoaderOptions Opts(int rank = 0, int world = 1) {
+    LoaderOptions o;
+    o.seq_len = 16;
+    o.batch_size = 3;
+    o.seed = 1234;
+    o.rank = rank;
+    o.world_size = world;
+    o.threads = 2;
+    o.prefetch = 3;
+    return o;
+  }
+  std::unique_ptr<Loader> Make(const LoaderOptions& o, bool blend = false) {
+    std::vector<Loader::Source> src = {{a_, 0.7}};
+    if (blend) src.push_back({b_, 0.3});
+    auto l = Loader::Create(src, o);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return std::move(*l);
+  }
+  // Rows of a batch as vectors of input tokens.
+  static std::vector<std::vector<int64_t>> Rows(const Batch& b) {
+    std::vector<std::vector<int64_t>> rows;
+    const int64_t* in = static_cast<const int64_t*>(b.inputs());
+    for (int64_t r = 0; r < b.batch_size(); ++r) {
+      rows.emplace_back(in + r * b.seq_len(), in + (r + 1) * b.seq_len());
+    }
+    return rows;
+  }
+  std::vector<std::vector<int64_t>> Take(Loader* l, int steps) {
+    std::vector<std::vector<int64_t>> all;
+    for (int i = 0; i < steps; ++i) {
+      auto b = l->Next();
+      EXPECT_TRUE(b.ok() && *b) << (b.ok() ? "end" : b.status().ToString());
+      if (!b.ok() || !*b) break;
+      for (auto& r : Rows(**b)) all.push_back(r);
+    }
+    return all;
+  }
+  TempDir dir_;
+  std::shared_ptr<Dataset> a_, b_;
+};
+
+TEST_F(LoaderTest, WindowsAreSeqLenPlusOneTokensAtStrideSeqLen) {
+  auto l = Make(Opts());
+  auto b = *l->Next();
+  const int64_t* in = static_cast<const int64_t*>(b->inputs());
+  const int64_t* tg = static_cast<const int64_t*>(b->targets());
+  for (int64_t r = 0; r < 3; ++r) {
+    const int64_t first = in[r * 16];
+    // Find the sample whose window starts with this token (stride 16).
+    uint64_t sample = UINT64_MAX;
+    for (uint64_t s = 0; s < l->SamplesPerSource()[0]; ++s) {
+      if (TokenAt(s * 16, 11) == first && TokenAt(s * 16 + 1, 11) == in[r * 16 + 1]) sample = s;
+    }
+    ASSERT_NE(sample, UINT64_MAX);
+    for (int64_t j = 0; j < 16; ++j) {
+      EXPECT_EQ(in[r * 16 + j], TokenAt(sample * 16 + j, 11));
+      EXPECT_EQ(tg[r * 16 + j], TokenAt(sample * 16 + j + 1, 11));
+    }
+  }
+  EXPECT_EQ(l->SamplesPerSource()[0], (a_->num_tokens() - 1) / 16);
+}
+
+TEST_F(LoaderTest, OneEpochVisitsEverySampleOnceAndStopsEvenly) {
+  LoaderOptions o = Opts();
+  o.epochs = 1;
+  auto l = Make(o);
+  const uint64_t n = l->SamplesPerSource()[0];
+  EXPECT_EQ(l->RemainingSteps(), static_cast<int64_t>(n / 3));
+  std::set<std::vector<int64_t>> seen;
+  int steps = 0;
+  while (true) {
+    auto b = l->Next();
+    ASSERT_TRUE(b.ok());
+    if (!*b) break;
+    ++steps;
+    for (auto& r : Rows(**b)) EXPECT_TRUE(seen.insert(r).second);
+  }
+  EXPECT_EQ(steps, static_cast<int>(n / 3));
+  EXPECT_EQ(seen.size(), n / 3 * 3);
+}
+
+TEST_F(LoaderTest, RanksTakeDisjointSlicesThatCoverEachGlobalBatch) {
+  auto single = Make([&] { LoaderOptions o = Opts(); o.batch_size = 12; return o; }());
+  for (int world : {2, 3, 4}) {
+    std::vector<std::unique_ptr<Loader>> ranks;
+    for (int r = 0; r < world; ++r) {
+      LoaderOptions o = Opts(r, world);
+      o.batch_size = 12 / world;
+      ranks.push_back(Make(o));
+    }
+    auto ref = Make([&] { LoaderOptions o = Opts(); o.batch_size = 12; return o; }());
+    for (int step = 0; step < 10; ++step) {
+      std::vector<std::vector<int64_t>> joined;
+      for (auto& l : ranks) {
+        auto b = *l->Next();
+        ASSERT_EQ(b->step(), step);
+        for (auto& r : Rows(*b)) joined.push_back(r);
+      }
+      EXPECT_EQ(joined, Rows(**ref->Next())) << "world " << world << " step " << step;
+    }
+  }
+}
+
+TEST_F(LoaderTest, ResumeGivesIdenticalBatches) {
+  for (bool blend : {false, true}) {
+    auto full = Make(Opts(), blend);
+    auto want = Take(full.get(), 40);
+    auto first = Make(Opts(), blend);
+    Take(first.get(), 17);
+    const std::string state = first->SaveState();
+    EXPECT_LT(state.size(), 1024u);
+    first.reset();
+    auto resumed = Make(Opts(), blend);
+    ASSERT_TRUE(resumed->LoadState(state).ok());
+    auto rest = Take(resumed.get(), 23);
+    EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(want.begin() + 17 * 3, want.end()))
+        << "blend " << blend;
+  }
+}
+
+TEST_F(LoaderTest, ElasticResumeContinuesTheGlobalOrder) {
+  // 4 ranks x 3 rows, then 2 ranks x 6 rows from the same cursor.
+  auto ref = Make([&] { LoaderOptions o = Opts(); o.batch_size = 12; return o; }(), true);
+  auto want = Take(ref.get(), 8);
+  std::vector<std::unique_ptr<Loader>> four;
+  for (int r = 0; r < 4; ++r) four.push_back(Make(Opts(r, 4), true));
+  for (int s = 0; s < 5; ++s) {
+    for (auto& l : four) ASSERT_TRUE(*l->Next());
+  }
+  const std::string state = four[3]->SaveState();
+  EXPECT_EQ(state, four[0]->SaveState());  // The cursor does not depend on the rank.
+  std::vector<std::vector<int64_t>> got;
+  std::vector<std::unique_ptr<Loader>> two;
+  for (int r = 0; r < 2; ++r) {
+    LoaderOptions o = Opts(r, 2);
+    o.batch_size = 6;
+    two.push_back(Make(o, true));
+    ASSERT_TRUE(two.back()->LoadState(state).ok());
+  }
+  for (int s = 0; s < 3; ++s) {
+    for (auto& l : two) {
+      for (auto& r : Rows(**l->Next())) got.push_back(r);
+    }
+  }
+  EXPECT_EQ(got, std::vector<std::vector<int64_t>>(want.begin() + 5 * 12, want.end()));
+}
+
+TEST_F(LoaderTest, MismatchedStatesAreRefusedClearly) {
+  auto l = Make(Opts());
+  Take(l.get(), 2);
+  const std::string state = l->SaveState();
+  auto expect_refused = [&](Loader* other, const std::string& needle) {
+    Status s = other->LoadState(state);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  LoaderOptions o = Opts();
+  o.seed = 99;
+  expect_refused(Make(o).get(), "seed");
+  o = Opts();
+  o.seq_len = 32;
+  expect_refused(Make(o).get(), "seq_len");
+  o = Opts();
+  o.shuffle = ShuffleMode::kNone;
+  expect_refused(Make(o).get(), "shuffle");
+  auto other = Loader::Create({{b_, 1.0}}, Opts());
+  expect_refused(other->get(), "different dataset");
+  EXPECT_FALSE(l->LoadState("{\"not\": 1}").ok());
+  EXPECT_FALSE(l->LoadState("garbage").ok());
+}
+
+TEST_F(LoaderTest, BlendRealizesTheWeights) {
+  LoaderOptions o = Opts();
+  o.batch_size = 10;
+  auto l = Make(o, true);
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(*l->Next());
+  const std::string state = l->SaveState();
+  // 300 positions at 0.7 / 0.3.
+  EXPECT_NE(state.find("\"consumed\":210"), std::string::npos) << state;
+  EXPECT_NE(state.find("\"consumed\":90"), std::string::npos) << state;
+}
+
+TEST_F(LoaderTest, DocumentBoundariesMatchTheIndex) {
+  LoaderOptions o = Opts();
+  o.document_boundaries = true;
+  o.dtype = OutputDtype::kInt32;
+  o.shuffle = ShuffleMode::kNone;
+  auto l = Make(o);
+  auto b = *l->Next();  // Samples 0, 1, 2: tokens [0, 48).
+  std::vector<uint64_t> starts;
+  a_->DocumentStarts(0, 48, &starts);
+  std::vector<int32_t> want_cu;
+  for (int r = 0; r < 3; ++r) {
+    want_cu.push_back(r * 16);
+    for (uint64_t s : starts) {
+      if (s > static_cast<uint64_t>(r * 16) && s < static_cast<uint64_t>(r * 16 + 16)) {
+        want_cu.push_back(static_cast<int32_t>(s));
+      }
+    }
+  }
+  want_cu.push_back(48);
+  EXPECT_EQ(std::vector<int32_t>(b->cu_seqlens(), b->cu_seqlens() + b->num_cu_seqlens()), want_cu);
+  const int32_t* pos = b->position_ids();
+  for (int j = 0; j < 48; ++j) {
+    int32_t seg = 0;
+    for (int32_t c : want_cu) {
+      if (c <= j) seg = c;
+    }
+    EXPECT_EQ(pos[j], j - seg) << j;
+  }
+  const int32_t* in = static_cast<const int32_t*>(b->inputs());
+  EXPECT_EQ(in[20], TokenAt(20, 11));
+}
+
+TEST_F(LoaderTest, BatchesOutliveTheLoaderAndHeldBuffersAreReported) {
+  auto l = Make(Opts());
+  std::vector<std::shared_ptr<const Batch>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(*l->Next());
+  auto next = l->Next();
+  EXPECT_EQ(next.status().code(), StatusCode::kFailedPrecondition);
+  held.erase(held.begin());
+  EXPECT_TRUE(*l->Next());
+  std::shared_ptr<const Batch> kept = held[0];
+  const auto kept_rows = Rows(*kept);
+  held.clear();
+  l.reset();
+  EXPECT_EQ(Rows(*kept), kept_rows);
+}
+
+TEST_F(LoaderTest, InvalidOptionsAreRefusedNamingTheProblem) {
+  LoaderOptions o = Opts();
+  o.seq_len = 100000;
+  auto l = Loader::Create({{a_, 1.0}}, o);
+  EXPECT_EQ(l.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(l.status().message().find("too long"), std::string::npos);
+  o = Opts(3, 2);
+  EXPECT_EQ(Loader::Create({{a_, 1.0}}, o).status().code(), StatusCode::kInvalidArgument);
+  o = Opts();
+  EXPECT_EQ(Loader::Create({{a_, -1.0}}, o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(LoaderTest, ShutdownWhileThreadsWaitDoesNotHang) {
+  for (int i = 0; i < 20; ++i) {
+    LoaderOptions o = Opts();
+    o.threads = 4;
+    o.prefetch = 1 + i % 4;
+    auto l = Make(o);
+    if (i % 2) {
+      ASSERT_TRUE(*l->Next());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tokpack

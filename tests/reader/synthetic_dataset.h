@@ -1,0 +1,58 @@
+// Writes small tokpack datasets whose token at stream offset t is
+// TokenAt(t, salt), so tests can predict every window exactly.
+#ifndef TOKPACK_TESTS_READER_SYNTHETIC_DATASET_H_
+#define TOKPACK_TESTS_READER_SYNTHETIC_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/shard_writer.h"
+#include "tokpack/manifest.h"
+
+namespace tokpack::testing {
+
+inline int64_t TokenAt(uint64_t t, uint64_t salt) { return static_cast<int64_t>((t * 7 + salt) % 60000); }
+
+// Documents of the given lengths, shards of at most `shard_tokens` tokens.
+inline Manifest WriteSyntheticDataset(const std::string& dir, const std::vector<uint32_t>& docs,
+                                      uint64_t salt, uint64_t shard_tokens = 1000,
+                                      TokenDtype dtype = TokenDtype::kUInt16) {
+  CreateDirs(dir).IgnoreError();
+  ShardWriter w(PosixFileSystem(), dir, dtype, 256, shard_tokens);
+  uint64_t t = 0;
+  for (uint32_t len : docs) {
+    std::string bytes;
+    for (uint32_t i = 0; i < len; ++i, ++t) {
+      const int64_t v = TokenAt(t, salt);
+      if (dtype == TokenDtype::kUInt16) {
+        uint16_t u = static_cast<uint16_t>(v);
+        bytes.append(reinterpret_cast<const char*>(&u), 2);
+      } else {
+        int32_t u = static_cast<int32_t>(v);
+        bytes.append(reinterpret_cast<const char*>(&u), 4);
+      }
+    }
+    if (!w.AddDocument(bytes, len).ok()) std::abort();
+  }
+  Manifest m;
+  m.dtype = dtype;
+  m.chunk_bytes = 256;
+  m.shards = *w.Finish();
+  m.provenance.kind = "build";
+  m.provenance.version = "test";
+  m.tokenizer.vocab_size = 60000;
+  if (!m.Save(dir).ok()) std::abort();
+  return m;
+}
+
+// Document lengths 1..max cycling, `n` documents.
+inline std::vector<uint32_t> CyclingLengths(int n, uint32_t max) {
+  std::vector<uint32_t> out;
+  for (int i = 0; i < n; ++i) out.push_back(1 + static_cast<uint32_t>(i * 37 % max));
+  return out;
+}
+
+}  // namespace tokpack::testing
+
+#endif  // TOKPACK_TESTS_READER_SYNTHETIC_DATASET_H_
