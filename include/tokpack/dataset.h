@@ -10,6 +10,7 @@
 #define TOKPACK_DATASET_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ class Dataset {
   Status DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) const;
 
  private:
+  friend StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(
+      const std::string& path,
+      const std::function<StatusOr<std::unique_ptr<class ByteSource>>(const std::string&)>&);
   Dataset();
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "format/idx_file.h"
+#include "reader/dataset_internal.h"
 #include "io/file_system.h"
 #include "storage/byte_source.h"
 
@@ -45,7 +46,14 @@ struct Dataset::Impl {
       const Shard& s = shards[k];
       const uint64_t local = begin - s.first_token;
       const uint64_t n = std::min(count, token_ends[k] - begin);
+      const int item = TokenDtypeSize(manifest.dtype);
       const char* p = s.bin->data();
+      thread_local std::string scratch;  // For sources that are not memory-resident.
+      if (p == nullptr) {
+        scratch.resize(n * item);
+        TOKPACK_RETURN_IF_ERROR(s.bin->Read(local * item, n * item, scratch.data()));
+        p = scratch.data() - local * item;
+      }
       if (manifest.dtype == TokenDtype::kUInt16) {
         for (uint64_t i = 0; i < n; ++i) {
           uint16_t v;
@@ -89,8 +97,13 @@ std::string StripShardExtension(const std::string& p) {
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
+  return OpenDatasetWith(path, OpenMappedFile);
+}
+
+StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
+                                                   const ByteSourceOpener& open) {
   std::shared_ptr<Dataset> ds(new Dataset());
-  Impl& d = *ds->impl_;
+  Dataset::Impl& d = *ds->impl_;
   d.path = path;
   std::string dir = path;
   const bool has_manifest = IsFile(JoinPath(path, Manifest::kFileName));
@@ -110,9 +123,10 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
   }
   uint64_t tokens = 0, docs = 0;
   for (size_t k = 0; k < prefixes.size(); ++k) {
-    Impl::Shard s;
+    Dataset::Impl::Shard s;
+    // Indexes are always mapped: opening and boundary lookups read them in place.
     TOKPACK_ASSIGN_OR_RETURN(s.idx, OpenMappedFile(prefixes[k] + ".idx"));
-    TOKPACK_ASSIGN_OR_RETURN(s.bin, OpenMappedFile(prefixes[k] + ".bin"));
+    TOKPACK_ASSIGN_OR_RETURN(s.bin, open(prefixes[k] + ".bin"));
     const std::string idx_name = prefixes[k] + ".idx";
     TOKPACK_ASSIGN_OR_RETURN(
         s.view, ParseIdxHeader(std::string_view(s.idx->data(), s.idx->size()), idx_name));

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "reader/dataset_internal.h"
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/test_util.h"
 
@@ -274,6 +275,63 @@ TEST_F(LoaderTest, ShutdownWhileThreadsWaitDoesNotHang) {
       ASSERT_TRUE(*l->Next());
     }
   }
+}
+
+}  // namespace
+}  // namespace tokpack
+
+namespace tokpack {
+namespace {
+
+// A .bin source that is not memory-resident and fails every read after the
+// first `good_reads`, as a flaky disk or network would.
+class FlakySource : public ByteSource {
+ public:
+  FlakySource(std::unique_ptr<ByteSource> inner, int good_reads)
+      : inner_(std::move(inner)), left_(good_reads) {}
+  uint64_t size() const override { return inner_->size(); }
+  const char* data() const override { return nullptr; }
+  Status Read(uint64_t offset, uint64_t n, char* dst) const override {
+    if (left_.fetch_sub(1) <= 0) return IoError(inner_->name() + ": injected read failure");
+    return inner_->Read(offset, n, dst);
+  }
+  const std::string& name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  mutable std::atomic<int> left_;
+};
+
+TEST(LoaderFaults, ReadErrorsFromAssemblerThreadsSurfaceInNext) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(300, 50), 2, 100000);
+  auto ds = OpenDatasetWith(dir.Join("ds"), [](const std::string& path)
+                                                -> StatusOr<std::unique_ptr<ByteSource>> {
+    TOKPACK_ASSIGN_OR_RETURN(auto inner, OpenMappedFile(path));
+    return StatusOr<std::unique_ptr<ByteSource>>(
+        std::make_unique<FlakySource>(std::move(inner), 40));
+  });
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  LoaderOptions o;
+  o.seq_len = 16;
+  o.batch_size = 4;
+  o.prefetch = 2;
+  auto l = Loader::Create({{*ds, 1.0}}, o);
+  ASSERT_TRUE(l.ok());
+  int good = 0;
+  Status error;
+  for (int i = 0; i < 20 && error.ok(); ++i) {
+    auto b = (*l)->Next();
+    if (b.ok()) {
+      ++good;
+    } else {
+      error = b.status();
+    }
+  }
+  EXPECT_GE(good, 1);
+  EXPECT_EQ(error.code(), StatusCode::kIoError);
+  EXPECT_NE(error.message().find("injected read failure"), std::string::npos);
+  EXPECT_NE(error.message().find("shard-00000.bin"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,23 @@
+// Opens a Dataset through a caller-supplied ByteSource opener: the seam for
+// remote storage and for tests that inject read faults. See tokpack/dataset.h.
+#ifndef TOKPACK_SRC_READER_DATASET_INTERNAL_H_
+#define TOKPACK_SRC_READER_DATASET_INTERNAL_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "storage/byte_source.h"
+#include "tokpack/dataset.h"
+
+namespace tokpack {
+
+using ByteSourceOpener =
+    std::function<StatusOr<std::unique_ptr<ByteSource>>(const std::string& path)>;
+
+StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
+                                                   const ByteSourceOpener& open);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_READER_DATASET_INTERNAL_H_
