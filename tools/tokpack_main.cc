@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   add("import", "Write a manifest over existing Megatron .bin/.idx pairs (no copying)",
       AddImportCommand);
   add("show", "Print documents as token ids or decoded text", AddShowCommand);
+  add("sample", "Print the batches a rank would train on (shuffled, resumable)",
+      AddSampleCommand);
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, OnSignal);
