@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, runs the C++ tests
 # (ctest), runs them again under AddressSanitizer + UndefinedBehaviorSanitizer,
-# then the Python tests (pytest) against the built CLI.
+# fuzzes the parsers briefly, then runs the Python tests (pytest) against the
+# built CLI.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -19,6 +20,9 @@ echo "== build (ASan + UBSan)"
 echo "== C++ tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS"
+
+echo "== fuzzing the .idx, manifest and cursor parsers (libFuzzer, briefly)"
+FUZZ_SECONDS="${FUZZ_SECONDS:-15}" "$ROOT/scripts/fuzz.sh"
 
 echo "== Python tests"
 TOKPACK_BIN="$ROOT/build/tokpack" "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/python"
