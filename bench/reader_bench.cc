@@ -1,0 +1,130 @@
+// Reader benchmark (not a test): tokpack's Loader against the machine's
+// memcpy bound, on a dataset in the page cache. bench/reader_bench.py runs it
+// beside a nanoGPT-style numpy baseline and writes docs/benchmarks-reader.md.
+//
+//   reader_bench make DIR TOKENS      write a synthetic uint16 dataset
+//   reader_bench run DIR SECONDS [threads]   print one JSON line of results
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "format/shard_writer.h"
+#include "io/file_system.h"
+#include "tokpack/loader.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Anonymous resident memory (kB): heap and buffers, not the mapped dataset,
+// whose clean page-cache pages the kernel counts in RSS and can drop.
+long RssAnonKb() {
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  long value = -1;
+  while (f >> key) {
+    if (key == "RssAnon:") {
+      f >> value;
+      break;
+    }
+    f.ignore(1 << 12, '\n');
+  }
+  return value;
+}
+
+int Make(const std::string& dir, uint64_t tokens) {
+  tokpack::CreateDirs(dir).IgnoreError();
+  tokpack::ShardWriter w(tokpack::PosixFileSystem(), dir, tokpack::TokenDtype::kUInt16,
+                         tokpack::Manifest::kDefaultChunkBytes, 1ull << 29);
+  std::mt19937_64 rng(1);
+  std::string doc;
+  for (uint64_t t = 0; t < tokens;) {
+    const uint64_t len = std::min<uint64_t>(tokens - t, 50 + rng() % 4000);
+    doc.resize(2 * len);
+    for (uint64_t i = 0; i < len; ++i) {
+      const uint16_t v = static_cast<uint16_t>(rng() % 50000);
+      std::memcpy(&doc[2 * i], &v, 2);
+    }
+    if (!w.AddDocument(doc, len).ok()) return 1;
+    t += len;
+  }
+  tokpack::Manifest m;
+  m.shards = *w.Finish();
+  m.provenance.kind = "build";
+  m.provenance.version = "bench";
+  return m.Save(dir).ok() ? 0 : 1;
+}
+
+double MemcpyGbPerSecond() {
+  const size_t bytes = 256u << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::max(best, bytes / Since(t0) / 1e9);
+    a[rep] = b[bytes - 1 - rep];  // Keep the copies observable.
+  }
+  return best;
+}
+
+int Run(const std::string& dir, double seconds, int threads) {
+  auto ds = tokpack::Dataset::Open(dir);
+  if (!ds.ok()) {
+    std::fprintf(stderr, "%s\n", ds.status().ToString().c_str());
+    return 1;
+  }
+  tokpack::LoaderOptions o;
+  o.seq_len = 2048;
+  o.batch_size = 8;
+  o.seed = 1;
+  o.threads = threads;
+  o.prefetch = 8;
+  auto loader = tokpack::Loader::Create({{*ds, 1.0}}, o);
+  if (!loader.ok()) return 1;
+  // Touch every page once so the timed part reads from the page cache.
+  std::vector<int64_t> sink(1 << 20);
+  for (uint64_t t = 0; t + sink.size() <= (*ds)->num_tokens(); t += sink.size()) {
+    (void)(*ds)->ReadTokens(t, sink.size(), sink.data());
+  }
+  for (int i = 0; i < 50; ++i) (void)(*loader)->Next();  // Warm the ring.
+  uint64_t checksum = 0, steps = 0;
+  const auto t0 = Clock::now();
+  while (Since(t0) < seconds) {
+    auto b = (*loader)->Next();
+    if (!b.ok() || !*b) return 1;
+    checksum += static_cast<const int64_t*>((*b)->inputs())[steps % 2048];
+    ++steps;
+  }
+  const double took = Since(t0);
+  const double out_bytes = steps * 2.0 * 8 * 2048 * 8;  // inputs + targets, int64.
+  std::printf(
+      "{\"samples_per_s\": %.1f, \"gb_per_s\": %.3f, \"memcpy_gb_per_s\": %.3f, "
+      "\"steps\": %llu, \"rss_anon_kb\": %ld, \"tokens\": %llu, \"wait_s\": %.4f, "
+      "\"checksum\": %llu}\n",
+      steps * 8 / took, out_bytes / took / 1e9, MemcpyGbPerSecond(),
+      static_cast<unsigned long long>(steps), RssAnonKb(),
+      static_cast<unsigned long long>((*ds)->num_tokens()), (*loader)->Stats().wait_seconds_total,
+      static_cast<unsigned long long>(checksum));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 4 && std::string(argv[1]) == "make") return Make(argv[2], std::stoull(argv[3]));
+  if (argc >= 4 && std::string(argv[1]) == "run") {
+    return Run(argv[2], std::stod(argv[3]), argc > 4 ? std::atoi(argv[4]) : 2);
+  }
+  std::fprintf(stderr, "usage: reader_bench make DIR TOKENS | run DIR SECONDS [threads]\n");
+  return 2;
+}
