@@ -52,7 +52,9 @@ Status ValidateOptions(const BuildOptions& o) {
 
 // Reader thread -> encoder threads -> the calling thread, which writes in
 // input order. At most `max_inflight` batches exist at once, so memory is
-// bounded whatever the input size.
+// bounded whatever the input size; batches are recycled through pools, so
+// their buffers keep their capacity and steady state allocates (almost)
+// nothing, which also keeps malloc's high-water mark flat.
 class Pipeline {
  public:
   Pipeline(DocumentReader* reader, const Tokenizer* tokenizer, const BuildSettings& settings,
@@ -92,6 +94,8 @@ class Pipeline {
   std::condition_variable cv_;
   std::deque<RawBatch> work_;
   std::map<uint64_t, EncodedBatch> done_;
+  std::vector<RawBatch> raw_pool_;
+  std::vector<EncodedBatch> encoded_pool_;
   uint64_t produced_ = 0;
   uint64_t consumed_ = 0;
   bool reader_done_ = false;
@@ -108,6 +112,13 @@ void Pipeline::ReadLoop() {
     }
     if (Cancelled()) return Fail(CancelledError("build interrupted"));
     RawBatch batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!raw_pool_.empty()) {
+        batch = std::move(raw_pool_.back());
+        raw_pool_.pop_back();
+      }
+    }
     StatusOr<bool> more = reader_->Next(&batch);
     if (!more.ok()) return Fail(more.status());
     std::lock_guard<std::mutex> lock(mu_);
@@ -130,18 +141,23 @@ void Pipeline::EncodeLoop() {
   }());
   while (true) {
     RawBatch batch;
+    EncodedBatch out;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return abort_ || !work_.empty() || reader_done_; });
       if (abort_ || work_.empty()) return;
       batch = std::move(work_.front());
       work_.pop_front();
+      if (!encoded_pool_.empty()) {
+        out = std::move(encoded_pool_.back());
+        encoded_pool_.pop_back();
+      }
     }
-    EncodedBatch out;
     Status s = encoder.Encode(batch, &out);
     if (!s.ok()) return Fail(s);
     std::lock_guard<std::mutex> lock(mu_);
     done_.emplace(out.seq, std::move(out));
+    raw_pool_.push_back(std::move(batch));
     cv_.notify_all();
   }
 }
@@ -204,6 +220,7 @@ Status Pipeline::Run(BuildCounts* counts) {
       break;
     }
     std::lock_guard<std::mutex> lock(mu_);
+    encoded_pool_.push_back(std::move(batch));
     ++consumed_;
     cv_.notify_all();
   }
