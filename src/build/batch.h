@@ -39,7 +39,7 @@ struct EncodedBatch {
   uint64_t seq = 0;
   std::string tokens;                // All documents' tokens in the shard dtype.
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
-  uint64_t utf8_repaired = 0;
+  uint64_t utf8_repaired = 0;  // Documents written whose invalid UTF-8 was replaced.
   struct Dropped {
     uint32_t record;  // Index of the record in its RawBatch.
     Drop why;

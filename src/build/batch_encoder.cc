@@ -64,8 +64,8 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
       }
       repaired_ = RepairUtf8(raw);
       raw = repaired_;
-      ++out->utf8_repaired;
     }
+    const bool repaired = raw.data() == repaired_.data();
     std::string_view text = raw;
     if (formats_[rec.file] == RecordFormat::kJsonLine) {
       std::string why = ExtractText(raw, &text);
@@ -96,6 +96,7 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
       std::memcpy(out->tokens.data() + old, ids_.data(), 4 * ids_.size());
     }
     out->doc_tokens.push_back(static_cast<uint32_t>(ids_.size()));
+    if (repaired) ++out->utf8_repaired;
   }
   return Status::Ok();
 }

@@ -1,8 +1,11 @@
 #include "common/json_writer.h"
 
+#include "common/utf8.h"
+
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace tokpack {
 
@@ -24,7 +27,10 @@ void JsonWriter::Key(std::string_view key) {
   out_ += ": ";
 }
 
-void JsonWriter::Escaped(std::string_view s) {
+void JsonWriter::Escaped(std::string_view raw) {
+  // JSON text must be UTF-8; file names need not be, so repair them.
+  const std::string repaired = IsValidUtf8(raw) ? std::string() : RepairUtf8(raw);
+  const std::string_view s = repaired.empty() ? raw : std::string_view(repaired);
   out_ += '"';
   for (unsigned char c : s) {
     switch (c) {

@@ -39,7 +39,7 @@ class JsonWriter {
   void Separator();
   void Key(std::string_view key);
   void Newline();
-  void Escaped(std::string_view s);
+  void Escaped(std::string_view raw);
 
   std::string out_;
   std::vector<bool> first_;  // Per open container: no element written yet.

@@ -350,6 +350,12 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
                                 std::to_string(code) + " (8 = uint16, 4 = int32)");
   }
   m.dtype = static_cast<TokenDtype>(code);
+  std::string dtype_name;
+  TOKPACK_RETURN_IF_ERROR(r.Get("dtype", &dtype_name));
+  if (dtype_name != TokenDtypeName(m.dtype)) {
+    return InvalidArgumentError(std::string(source) + ": dtype '" + dtype_name +
+                                "' contradicts dtype_code " + std::to_string(code));
+  }
   TOKPACK_RETURN_IF_ERROR(r.Get("chunk_bytes", &m.chunk_bytes));
   if (m.chunk_bytes == 0) {
     return InvalidArgumentError(std::string(source) + ": chunk_bytes must be positive");

@@ -33,7 +33,7 @@ std::string StripCompression(std::string_view name) {
 
 bool LooksLikeCorpusFile(const std::string& name) {
   std::string base = StripCompression(name);
-  for (std::string_view ext : {".jsonl", ".ndjson", ".json", ".txt"}) {
+  for (std::string_view ext : {".jsonl", ".ndjson", ".json", ".txt", ".text"}) {
     if (EndsWith(base, ext)) return true;
   }
   return false;

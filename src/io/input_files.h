@@ -14,9 +14,9 @@ namespace tokpack {
 
 // Expands each spec in order; within a directory or glob, files are sorted by
 // path (byte order). Directories contribute files named *.jsonl, *.ndjson,
-// *.json or *.txt, optionally followed by .gz, .zst or .zstd; hidden entries
-// are skipped. Fails with NotFound naming the first spec that matches nothing,
-// before any input is read.
+// *.json, *.txt or *.text, optionally followed by .gz, .zst or .zstd; hidden
+// entries are skipped. Fails with NotFound naming the first spec that matches
+// nothing, before any input is read.
 StatusOr<std::vector<InputRecord>> ExpandInputs(const std::vector<std::string>& specs);
 
 // "jsonl" or "text" for `path` under --input-format `format` ("auto" decides

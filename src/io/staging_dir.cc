@@ -37,8 +37,10 @@ StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& outp
     if (!S_ISDIR(st.st_mode)) {
       return FailedPreconditionError("output '" + output + "' exists and is not a directory");
     }
+    // manifest.json.pending alone: a writer died between its last two renames.
     if (!IsEmptyDir(output) &&
-        ::access(JoinPath(output, Manifest::kFileName).c_str(), F_OK) != 0) {
+        ::access(JoinPath(output, Manifest::kFileName).c_str(), F_OK) != 0 &&
+        ::access(JoinPath(output, kPending).c_str(), F_OK) != 0) {
       return FailedPreconditionError("output '" + output +
                                      "' exists and is not a tokpack dataset (no "
                                      "manifest.json); refusing to replace it even with --force");

@@ -20,6 +20,11 @@ Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manif
   else if (a.chunk_bytes != b.chunk_bytes) what = "checksum chunk sizes";
   else if (a.tokenizer.model_xxh3 != b.tokenizer.model_xxh3 ||
            a.tokenizer.vocab_size != b.tokenizer.vocab_size) what = "tokenizers";
+  else if (a.provenance.kind != "import" && b.provenance.kind != "import" &&
+           (a.provenance.settings.add_bos != b.provenance.settings.add_bos ||
+            a.provenance.settings.add_eos != b.provenance.settings.add_eos)) {
+    what = "BOS/EOS settings";
+  }
   if (what.empty()) return Status::Ok();
   return InvalidArgumentError("cannot merge '" + a_name + "' and '" + b_name +
                               "': different " + what);

@@ -197,6 +197,28 @@ TEST_F(BuilderTest, PartsMergedEqualASingleBuild) {
       << incomplete.status().message();
 }
 
+TEST_F(BuilderTest, MergeRefusesDatasetsWithDifferentEosSettings) {
+  ASSERT_TRUE(Build(Options(dir_.Join("eos"))).ok());
+  BuildOptions o = Options(dir_.Join("noeos"));
+  o.settings.add_eos = false;
+  ASSERT_TRUE(Build(o).ok());
+  auto m = MergeDatasets(dir_.Join("m"), {dir_.Join("eos"), dir_.Join("noeos")}, false);
+  EXPECT_NE(m.status().message().find("different BOS/EOS settings"), std::string::npos)
+      << m.status().message();
+}
+
+TEST_F(BuilderTest, RepairedCountsOnlyDocumentsWritten) {
+  WriteStringToFile(dir_.Join("u.jsonl"),
+                    "{\"text\": \"caf\xe9 ok\"}\n{\"text\": \"bad \xff\", oops}\n");
+  BuildOptions o = Options(dir_.Join("out"));
+  o.inputs = {dir_.Join("u.jsonl")};
+  o.settings.skip_bad_lines = true;
+  auto r = Build(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->manifest.provenance.counts.utf8_repaired, 1u);
+  EXPECT_EQ(r->manifest.provenance.counts.bad_lines, 1u);
+}
+
 TEST_F(BuilderTest, EmptyDocumentsAreSkippedAndCounted) {
   WriteStringToFile(dir_.Join("e.jsonl"),
                     "{\"text\": \"\"}\n{\"text\": \"words here\"}\n{\"text\": \"   \"}\n");

@@ -39,6 +39,22 @@ TEST(Manifest, JsonRoundTripPreservesEverything) {
   EXPECT_EQ(back->Fingerprint(), m.Fingerprint());
 }
 
+TEST(Manifest, NonUtf8FileNamesStillMakeValidJson) {
+  Manifest m = Sample();
+  m.provenance.inputs = {{"corpus/caf\xe9.jsonl", 1}};
+  auto back = Manifest::Parse(m.ToJson(), "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->provenance.inputs[0].path, "corpus/caf\xef\xbf\xbd.jsonl");
+}
+
+TEST(Manifest, DtypeNameMustAgreeWithItsCode) {
+  std::string json = Sample().ToJson();
+  json.replace(json.find("\"uint16\""), 8, "\"int32\"");
+  auto m = Manifest::Parse(json, "m.json");
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("contradicts dtype_code"), std::string::npos);
+}
+
 TEST(Manifest, FingerprintDependsOnContentNotProvenance) {
   Manifest a = Sample(), b = Sample();
   b.provenance.inputs.clear();

@@ -62,6 +62,15 @@ TEST(StagingDir, RefusesExistingOutputUnlessForcedAndADataset) {
   EXPECT_EQ(testing::ReadFileOrDie(out + "/precious.txt"), "keep");
 }
 
+TEST(StagingDir, ForceReplacesADatasetWhosePublishingWasInterrupted) {
+  TempDir root;
+  const std::string out = root.Join("ds");
+  ::mkdir(out.c_str(), 0755);
+  testing::WriteStringToFile(out + "/manifest.json.pending", "{}");
+  EXPECT_EQ(StagingDir::Create(out, false).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(StagingDir::Create(out, true).ok());
+}
+
 TEST(StagingDir, ForceReplacesAnExistingDatasetOnlyOnCommit) {
   TempDir root;
   const std::string out = root.Join("ds");
