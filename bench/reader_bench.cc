@@ -2,8 +2,9 @@
 // memcpy bound, on a dataset in the page cache. bench/reader_bench.py runs it
 // beside a nanoGPT-style numpy baseline and writes docs/benchmarks-reader.md.
 //
-//   reader_bench make DIR TOKENS      write a synthetic uint16 dataset
-//   reader_bench run DIR SECONDS [threads]   print one JSON line of results
+//   reader_bench make DIR TOKENS [SHARD_TOKENS]   write a synthetic uint16 dataset
+//   reader_bench run DIR SECONDS [threads]        print one JSON line of results
+//   reader_bench open DIR                         seconds to open DIR (best of 5)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,14 +42,15 @@ long RssAnonKb() {
   return value;
 }
 
-int Make(const std::string& dir, uint64_t tokens) {
+int Make(const std::string& dir, uint64_t tokens, uint64_t shard_tokens) {
   tokpack::CreateDirs(dir).IgnoreError();
   tokpack::ShardWriter w(tokpack::PosixFileSystem(), dir, tokpack::TokenDtype::kUInt16,
-                         tokpack::Manifest::kDefaultChunkBytes, 1ull << 29);
+                         tokpack::Manifest::kDefaultChunkBytes, shard_tokens);
   std::mt19937_64 rng(1);
   std::string doc;
   for (uint64_t t = 0; t < tokens;) {
-    const uint64_t len = std::min<uint64_t>(tokens - t, 50 + rng() % 4000);
+    const uint64_t len =
+        std::min<uint64_t>({tokens - t, 50 + rng() % 4000, std::max<uint64_t>(1, shard_tokens)});
     doc.resize(2 * len);
     for (uint64_t i = 0; i < len; ++i) {
       const uint16_t v = static_cast<uint16_t>(rng() % 50000);
@@ -120,11 +122,30 @@ int Run(const std::string& dir, double seconds, int threads) {
 
 }  // namespace
 
+int Open(const std::string& dir) {
+  double best = 1e9;
+  size_t shards = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    auto ds = tokpack::Dataset::Open(dir);
+    best = std::min(best, Since(t0));
+    if (!ds.ok()) return 1;
+    shards = (*ds)->num_shards();
+  }
+  std::printf("{\"open_seconds\": %.6f, \"shards\": %zu}\n", best, shards);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc >= 4 && std::string(argv[1]) == "make") return Make(argv[2], std::stoull(argv[3]));
+  if (argc >= 4 && std::string(argv[1]) == "make") {
+    return Make(argv[2], std::stoull(argv[3]), argc > 4 ? std::stoull(argv[4]) : 1ull << 29);
+  }
+  if (argc >= 3 && std::string(argv[1]) == "open") return Open(argv[2]);
   if (argc >= 4 && std::string(argv[1]) == "run") {
     return Run(argv[2], std::stod(argv[3]), argc > 4 ? std::atoi(argv[4]) : 2);
   }
-  std::fprintf(stderr, "usage: reader_bench make DIR TOKENS | run DIR SECONDS [threads]\n");
+  std::fprintf(stderr,
+               "usage: reader_bench make DIR TOKENS [SHARD_TOKENS] | run DIR SECONDS [threads]"
+               " | open DIR\n");
   return 2;
 }

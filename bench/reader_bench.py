@@ -62,6 +62,11 @@ def main():
             print(f"writing the {name} dataset ({tokens} tokens)", file=sys.stderr)
             subprocess.run([str(BENCH), "make", str(work / name), str(tokens)], check=True)
 
+    if not (work / "shards1000" / "manifest.json").exists():
+        subprocess.run([str(BENCH), "make", str(work / "shards1000"), "4000000", "4000"],
+                       check=True)
+    opened = json.loads(subprocess.run([str(BENCH), "open", str(work / "shards1000")],
+                                       check=True, capture_output=True, text=True).stdout)
     res = {t: run(work / "1x", args.seconds, t) for t in (1, 2)}
     big = run(work / "10x", args.seconds, 2)
     numpy_sps = numpy_baseline(work / "1x" / "shard-00000.bin", args.seconds)
@@ -80,8 +85,12 @@ def main():
            f"{res[2]['tokens']:,} tokens, {big['rss_anon_kb'] / 1024:.1f} MiB with "
            f"{big['tokens']:,} tokens (ratio {big['rss_anon_kb'] / res[2]['rss_anon_kb']:.2f}).")
     table = "\n".join(lines)
+    opening = (f"Opening a dataset of {opened['shards']} shards (mapping every .bin and .idx, "
+               f"checking sizes against headers and the manifest): "
+               f"{opened['open_seconds'] * 1000:.1f} ms (best of 5).")
     print(table)
     print(rss)
+    print(opening)
     if args.write_doc:
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                     if l.startswith("model name")), platform.processor())
@@ -99,6 +108,8 @@ does). The numpy baseline is nanoGPT's `get_batch`: `np.memmap` of the same
 .bin, random windows, `astype(np.int64)`, `np.stack`, inputs and targets.
 
 {table}
+
+{opening}
 
 {rss} The dataset itself is memory-mapped: its pages are shared page cache,
 not loader memory, so resident anonymous memory is the measure of the loader's
