@@ -5,15 +5,16 @@ In one run, on one deterministic synthetic corpus, this measures
 
   * the bound: pure SentencePieceProcessor::Encode of the corpus's documents, already
     in memory (bench/spm_encode_bound), at 1 and 2 threads, each thread encoding
-    contiguous ~1 MiB blocks of documents taken in order (the packer's batch size); at
-    2 threads also with one fixed contiguous slice per thread, for context;
+    contiguous ~1 MiB blocks of documents taken in order (the packer's batch size); for
+    context also at 1 thread in a multi-threaded process (glibc's malloc is cheaper in a
+    single-threaded one) and at 2 threads with one fixed contiguous slice per thread;
   * `tokpack build --threads 1` and `--threads 2` end to end (process wall time:
     start, model load, reading, JSON parsing, encoding, writing, checksums, fsync);
   * the peak RSS of `tokpack build --threads 2` on the corpus and on 10x the corpus
     (the same file given 10 times as inputs).
 
-Every configuration runs --repeat times, interleaved (bound 1t, tokpack 1t, bound 2t,
-static 2t, tokpack 2t, then again), and the best time of each counts, so that the
+Every configuration runs --repeat times, interleaved (bound 1t, multi-threaded bound 1t,
+tokpack 1t, bound 2t, static 2t, tokpack 2t, then again), and the best time of each counts, so that the
 ratios compare numbers taken seconds apart on the same (noisy, shared) machine.
 
     python3 bench/packer_bench.py                       # ~20 MB corpus, prints the table
@@ -38,6 +39,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 RSS_FLAT_LIMIT = 1.10  # "flat": peak RSS at 10x input within 10% of that at 1x.
+SMALL_SHARD_LOG2 = 22  # --shard-tokens of the diagnostic run with many small shards.
 
 # --------------------------------------------------------------------------- corpus
 
@@ -188,19 +190,20 @@ def run_child(cmd, env=None):
         return wall, ru, out.read().decode()
 
 
-def run_bound(args, model, corpus, threads, schedule="blocks"):
-    _, _, out = run_child([args.bound, model, corpus, str(threads), "--schedule", schedule])
+def run_bound(args, model, corpus, threads, schedule="blocks", multithreaded=False):
+    cmd = [args.bound, model, corpus, str(threads), "--schedule", schedule]
+    _, _, out = run_child(cmd + (["--multithreaded"] if multithreaded else []))
     r = json.loads(out)
     return {"seconds": r["seconds"], "cpu": r["cpu_seconds"], "tokens": r["tokens"],
             "documents": r["documents"], "text_bytes": r["text_bytes"],
             "thread_cpu": r["thread_cpu_seconds"]}
 
 
-def run_tokpack(args, model, inputs, threads, outdir, env=None):
+def run_tokpack(args, model, inputs, threads, outdir, env=None, extra=()):
     if os.path.exists(outdir):
         shutil.rmtree(outdir)
     cmd = [args.tokpack, "build", "-t", model, "-o", outdir, "--threads", str(threads),
-           "--quiet"]
+           "--quiet", *extra]
     for i in inputs:
         cmd += ["-i", i]
     wall, ru, _ = run_child(cmd, env)
@@ -237,7 +240,9 @@ def machine(build_dir):
         "build_type": sh("sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "
                          + shlex.quote(os.path.join(build_dir, "CMakeCache.txt"))),
         "commit": sh(f"git -C {shlex.quote(REPO)} rev-parse --short HEAD"),
-        "dirty": bool(sh(f"git -C {shlex.quote(REPO)} status --porcelain --untracked-files=no")),
+        # Uncommitted changes to what the tokpack binary is built from.
+        "dirty": bool(sh(f"git -C {shlex.quote(REPO)} status --porcelain --untracked-files=no "
+                         f"-- src include tools CMakeLists.txt")),
     }
 
 
@@ -252,6 +257,7 @@ def build_tables(R):
     mb = R["corpus"]["bytes"] / 1e6
     rows = [
         ("sentencepiece `Encode` (bound)", 1, R["bound"][1], R["all_bound"][1]),
+        ("sentencepiece `Encode`, multi-threaded process", 1, R["bound_mt"], R["all_bound_mt"]),
         ("`tokpack build`", 1, R["tokpack"][1], R["all_tokpack"][1]),
         ("sentencepiece `Encode` (bound)", 2, R["bound"][2], R["all_bound"][2]),
         ("sentencepiece `Encode`, static slices", 2, R["bound_static"], R["all_bound_static"]),
@@ -268,18 +274,18 @@ def build_tables(R):
     rt = ["| ratio | measured | target | met |", "|---|---:|---:|:---:|"]
     for name, val, target, ok in R["ratios"]:
         rt.append(f"| {name} | {val:.3f} | {target} | {ok} |")
-    rs = ["| input | input MB | malloc | peak RSS, MiB | wall s | input MB/s |",
-          "|---|---:|---|---:|---:|---:|"]
+    rs = ["| input | input MB | shards | malloc | peak RSS, MiB | wall s | input MB/s |",
+          "|---|---:|---|---|---:|---:|---:|"]
     for r in R["rss"]:
-        rs.append(f"| {r['factor']}x | {r['input_mb']:.1f} | {r['malloc']} | "
+        rs.append(f"| {r['factor']}x | {r['input_mb']:.1f} | {r['shards']} | {r['malloc']} | "
                   f"{r['maxrss_kb'] / 1024:.1f} | {r['seconds']:.2f} | "
                   f"{r['input_mb'] / r['seconds']:.2f} |")
     return "\n".join(t), "\n".join(rt), "\n".join(rs)
 
 
-def rss_of(R, factor, trimmed=False):
+def rss_of(R, factor, trimmed=False, small_shards=False):
     for r in R["rss"]:
-        if r["factor"] == factor and r["trimmed"] == trimmed:
+        if (r["factor"], r["trimmed"], r["small_shards"]) == (factor, trimmed, small_shards):
             return r["maxrss_kb"] / 1024
     return None
 
@@ -293,14 +299,31 @@ def reading(R):
     nproc = R["machine"]["nproc"]
     verdict = lambda ok: "meets" if ok else "misses"
     s = []
+    over = K[1]["cpu"] / B[1]["cpu"] - 1
     s.append(
         f"Single-threaded, `tokpack build` runs at {r1:.0%} of sentencepiece's bare `Encode` "
         f"of the same documents ({verdict(r1 >= 0.9)} the 90% target). That compares the "
         f"whole tokpack process (start, model load, reading, JSON parsing, UTF-8 checks, "
         f"writing, checksums, fsync) with a bound that only encodes text already in memory; "
         f"in CPU time tokpack spent {K[1]['cpu']:.2f} s where the bound's encoding spent "
-        f"{B[1]['cpu']:.2f} s, so everything tokpack does besides encoding costs about "
-        f"{K[1]['cpu'] / B[1]['cpu'] - 1:.0%} on top of sentencepiece.")
+        f"{B[1]['cpu']:.2f} s"
+        + (f", so everything tokpack does besides encoding costs about {over:.0%} on top of "
+           f"sentencepiece." if over > 0.005 else ", no measurable overhead in this run."))
+    mt = R["bound_mt"]
+    slow = mt["seconds"] / B[1]["seconds"] - 1
+    if slow > 0.01 and over > 0.005:
+        s.append(
+            f"Part of that is the process, not tokpack's code: the same single-threaded "
+            f"encoding in a process that has started a second thread took {mt['seconds']:.3f} s "
+            f"instead of {B[1]['seconds']:.3f} s ({slow:+.1%}; glibc's malloc locks once a "
+            f"process has threads, and `Encode` allocates heavily), and against that "
+            f"tokpack runs at {mt['seconds'] / K[1]['seconds']:.0%}"
+            + (" (level with it, within this machine's noise)."
+               if mt["seconds"] >= K[1]["seconds"] else "."))
+    else:
+        s.append(
+            f"Running the bound in a multi-threaded process made no clear difference in this "
+            f"run ({mt['seconds']:.3f} s against {B[1]['seconds']:.3f} s).")
     s.append(
         f"At 2 threads it reaches {r2:.0%} of the 2-thread bound ({verdict(r2 >= 0.9)} the "
         f"target) and scales {sc:.2f}x from 1 to 2 threads ({verdict(sc >= 1.8)} the 1.8x "
@@ -326,46 +349,70 @@ def reading(R):
            f"{R['corpus']['bytes'] / 1e6:.0f} MB corpus and {rnx:.1f} MiB on {f}x that input "
            f"(ratio {rnx / r1x:.2f}, {'flat by' if flat else 'above'} the "
            f"{RSS_FLAT_LIMIT:.2f} line drawn here).")
+    rsmall = rss_of(R, big, small_shards=True)
     if rbig is not None:
-        txt += (f" It does not keep growing: {rbig:.1f} MiB at {big}x"
-                if rbig / rnx <= 1.05 else f" At {big}x it is {rbig:.1f} MiB")
-        txt += "."
+        if rsmall is not None and rbig - rsmall >= 0.5:
+            txt += (f" At {big}x it is {rbig:.1f} MiB, but {rsmall:.1f} MiB when shards hold "
+                    f"2^{SMALL_SHARD_LOG2} tokens: what grows there is the index of the one "
+                    f"open shard (below), not the pipeline.")
+        elif rbig / rnx <= 1.05:
+            txt += f" It does not keep growing: {rbig:.1f} MiB at {big}x."
+        else:
+            txt += f" At {big}x it is {rbig:.1f} MiB."
     if t1x is not None and tnx is not None:
         txt += (f" With `MALLOC_TRIM_THRESHOLD_=0` (glibc hands freed memory back at once) "
-                f"it is {t1x:.1f} MiB at 1x and {tnx:.1f} MiB at {f}x (ratio "
-                f"{tnx / t1x:.2f}), so the growth without it is glibc keeping freed heap in "
-                f"its per-thread arenas (a high-water mark of the in-flight batches), not "
-                f"live data that scales with the input."
-                if tnx / t1x <= 1.06 else
-                f" With `MALLOC_TRIM_THRESHOLD_=0` it is {t1x:.1f} MiB at 1x and {tnx:.1f} MiB "
-                f"at {f}x (ratio {tnx / t1x:.2f}), so part of the growth is live data.")
+                f"it is {t1x:.1f} MiB at 1x and {tnx:.1f} MiB at {f}x (ratio {tnx / t1x:.2f})")
+        if tnx / t1x > 1.06:
+            txt += ", so part of the growth is live data."
+        elif not flat:
+            txt += (", so the growth without it is glibc keeping freed heap in its per-thread "
+                    "arenas (a high-water mark of the in-flight batches), not live data that "
+                    "scales with the input.")
+        else:
+            txt += "."
     s.append(txt)
     load = R["loadavg"]
     s.append(f"The machine was shared during the run (1-minute load average {load[0]:.2f} "
-             f"before, {load[1]:.2f} after; single runs of the same configuration differ by "
-             f"up to {R['spread']:.0%}), which is why each ratio compares the best of "
-             f"{R['repeat']} interleaved runs from this one run.")
+             f"before, {load[1]:.2f} after; the slowest of the repeated runs of one "
+             f"configuration was up to {R['spread']:.0%} slower than the fastest), which is why "
+             f"each ratio compares the best of {R['repeat']} interleaved runs from this one "
+             f"run.")
     return " ".join(s)
 
 
 def shard_memory_note(R):
-    """What the 10x check cannot show: the per-shard .idx memory (see ShardWriter)."""
+    """The per-shard index memory (ShardWriter), which a one-shard input does not show."""
     k = R["tokpack"][1]
     mean = (k["tokens"] / k["documents"]) if k["documents"] else 0
     per_doc = 24  # 4-byte length kept per document + the 20-byte-per-document .idx image.
     full = (1 << 29) / mean if mean else 0
+    big = 3 * R["rss_factor"]
+    one, small = rss_of(R, big), rss_of(R, big, small_shards=True)
+    measured = ""
+    if one is not None and small is not None and one - small < 0.5:
+        measured = (f" Measured here: {big}x the corpus ({big * k['documents']} documents in "
+                    f"one shard) peaks at {one:.1f} MiB, and at {small:.1f} MiB in shards of "
+                    f"2^{SMALL_SHARD_LOG2} tokens: at this size the index is lost in the rest.")
+    elif one is not None and small is not None:
+        measured = (f" Measured here: {big}x the corpus ({big * k['documents']} documents in "
+                    f"one shard) peaks at {one:.1f} MiB, {one - small:+.1f} MiB against the same "
+                    f"input in shards of 2^{SMALL_SHARD_LOG2} tokens ({small:.1f} MiB), about "
+                    f"{(one - small) * 2**20 / (big * k['documents']):.0f} bytes per document")
+        measured += ("; less than the whole index because it is built after the pipeline's "
+                     "buffers are freed and partly reuses them."
+                     if (one - small) * 2**20 / (big * k["documents"]) < per_doc else ".")
     return (
-        f"the {R['rss_factor']}x input stays inside one shard. The shard writer keeps a "
-        f"4-byte length per document of the open shard and, when it closes the shard, "
-        f"builds the whole `.idx` (20 bytes per document) in memory, so peak memory also "
-        f"grows by about {per_doc} bytes per document of the largest shard (more while "
-        f"the length vector has spare capacity) until the shard fills at `--shard-tokens` "
-        f"(default 2^29 tokens). Here that is {R['rss_factor'] * k['documents']} documents, "
-        f"about {R['rss_factor'] * k['documents'] * per_doc / 2**20:.1f} MiB; a full default "
-        f"shard of this corpus (mean {mean:.0f} tokens per document, about {full / 1e3:.0f}k "
-        f"documents) would add about {full * per_doc / 2**20:.0f} MiB, and one of 100-token "
-        f"documents about {(1 << 29) / 100 * per_doc / 2**20:.0f} MiB. Memory is bounded by "
-        f"the shard budget rather than by the input size.")
+        f"Every input above but the small-shards row fits in one shard. The shard writer "
+        f"keeps a 4-byte length per document of the open shard and, when it closes the "
+        f"shard, builds the whole `.idx` (20 bytes per document) in memory, so peak memory "
+        f"grows by up to about {per_doc} bytes per document of the largest shard (more while "
+        f"the length vector has spare capacity) until the shard fills at `--shard-tokens`."
+        + measured +
+        f" A full default shard (2^29 tokens) of this corpus (mean {mean:.0f} tokens per "
+        f"document, about {full / 1e3:.0f}k documents) would add up to about "
+        f"{full * per_doc / 2**20:.0f} MiB, one of 100-token documents about "
+        f"{(1 << 29) / 100 * per_doc / 2**20:.0f} MiB: memory is bounded by the shard budget "
+        f"and the document length rather than by the input size.")
 
 
 def write_doc(path, R, tables):
@@ -373,7 +420,7 @@ def write_doc(path, R, tables):
     t_main, t_ratio, t_rss = tables
     c = R["corpus"]
     hyper = f"; a virtual machine ({m['hypervisor']})" if m["hypervisor"] else ""
-    dirty = " with uncommitted changes" if m["dirty"] else ""
+    dirty = " with uncommitted changes to src/, include/ or tools/" if m["dirty"] else ""
     text = f"""# Packer benchmark
 
 `tokpack build` against sentencepiece's own encoding of the same documents (the
@@ -382,7 +429,7 @@ bound), at 1 and 2 threads, and the packer's peak memory as the input grows
 `bench/spm_encode_bound.cc`, built as `build/bench/spm_encode_bound`).
 
 Targets: tokpack >= 90% of the bound at each thread count, >= 1.8x from 1 to 2
-threads, peak RSS flat as the input grows {R['rss_factor']}x (taken here as: within
+threads, peak RSS flat as the input grows {R['rss_factor']}x (taken here as: within \
 {RSS_FLAT_LIMIT - 1:.0%}).
 
 ## Command
@@ -390,8 +437,8 @@ threads, peak RSS flat as the input grows {R['rss_factor']}x (taken here as: wit
     {R['command']}
 
 from the repository root, after `cmake -S . -B build -G Ninja && ninja -C build tokpack
-spm_encode_bound`. The run took {R['total_seconds']:.0f} s; the corpus and the model are
-generated on the first run and reused from `--work` (default `build/bench-packer/`).
+spm_encode_bound`. The run took {R['total_seconds']:.0f} s; the corpus and the model \
+are generated on the first run and reused from `--work` (default `build/bench-packer/`).
 
 ## Machine
 
@@ -421,13 +468,17 @@ Input MB/s is the JSONL file's size over the time, for all rows of a thread coun
 which encode the same documents: the throughput ratios are ratios of times. Bound: the
 `Encode` calls only, texts already in memory, one shared `SentencePieceProcessor`; each
 thread encodes contiguous blocks of about 1 MiB of text (the packer's batch size) taken
-in order from a shared counter. The "static slices" row instead gives each thread one
-fixed, contiguous, byte-balanced half of the documents: on this machine one vCPU is
-often slower than the other for a while, and a fixed split then waits for the slow
-half (the `thread_cpu_seconds` that `spm_encode_bound` prints show it), which would
-make the bound easier to beat; it is there for context only. tokpack: wall time of the whole
-`tokpack build` process (`time.perf_counter` around it), output on local disk. tokens/s
-counts tokpack's EOS tokens too. CPU s: user+system CPU time (the bound's: of the
+in order from a shared counter. The "multi-threaded process" row is the 1-thread bound
+after starting and joining one no-op thread: glibc's malloc skips its arena locking
+while a process has only ever had one thread, sentencepiece's `Encode` allocates a lot,
+and tokpack (a reader thread beside the encoder) never runs single-threaded. The
+"static slices" row instead gives each thread one fixed, contiguous, byte-balanced half
+of the documents: on this machine one vCPU is often slower than the other for a while,
+and a fixed split then waits for the slow half (the `thread_cpu_seconds` that
+`spm_encode_bound` prints show it), which would make the bound easier to beat; it is
+there for context only. tokpack: wall time of the whole `tokpack build` process
+(`time.perf_counter` around it), output on local disk. tokens/s counts tokpack's EOS
+tokens too. CPU s: user+system CPU time (the bound's: of the
 encoding only; tokpack's: of the whole process) and, in brackets, CPU-s per wall-second.
 Each configuration ran {R['repeat']} times, interleaved; the best run counts.
 
@@ -436,8 +487,9 @@ Each configuration ran {R['repeat']} times, interleaved; the best run counts.
 {t_ratio}
 
 Peak memory: `ru_maxrss` of the `tokpack build --threads 2` process (via `os.wait4`).
-The {R['rss_factor']}x input is the same file given {R['rss_factor']} times as inputs;
-the 1x row is the median of the timed 2-thread runs. `trim=0` rows run with
+The Nx inputs are the same file given N times as inputs; the 1x row is the median of
+the timed 2-thread runs. The row with small shards passes \
+`--shard-tokens {1 << SMALL_SHARD_LOG2}`. `trim=0` rows run with \
 `MALLOC_TRIM_THRESHOLD_=0`, so glibc returns freed memory to the system at once and the
 peak is closer to the live data.
 
@@ -447,7 +499,9 @@ peak is closer to the live data.
 
 {reading(R)}
 
-Not covered by the {R['rss_factor']}x check: {shard_memory_note(R)}
+## Memory per shard
+
+{shard_memory_note(R)}
 """
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -497,21 +551,25 @@ def main():
 
     loadavg_before = os.getloadavg()[0]
     bound = {1: [], 2: []}
-    static = []
+    static, mt = [], []
     tok = {1: [], 2: []}
     for rep in range(args.repeat):
         for th in (1, 2):
             bound[th].append(run_bound(args, model, corpus, th))
-            if th == 2:
+            if th == 1:
+                mt.append(run_bound(args, model, corpus, th, multithreaded=True))
+            else:
                 static.append(run_bound(args, model, corpus, th, "static"))
             tok[th].append(run_tokpack(args, model, [corpus], th, outdir))
             log(f"run {rep + 1}/{args.repeat}, {th} thread(s): bound "
                 f"{bound[th][-1]['seconds']:.3f} s, "
-                + (f"static slices {static[-1]['seconds']:.3f} s, " if th == 2 else "")
+                + (f"multi-threaded {mt[-1]['seconds']:.3f} s, " if th == 1 else
+                   f"static slices {static[-1]['seconds']:.3f} s, ")
                 + f"tokpack {tok[th][-1]['seconds']:.3f} s")
     fastest = lambda runs: min(runs, key=lambda r: r["seconds"])
     best_b = {th: fastest(v) for th, v in bound.items()}
     best_s = fastest(static)
+    best_mt = fastest(mt)
     best_t = {th: fastest(v) for th, v in tok.items()}
     for th in (1, 2):
         b, t = best_b[th], best_t[th]
@@ -520,28 +578,32 @@ def main():
                      f"{t['documents']} documents; sentencepiece {b['tokens']} + "
                      f"{b['documents']} EOS")
     spread = max(max(r["seconds"] for r in v) / min(r["seconds"] for r in v) - 1
-                 for v in list(bound.values()) + list(tok.values()) + [static])
+                 for v in list(bound.values()) + list(tok.values()) + [static, mt])
 
-    def rss_row(factor, trimmed):
-        if factor == 1 and not trimmed:
+    def rss_row(factor, trimmed, small_shards=False):
+        row = {"factor": factor, "trimmed": trimmed, "small_shards": small_shards,
+               "malloc": "trim=0" if trimmed else "default",
+               "shards": f"2^{SMALL_SHARD_LOG2} tokens" if small_shards else "default (2^29)",
+               "input_mb": factor * corpus_bytes / 1e6}
+        if factor == 1 and not trimmed and not small_shards:
             rss = sorted(r["maxrss_kb"] for r in tok[2])
-            return {"factor": 1, "trimmed": False, "malloc": "default",
-                    "input_mb": corpus_bytes / 1e6, "seconds": best_t[2]["seconds"],
-                    "maxrss_kb": rss[len(rss) // 2]}
-        log(f"peak RSS: {factor}x input{', MALLOC_TRIM_THRESHOLD_=0' if trimmed else ''}")
+            row.update(seconds=best_t[2]["seconds"], maxrss_kb=rss[len(rss) // 2])
+            return row
+        log(f"peak RSS: {factor}x input{', MALLOC_TRIM_THRESHOLD_=0' if trimmed else ''}"
+            f"{', small shards' if small_shards else ''}")
         env = dict(os.environ, MALLOC_TRIM_THRESHOLD_="0") if trimmed else None
-        r = run_tokpack(args, model, [corpus] * factor, 2, outdir, env)
+        extra = ("--shard-tokens", str(1 << SMALL_SHARD_LOG2)) if small_shards else ()
+        r = run_tokpack(args, model, [corpus] * factor, 2, outdir, env, extra)
         if r["documents"] != factor * best_t[2]["documents"]:
             sys.exit(f"the {factor}x build did not see {factor}x the documents")
-        return {"factor": factor, "trimmed": trimmed, "malloc": "trim=0" if trimmed else "default",
-                "input_mb": factor * corpus_bytes / 1e6, "seconds": r["seconds"],
-                "maxrss_kb": r["maxrss_kb"]}
+        row.update(seconds=r["seconds"], maxrss_kb=r["maxrss_kb"])
+        return row
 
     f = args.rss_factor
-    plan = [(1, False), (f, False)]
+    plan = [(1, False, False), (f, False, False)]
     if args.rss_extra:
-        plan += [(3 * f, False), (1, True), (f, True)]
-    rss = [rss_row(factor, trimmed) for factor, trimmed in plan]
+        plan += [(3 * f, False, False), (3 * f, False, True), (1, True, False), (f, True, False)]
+    rss = [rss_row(*p) for p in plan]
     loadavg_after = os.getloadavg()[0]
 
     r1 = best_b[1]["seconds"] / best_t[1]["seconds"]
@@ -554,6 +616,8 @@ def main():
         ("tokpack 1t / bound 1t, throughput", r1, ">= 0.90", yes(r1 >= 0.9)),
         ("tokpack 2t / bound 2t, throughput", r2, ">= 0.90", yes(r2 >= 0.9)),
         ("tokpack 2t / tokpack 1t, scaling", sc, ">= 1.80", yes(sc >= 1.8)),
+        ("tokpack 1t / bound 1t in a multi-threaded process (context)",
+         best_mt["seconds"] / best_t[1]["seconds"], "-", "-"),
         ("bound 2t / bound 1t, scaling (context)", bsc, "-", "-"),
         ("tokpack 2t / bound 2t with static slices (context)",
          best_s["seconds"] / best_t[2]["seconds"], "-", "-"),
@@ -564,9 +628,11 @@ def main():
     ]
     if args.rss_extra:
         ratios.append((f"peak RSS {f}x / 1x, trim=0 (context)",
-                       rss[4]["maxrss_kb"] / rss[3]["maxrss_kb"], "-", "-"))
+                       rss[5]["maxrss_kb"] / rss[4]["maxrss_kb"], "-", "-"))
         ratios.append((f"peak RSS {3 * f}x / {f}x (context)",
                        rss[2]["maxrss_kb"] / rss[1]["maxrss_kb"], "-", "-"))
+        ratios.append((f"peak RSS {3 * f}x / {f}x, shards of 2^{SMALL_SHARD_LOG2} tokens "
+                       f"(context)", rss[3]["maxrss_kb"] / rss[1]["maxrss_kb"], "-", "-"))
     cmd = " ".join(["python3", "bench/packer_bench.py"] + [shlex.quote(a) for a in sys.argv[1:]])
     R = {
         "command": cmd, "machine": machine(os.path.dirname(os.path.abspath(args.tokpack))),
@@ -576,6 +642,7 @@ def main():
                    "documents": best_b[1]["documents"], "text_bytes": best_b[1]["text_bytes"]},
         "bound": best_b, "tokpack": best_t, "all_bound": bound, "all_tokpack": tok,
         "bound_static": best_s, "all_bound_static": static,
+        "bound_mt": best_mt, "all_bound_mt": mt,
         "rss": rss, "ratios": ratios, "spread": spread,
         "loadavg": [loadavg_before, loadavg_after],
         "total_seconds": time.perf_counter() - t_start,
