@@ -273,38 +273,3 @@ def test_show_decodes_with_the_dataset_tokenizer(tmp_path, run_tokpack, spm_mode
     proc = run_tokpack("show", tmp_path / "ds", "--doc", "5", check=False)
     assert proc.returncode == 1 and "past the last of 2 documents" in proc.stderr
 
-
-def spm_ids(model, texts):
-    """Token ids from sentencepiece's own CLI, one line per text."""
-    out = subprocess.run(["spm_encode", f"--model={model}", "--output_format=id"],
-                         input="\n".join(texts) + "\n", capture_output=True, text=True,
-                         check=True).stdout
-    return [[int(t) for t in line.split()] for line in out.splitlines()]
-
-
-def test_vocab_over_65535_gives_int32_tokens(tmp_path, run_tokpack):
-    import numpy as np
-    import random
-    rng = random.Random(5)
-    syl = "ka lo mi ne ru ta shi po ven dor al is um ex tra qui zo bel mar ton ga fe".split()
-    words = set()
-    while len(words) < 80000:
-        words.add("".join(rng.choice(syl) for _ in range(rng.randint(3, 6))))
-    words = sorted(words)
-    train = tmp_path / "train.txt"
-    train.write_text("\n".join(" ".join(words[i:i + 20]) for i in range(0, len(words), 20)))
-    subprocess.run(["spm_train", f"--input={train}", f"--model_prefix={tmp_path / 'w'}",
-                    "--vocab_size=70000", "--model_type=word", "--minloglevel=2"],
-                   check=True, capture_output=True)
-    model = str(tmp_path / "w.model")
-    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 30))) for _ in range(50)]
-    f = write_jsonl(tmp_path / "t.jsonl", texts)
-    run_tokpack(*build_args([f], tmp_path / "ds", model))
-    m = json.loads((tmp_path / "ds" / "manifest.json").read_text())
-    assert m["dtype"] == "int32" and m["dtype_code"] == 4
-    assert m["tokenizer"]["vocab_size"] == 70000
-    assert (tmp_path / "ds" / "shard-00000.idx").read_bytes()[17] == 4
-    tokens = np.frombuffer(token_stream(tmp_path / "ds"), dtype="<i4")
-    want = [i for ids in spm_ids(model, texts) for i in ids + [m["tokenizer"]["eos_id"]]]
-    assert tokens.tolist() == want
-    assert tokens.max() > 65535
