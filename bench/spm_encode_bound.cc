@@ -193,8 +193,8 @@ int main(int argc, char** argv) {
       "\"cpu_seconds\": %.6f, \"documents\": %zu, \"tokens\": %llu, \"text_bytes\": %llu, "
       "\"thread_seconds\": %s, \"thread_cpu_seconds\": %s}\n",
       threads, schedule.c_str(), unit_count, multithreaded || threads > 1 ? "true" : "false",
-      seconds, cpu_seconds, texts.size(),
-      static_cast<unsigned long long>(total), static_cast<unsigned long long>(text_bytes),
-      JsonArray(thread_seconds).c_str(), JsonArray(thread_cpu).c_str());
+      seconds, cpu_seconds, texts.size(), static_cast<unsigned long long>(total),
+      static_cast<unsigned long long>(text_bytes), JsonArray(thread_seconds).c_str(),
+      JsonArray(thread_cpu).c_str());
   return 0;
 }

@@ -16,13 +16,13 @@ namespace tokpack::testing {
 namespace {
 
 const char* const kWords[] = {
-    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as",
-    "data", "token", "model", "train", "shard", "index", "memory", "sequence", "batch",
-    "layer", "attention", "über", "café", "naïve", "東京", "データ", "привет", "мир",
-    "1984", "3.14", "hello,", "world.", "what?", "yes!"};
+    "the",    "of",       "and",   "to",    "in",        "is",     "was",    "for",   "on",
+    "that",   "with",     "as",    "data",  "token",     "model",  "train",  "shard", "index",
+    "memory", "sequence", "batch", "layer", "attention", "über",   "café",   "naïve", "東京",
+    "データ", "привет",   "мир",   "1984",  "3.14",      "hello,", "world.", "what?", "yes!"};
 
-const char* const kSyllables[] = {"ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ven", "dor",
-                                  "al", "is", "um", "ex", "tra", "qui", "zo", "bel", "mar", "ton"};
+const char* const kSyllables[] = {"ka", "lo", "mi", "ne", "ru",  "ta",  "shi", "po",  "ven", "dor",
+                                  "al", "is", "um", "ex", "tra", "qui", "zo",  "bel", "mar", "ton"};
 
 }  // namespace
 

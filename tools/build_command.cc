@@ -57,8 +57,7 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("--text-key", s.text_key,
                   "JSONL field holding the text, or a JSON pointer like /meta/text")
       ->capture_default_str();
-  app->add_option("--input-format", s.input_format,
-                  "auto (by file name), jsonl or text")
+  app->add_option("--input-format", s.input_format, "auto (by file name), jsonl or text")
       ->check(CLI::IsMember({"auto", "jsonl", "text"}))
       ->capture_default_str();
   app->add_flag("--text-per-line", s.text_per_line,

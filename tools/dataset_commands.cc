@@ -43,10 +43,11 @@ void PrintInfoText(const std::string& dir, const DatasetInfo& info) {
   }
   if (p.kind == "build" || p.kind == "merge") {
     const BuildCounts& c = p.counts;
-    std::printf("inputs       %zu file(s); skipped %llu empty, %llu bad lines, %llu invalid "
-                "UTF-8; %llu repaired\n",
-                p.inputs.size(), static_cast<ull>(c.skipped_empty), static_cast<ull>(c.bad_lines),
-                static_cast<ull>(c.skipped_invalid_utf8), static_cast<ull>(c.utf8_repaired));
+    std::printf(
+        "inputs       %zu file(s); skipped %llu empty, %llu bad lines, %llu invalid "
+        "UTF-8; %llu repaired\n",
+        p.inputs.size(), static_cast<ull>(c.skipped_empty), static_cast<ull>(c.bad_lines),
+        static_cast<ull>(c.skipped_invalid_utf8), static_cast<ull>(c.utf8_repaired));
     std::printf("settings     text_key=%s bos=%s eos=%s invalid_utf8=%s shard_tokens=%llu\n",
                 p.settings.text_key.c_str(), p.settings.add_bos ? "yes" : "no",
                 p.settings.add_eos ? "yes" : "no", p.settings.invalid_utf8.c_str(),
@@ -55,8 +56,8 @@ void PrintInfoText(const std::string& dir, const DatasetInfo& info) {
   const uint64_t docs = m.TotalDocuments();
   if (docs == 0) return;
   std::printf("doc length   min %llu, mean %.1f, max %llu tokens\n",
-              static_cast<ull>(info.min_length),
-              static_cast<double>(m.TotalTokens()) / docs, static_cast<ull>(info.max_length));
+              static_cast<ull>(info.min_length), static_cast<double>(m.TotalTokens()) / docs,
+              static_cast<ull>(info.max_length));
   uint64_t peak = 0;
   for (uint64_t n : info.length_histogram) peak = std::max(peak, n);
   size_t first = 0;
@@ -164,8 +165,7 @@ Runner AddImportCommand(CLI::App* app) {
     if (!m.ok()) return ReportError("import", m.status());
     std::printf("imported %zu prefix(es) into %s: %llu documents, %llu tokens (%s)\n",
                 o->prefixes.size(), o->output.c_str(), static_cast<ull>(m->TotalDocuments()),
-                static_cast<ull>(m->TotalTokens()),
-                std::string(TokenDtypeName(m->dtype)).c_str());
+                static_cast<ull>(m->TotalTokens()), std::string(TokenDtypeName(m->dtype)).c_str());
     return 0;
   };
 }
@@ -193,8 +193,8 @@ Runner AddShowCommand(CLI::App* app) {
       std::string model = a->tokenizer;
       if (model.empty()) {
         if (m->tokenizer.file.empty()) {
-          return ReportError("show", InvalidArgumentError(
-                                         "the dataset holds no tokenizer; pass --tokenizer"));
+          return ReportError(
+              "show", InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));
         }
         model = JoinPath(a->dir, m->tokenizer.file);
       }

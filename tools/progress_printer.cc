@@ -43,8 +43,7 @@ std::string ProgressPrinter::Duration(double s) {
 
 void ProgressPrinter::Update(const BuildProgress& p) {
   const double t = p.elapsed_seconds > 0 ? p.elapsed_seconds : 1e-9;
-  const std::string rates = Count(p.documents / t) + " docs/s, " + Count(p.tokens / t) +
-                            " tok/s";
+  const std::string rates = Count(p.documents / t) + " docs/s, " + Count(p.tokens / t) + " tok/s";
   std::string line;
   if (p.bytes_total > 0) {
     double frac = std::min(1.0, static_cast<double>(p.bytes_read) / p.bytes_total);
@@ -57,8 +56,8 @@ void ProgressPrinter::Update(const BuildProgress& p) {
       line = "[" + std::string(fill, '=') + (fill < width ? ">" : "") +
              std::string(width - fill - (fill < width ? 1 : 0), ' ') + "] ";
     }
-    line += std::string(pct) + " " + Bytes(p.bytes_read) + " / " + Bytes(p.bytes_total) +
-            ", " + rates + ", ETA " + Duration(eta);
+    line += std::string(pct) + " " + Bytes(p.bytes_read) + " / " + Bytes(p.bytes_total) + ", " +
+            rates + ", ETA " + Duration(eta);
   } else {
     line = Bytes(p.bytes_read) + " read, " + Count(p.documents) + " docs, " + rates;
   }

@@ -30,8 +30,10 @@ Status ParseSource(const std::string& spec, Loader::Source* out) {
     try {
       size_t used = 0;
       weight = std::stod(spec.substr(colon + 1), &used);
-      if (used == spec.size() - colon - 1) path = spec.substr(0, colon);
-      else weight = 1.0;
+      if (used == spec.size() - colon - 1)
+        path = spec.substr(0, colon);
+      else
+        weight = 1.0;
     } catch (const std::exception&) {
       weight = 1.0;
     }
@@ -43,8 +45,9 @@ Status ParseSource(const std::string& spec, Loader::Source* out) {
 
 int Run(SampleArgs& a) {
   LoaderOptions& o = a.o;
-  o.shuffle = a.shuffle == "none" ? ShuffleMode::kNone
-              : a.shuffle == "block" ? ShuffleMode::kBlock : ShuffleMode::kFull;
+  o.shuffle = a.shuffle == "none"    ? ShuffleMode::kNone
+              : a.shuffle == "block" ? ShuffleMode::kBlock
+                                     : ShuffleMode::kFull;
   o.max_steps = 0;
   std::vector<Loader::Source> sources;
   for (const std::string& spec : a.datasets) {
@@ -57,7 +60,8 @@ int Run(SampleArgs& a) {
   if (a.decode) {
     const Manifest& m = sources[0].dataset->manifest();
     if (m.tokenizer.file.empty()) {
-      return ReportError("sample", InvalidArgumentError("the dataset holds no tokenizer to decode with"));
+      return ReportError("sample",
+                         InvalidArgumentError("the dataset holds no tokenizer to decode with"));
     }
     auto t = Tokenizer::Load(JoinPath(sources[0].dataset->path(), m.tokenizer.file));
     if (!t.ok()) return ReportError("sample", t.status());
@@ -86,7 +90,8 @@ int Run(SampleArgs& a) {
         if (!text.ok()) return ReportError("sample", text.status());
         std::printf(" %s\n", text->c_str());
       } else {
-        for (int64_t j = 0; j < b.seq_len(); ++j) std::printf(" %lld", static_cast<long long>(row[j]));
+        for (int64_t j = 0; j < b.seq_len(); ++j)
+          std::printf(" %lld", static_cast<long long>(row[j]));
         std::printf("\n");
       }
     }

@@ -42,15 +42,12 @@ int main(int argc, char** argv) {
   };
   add("build", "Tokenize corpora into a dataset", AddBuildCommand);
   add("info", "Summarize a dataset", AddInfoCommand);
-  add("verify", "Recompute checksums and check every index against its data",
-      AddVerifyCommand);
-  add("merge", "Write one manifest over the parts of a --part build (no copying)",
-      AddMergeCommand);
+  add("verify", "Recompute checksums and check every index against its data", AddVerifyCommand);
+  add("merge", "Write one manifest over the parts of a --part build (no copying)", AddMergeCommand);
   add("import", "Write a manifest over existing Megatron .bin/.idx pairs (no copying)",
       AddImportCommand);
   add("show", "Print documents as token ids or decoded text", AddShowCommand);
-  add("sample", "Print the batches a rank would train on (shuffled, resumable)",
-      AddSampleCommand);
+  add("sample", "Print the batches a rank would train on (shuffled, resumable)", AddSampleCommand);
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, OnSignal);

@@ -54,13 +54,13 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
 // one build (`build --part i/N`) are ordered by part index and must all be
 // present; whole datasets are taken in the order given. All must share dtype,
 // tokenizer and chunk size.
-StatusOr<Manifest> MergeDatasets(const std::string& output,
-                                 const std::vector<std::string>& sources, bool force);
+StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
+                                 bool force);
 
 struct ImportOptions {
   std::vector<std::string> prefixes;  // Megatron prefixes (".bin"/".idx" optional).
   std::string output;
-  std::string tokenizer_model;        // Optional sentencepiece model to record.
+  std::string tokenizer_model;  // Optional sentencepiece model to record.
   uint64_t chunk_bytes = Manifest::kDefaultChunkBytes;
   bool force = false;
 };

@@ -42,8 +42,8 @@ struct LoaderOptions {
   int rank = 0;
   int world_size = 1;
   ShuffleMode shuffle = ShuffleMode::kFull;
-  int64_t block_size = 64;      // kBlock: samples per block.
-  int64_t block_window = 16;    // kBlock: blocks shuffled together.
+  int64_t block_size = 64;    // kBlock: samples per block.
+  int64_t block_window = 16;  // kBlock: blocks shuffled together.
   OutputDtype dtype = OutputDtype::kInt64;
   // Also produce position_ids and cu_seqlens (document boundaries).
   bool document_boundaries = false;
@@ -52,8 +52,8 @@ struct LoaderOptions {
   int64_t epochs = 0;
   // Stop after this many steps from the start of the data (0: no limit).
   int64_t max_steps = 0;
-  int threads = 2;         // Assembler threads.
-  int prefetch = 4;        // Ring depth: batches assembled ahead.
+  int threads = 2;   // Assembler threads.
+  int prefetch = 4;  // Ring depth: batches assembled ahead.
 };
 
 // One rank's batch. Arrays are row-major [batch_size, seq_len] of the

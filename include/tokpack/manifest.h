@@ -51,11 +51,11 @@ struct ShardInfo {
 };
 
 struct TokenizerInfo {
-  std::string type;        // "sentencepiece", or empty when unknown.
-  std::string file;        // Copy of the model inside the dataset, or empty.
-  uint64_t model_xxh3 = 0; // XXH3_64bits of the model file; 0 when unknown.
-  int64_t vocab_size = -1; // -1 when unknown.
-  int64_t bos_id = -1;     // -1 when the tokenizer has none.
+  std::string type;         // "sentencepiece", or empty when unknown.
+  std::string file;         // Copy of the model inside the dataset, or empty.
+  uint64_t model_xxh3 = 0;  // XXH3_64bits of the model file; 0 when unknown.
+  int64_t vocab_size = -1;  // -1 when unknown.
+  int64_t bos_id = -1;      // -1 when the tokenizer has none.
   int64_t eos_id = -1;
   int64_t pad_id = -1;
   int64_t unk_id = -1;
@@ -80,19 +80,19 @@ struct InputRecord {
 
 // Counts of what the packer read and dropped (all deterministic).
 struct BuildCounts {
-  uint64_t documents = 0;          // Written.
-  uint64_t tokens = 0;             // Written, including BOS/EOS.
-  uint64_t skipped_empty = 0;      // Documents with no tokens.
-  uint64_t bad_lines = 0;          // Skipped with --skip-bad-lines.
-  uint64_t utf8_repaired = 0;      // Documents whose invalid UTF-8 was replaced.
+  uint64_t documents = 0;      // Written.
+  uint64_t tokens = 0;         // Written, including BOS/EOS.
+  uint64_t skipped_empty = 0;  // Documents with no tokens.
+  uint64_t bad_lines = 0;      // Skipped with --skip-bad-lines.
+  uint64_t utf8_repaired = 0;  // Documents whose invalid UTF-8 was replaced.
   uint64_t skipped_invalid_utf8 = 0;
 };
 
 struct Provenance {
   std::string tool = "tokpack";
   std::string version;
-  std::string kind;     // "build", "merge" or "import".
-  int part_index = 0;   // --part i/N of a build; 0/1 otherwise.
+  std::string kind;    // "build", "merge" or "import".
+  int part_index = 0;  // --part i/N of a build; 0/1 otherwise.
   int part_count = 1;
   BuildSettings settings;
   std::vector<InputRecord> inputs;

@@ -17,16 +17,16 @@ namespace tokpack {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // Bad input from the caller or in a file's contents.
-  kNotFound,           // A file, key or object does not exist.
-  kAlreadyExists,      // Refusing to overwrite something that exists.
-  kOutOfRange,         // An index or position past the end.
-  kFailedPrecondition, // The operation does not fit the current state.
-  kDataLoss,           // Corrupt or truncated data (bad checksum, short file).
-  kIoError,            // The operating system refused a read or write.
-  kCancelled,          // Stopped on request (e.g. SIGINT).
-  kUnavailable,        // A transient failure that may succeed on retry.
-  kInternal,           // A bug in tokpack.
+  kInvalidArgument,     // Bad input from the caller or in a file's contents.
+  kNotFound,            // A file, key or object does not exist.
+  kAlreadyExists,       // Refusing to overwrite something that exists.
+  kOutOfRange,          // An index or position past the end.
+  kFailedPrecondition,  // The operation does not fit the current state.
+  kDataLoss,            // Corrupt or truncated data (bad checksum, short file).
+  kIoError,             // The operating system refused a read or write.
+  kCancelled,           // Stopped on request (e.g. SIGINT).
+  kUnavailable,         // A transient failure that may succeed on retry.
+  kInternal,            // A bug in tokpack.
 };
 
 // Returns a stable lower_snake_case name such as "invalid_argument".
@@ -36,8 +36,7 @@ class [[nodiscard]] Status {
  public:
   // An OK status.
   Status() = default;
-  Status(StatusCode code, std::string message)
-      : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
 
@@ -77,9 +76,7 @@ inline Status FailedPreconditionError(std::string msg) {
 inline Status DataLossError(std::string msg) {
   return Status(StatusCode::kDataLoss, std::move(msg));
 }
-inline Status IoError(std::string msg) {
-  return Status(StatusCode::kIoError, std::move(msg));
-}
+inline Status IoError(std::string msg) { return Status(StatusCode::kIoError, std::move(msg)); }
 inline Status CancelledError(std::string msg) {
   return Status(StatusCode::kCancelled, std::move(msg));
 }
@@ -129,9 +126,9 @@ class [[nodiscard]] StatusOr {
 }  // namespace tokpack
 
 // Evaluates `expr` (a Status); returns it from the enclosing function if not OK.
-#define TOKPACK_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    ::tokpack::Status tokpack_status_ = (expr); \
+#define TOKPACK_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::tokpack::Status tokpack_status_ = (expr);        \
     if (!tokpack_status_.ok()) return tokpack_status_; \
   } while (0)
 

@@ -15,9 +15,9 @@ struct RawBatch {
   uint64_t seq = 0;  // Position in the input order; the writer restores it.
   std::string data;  // Records back to back.
   struct Record {
-    uint32_t end;      // Offset one past the record in `data`.
-    uint32_t file;     // Index into the input list.
-    uint64_t line;     // 1-based line number (0 for a whole-file document).
+    uint32_t end;   // Offset one past the record in `data`.
+    uint32_t file;  // Index into the input list.
+    uint64_t line;  // 1-based line number (0 for a whole-file document).
   };
   std::vector<Record> records;
 
@@ -39,7 +39,7 @@ struct EncodedBatch {
   uint64_t seq = 0;
   std::string tokens;                // All documents' tokens in the shard dtype.
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
-  uint64_t utf8_repaired = 0;  // Documents written whose invalid UTF-8 was replaced.
+  uint64_t utf8_repaired = 0;        // Documents written whose invalid UTF-8 was replaced.
   struct Dropped {
     uint32_t record;  // Index of the record in its RawBatch.
     Drop why;

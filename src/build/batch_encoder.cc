@@ -15,8 +15,11 @@ struct BatchEncoder::Json {
 
 BatchEncoder::BatchEncoder(const Tokenizer* tokenizer, const BuildSettings& settings,
                            TokenDtype dtype, std::vector<RecordFormat> formats)
-    : tokenizer_(tokenizer), settings_(settings), dtype_(dtype),
-      formats_(std::move(formats)), json_(std::make_unique<Json>()) {}
+    : tokenizer_(tokenizer),
+      settings_(settings),
+      dtype_(dtype),
+      formats_(std::move(formats)),
+      json_(std::make_unique<Json>()) {}
 
 BatchEncoder::~BatchEncoder() = default;
 
@@ -31,8 +34,7 @@ std::string BatchEncoder::ExtractText(std::string_view line, std::string_view* t
   if (!doc.is_object()) return "the line is JSON but not an object";
   const std::string& key = settings_.text_key;
   simdjson::dom::element value;
-  err = (!key.empty() && key[0] == '/') ? doc.at_pointer(key).get(value)
-                                        : doc[key].get(value);
+  err = (!key.empty() && key[0] == '/') ? doc.at_pointer(key).get(value) : doc[key].get(value);
   if (err != simdjson::SUCCESS) return "missing text key '" + key + "'";
   if (value.get_string().get(*text) != simdjson::SUCCESS) {
     return "text key '" + key + "' is not a string";

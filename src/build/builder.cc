@@ -58,10 +58,14 @@ Status ValidateOptions(const BuildOptions& o) {
 class Pipeline {
  public:
   Pipeline(DocumentReader* reader, const Tokenizer* tokenizer, const BuildSettings& settings,
-           TokenDtype dtype, ShardWriter* writer, int threads,
-           const std::atomic<bool>* cancel)
-      : reader_(reader), tokenizer_(tokenizer), settings_(settings), dtype_(dtype),
-        writer_(writer), threads_(threads), cancel_(cancel),
+           TokenDtype dtype, ShardWriter* writer, int threads, const std::atomic<bool>* cancel)
+      : reader_(reader),
+        tokenizer_(tokenizer),
+        settings_(settings),
+        dtype_(dtype),
+        writer_(writer),
+        threads_(threads),
+        cancel_(cancel),
         max_inflight_(static_cast<uint64_t>(2 * threads + 2)) {}
 
   Status Run(BuildCounts* counts);

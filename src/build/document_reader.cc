@@ -6,13 +6,16 @@
 
 namespace tokpack {
 
-DocumentReader::DocumentReader(std::vector<InputRecord> inputs,
-                               const BuildSettings& settings,
+DocumentReader::DocumentReader(std::vector<InputRecord> inputs, const BuildSettings& settings,
                                std::atomic<uint64_t>* raw_bytes_read,
                                const std::atomic<bool>* cancel, size_t batch_bytes,
                                size_t batch_records)
-    : inputs_(std::move(inputs)), settings_(settings), raw_bytes_read_(raw_bytes_read),
-      cancel_(cancel), batch_bytes_(batch_bytes), batch_records_(batch_records) {}
+    : inputs_(std::move(inputs)),
+      settings_(settings),
+      raw_bytes_read_(raw_bytes_read),
+      cancel_(cancel),
+      batch_bytes_(batch_bytes),
+      batch_records_(batch_records) {}
 
 Status DocumentReader::Init() {
   for (const InputRecord& in : inputs_) {

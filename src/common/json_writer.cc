@@ -1,11 +1,11 @@
 #include "common/json_writer.h"
 
-#include "common/utf8.h"
-
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <string>
+
+#include "common/utf8.h"
 
 namespace tokpack {
 
@@ -34,11 +34,21 @@ void JsonWriter::Escaped(std::string_view raw) {
   out_ += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\r': out_ += "\\r"; break;
-      case '\t': out_ += "\\t"; break;
+      case '"':
+        out_ += "\\\"";
+        break;
+      case '\\':
+        out_ += "\\\\";
+        break;
+      case '\n':
+        out_ += "\\n";
+        break;
+      case '\r':
+        out_ += "\\r";
+        break;
+      case '\t':
+        out_ += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -132,8 +142,7 @@ void JsonWriter::Bool(std::string_view key, bool v) {
   out_ += v ? "true" : "false";
 }
 
-void JsonWriter::InlineStringArray(std::string_view key,
-                                   const std::vector<std::string>& v) {
+void JsonWriter::InlineStringArray(std::string_view key, const std::vector<std::string>& v) {
   Key(key);
   out_ += '[';
   for (size_t i = 0; i < v.size(); ++i) {

@@ -7,17 +7,28 @@ namespace tokpack {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid_argument";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kAlreadyExists: return "already_exists";
-    case StatusCode::kOutOfRange: return "out_of_range";
-    case StatusCode::kFailedPrecondition: return "failed_precondition";
-    case StatusCode::kDataLoss: return "data_loss";
-    case StatusCode::kIoError: return "io_error";
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kAlreadyExists:
+      return "already_exists";
+    case StatusCode::kOutOfRange:
+      return "out_of_range";
+    case StatusCode::kFailedPrecondition:
+      return "failed_precondition";
+    case StatusCode::kDataLoss:
+      return "data_loss";
+    case StatusCode::kIoError:
+      return "io_error";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

@@ -43,9 +43,7 @@ size_t SequenceAt(std::string_view s, size_t i, size_t* bad) {
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view s) {
-  return simdjson::validate_utf8(s.data(), s.size());
-}
+bool IsValidUtf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
 
 std::string RepairUtf8(std::string_view s) {
   std::string out;

@@ -28,14 +28,12 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 int32_t IdxView::length(uint64_t i) const { return LoadLe<int32_t>(lengths_ + 4 * i); }
 int64_t IdxView::pointer(uint64_t i) const { return LoadLe<int64_t>(pointers_ + 8 * i); }
-int64_t IdxView::document_index(uint64_t i) const {
-  return LoadLe<int64_t>(doc_idx_ + 8 * i);
-}
+int64_t IdxView::document_index(uint64_t i) const { return LoadLe<int64_t>(doc_idx_ + 8 * i); }
 
 StatusOr<IdxView> ParseIdxHeader(std::string_view data, std::string_view name) {
   if (data.size() < kIdxHeaderBytes) {
-    return Corrupt(name, "file is " + std::to_string(data.size()) +
-                             " bytes, shorter than the 34-byte header");
+    return Corrupt(
+        name, "file is " + std::to_string(data.size()) + " bytes, shorter than the 34-byte header");
   }
   if (std::memcmp(data.data(), kIdxMagic, sizeof(kIdxMagic)) != 0) {
     return Corrupt(name, "bad magic (expected MMIDIDX\\0\\0)");
@@ -71,8 +69,8 @@ StatusOr<IdxView> ParseIdxHeader(std::string_view data, std::string_view name) {
   v.doc_idx_ = v.pointers_ + 8 * v.sequence_count_;
   if (v.sequence_count_ > 0) {
     const uint64_t last = v.sequence_count_ - 1;
-    const int64_t end = v.pointer(last) + static_cast<int64_t>(v.length(last)) *
-                                              TokenDtypeSize(v.dtype_);
+    const int64_t end =
+        v.pointer(last) + static_cast<int64_t>(v.length(last)) * TokenDtypeSize(v.dtype_);
     if (v.pointer(last) < 0 || v.length(last) < 0 || end % TokenDtypeSize(v.dtype_) != 0) {
       return Corrupt(name, "last sequence has pointer " + std::to_string(v.pointer(last)) +
                                " and length " + std::to_string(v.length(last)));
@@ -103,12 +101,11 @@ StatusOr<IdxView> ParseIdx(std::string_view data, std::string_view name) {
   for (uint64_t i = 0; i < v.document_count_; ++i) {
     int64_t d = v.document_index(i);
     // Non-decreasing: Megatron writes a repeated entry for an empty document.
-    bool bad = (i == 0 && d != 0) || d < prev || d > seqs ||
-               (i + 1 == v.document_count_ && d != seqs);
+    bool bad =
+        (i == 0 && d != 0) || d < prev || d > seqs || (i + 1 == v.document_count_ && d != seqs);
     if (bad) {
-      return Corrupt(name, "document index " + std::to_string(i) + " is " +
-                               std::to_string(d) + " (must rise from 0 to " +
-                               std::to_string(seqs) + ")");
+      return Corrupt(name, "document index " + std::to_string(i) + " is " + std::to_string(d) +
+                               " (must rise from 0 to " + std::to_string(seqs) + ")");
     }
     prev = d;
   }

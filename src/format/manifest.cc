@@ -337,10 +337,9 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
   }
   TOKPACK_RETURN_IF_ERROR(r.Get("format_version", &m.format_version));
   if (m.format_version != kFormatVersion) {
-    return InvalidArgumentError(std::string(source) + ": format_version " +
-                                std::to_string(m.format_version) +
-                                " is not supported by this tokpack (reads version " +
-                                std::to_string(kFormatVersion) + ")");
+    return InvalidArgumentError(
+        std::string(source) + ": format_version " + std::to_string(m.format_version) +
+        " is not supported by this tokpack (reads version " + std::to_string(kFormatVersion) + ")");
   }
   int code = 0;
   TOKPACK_RETURN_IF_ERROR(r.Get("dtype_code", &code));
@@ -400,8 +399,8 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
     // only the lower bound of one document entry per sequence is certain.
     if (info.idx.bytes < 34 + 12 * info.documents + 8) {
       return InvalidArgumentError(std::string(source) + ": " + where + " has " +
-                                  std::to_string(info.documents) +
-                                  " documents but idx.bytes " + std::to_string(info.idx.bytes));
+                                  std::to_string(info.documents) + " documents but idx.bytes " +
+                                  std::to_string(info.idx.bytes));
     }
     m.shards.push_back(std::move(info));
   }

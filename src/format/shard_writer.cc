@@ -7,9 +7,12 @@
 
 namespace tokpack {
 
-ShardWriter::ShardWriter(FileSystem* fs, std::string dir, TokenDtype dtype,
-                         uint64_t chunk_bytes, uint64_t shard_tokens)
-    : fs_(fs), dir_(std::move(dir)), dtype_(dtype), chunk_bytes_(chunk_bytes),
+ShardWriter::ShardWriter(FileSystem* fs, std::string dir, TokenDtype dtype, uint64_t chunk_bytes,
+                         uint64_t shard_tokens)
+    : fs_(fs),
+      dir_(std::move(dir)),
+      dtype_(dtype),
+      chunk_bytes_(chunk_bytes),
       shard_tokens_(shard_tokens) {}
 
 ShardWriter::~ShardWriter() = default;
@@ -39,8 +42,7 @@ Status ShardWriter::CloseShard() {
   info.bin = bin_hash_->Finish();
 
   const std::string idx = EncodeIdx(dtype_, lengths_);
-  TOKPACK_ASSIGN_OR_RETURN(auto idx_file,
-                           fs_->NewWritableFile(JoinPath(dir_, info.path + ".idx")));
+  TOKPACK_ASSIGN_OR_RETURN(auto idx_file, fs_->NewWritableFile(JoinPath(dir_, info.path + ".idx")));
   TOKPACK_RETURN_IF_ERROR(idx_file->Append(idx));
   TOKPACK_RETURN_IF_ERROR(idx_file->Close());
   ChunkHasher idx_hash(chunk_bytes_);

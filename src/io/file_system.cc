@@ -72,8 +72,7 @@ class PosixWritableFile : public WritableFile {
 
 class PosixFs : public FileSystem {
  public:
-  StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
-      const std::string& path) override {
+  StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return ErrnoToStatus(errno, "create", path);
     return std::unique_ptr<WritableFile>(new PosixWritableFile(fd, path));
@@ -151,8 +150,8 @@ StatusOr<uint64_t> FileSize(const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
-Status WriteFileAtomically(FileSystem* fs, const std::string& dir,
-                           const std::string& name, std::string_view data) {
+Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
+                           std::string_view data) {
   const std::string tmp = JoinPath(dir, name + ".tmp");
   TOKPACK_ASSIGN_OR_RETURN(auto file, fs->NewWritableFile(tmp));
   Status s = file->Append(data);

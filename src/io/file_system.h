@@ -31,8 +31,7 @@ class FileSystem {
  public:
   virtual ~FileSystem() = default;
   // Creates (truncating) a file for writing.
-  virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
-      const std::string& path) = 0;
+  virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
   // rename(2): atomic replacement within one file system.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   // fsync(2) on a directory, so renames inside it are durable.
@@ -54,8 +53,8 @@ Status ReadFileBlocks(const std::string& path, size_t block_bytes,
 StatusOr<uint64_t> FileSize(const std::string& path);
 
 // Writes `data` to <dir>/<name> via <name>.tmp, fsync and rename.
-Status WriteFileAtomically(FileSystem* fs, const std::string& dir,
-                           const std::string& name, std::string_view data);
+Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
+                           std::string_view data);
 
 // Copies a file through `fs` (used for the tokenizer model).
 Status CopyFile(FileSystem* fs, const std::string& from, const std::string& to);

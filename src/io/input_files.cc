@@ -16,9 +16,7 @@ namespace tokpack {
 namespace fs = std::filesystem;
 namespace {
 
-bool HasWildcard(const std::string& s) {
-  return s.find_first_of("*?[") != std::string::npos;
-}
+bool HasWildcard(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -77,8 +75,8 @@ Status WalkDir(const std::string& dir, std::vector<std::string>* out) {
 
 // Matches path components comps[i..] below `dir` ("**" spans zero or more
 // directories), appending matching regular files to `out`.
-Status GlobWalk(const std::string& dir, const std::vector<std::string>& comps,
-                size_t i, std::vector<std::string>* out) {
+Status GlobWalk(const std::string& dir, const std::vector<std::string>& comps, size_t i,
+                std::vector<std::string>* out) {
   if (i == comps.size()) {
     if (IsRegularFile(dir)) out->push_back(dir);
     return Status::Ok();
@@ -161,8 +159,8 @@ StatusOr<std::vector<InputRecord>> ExpandInputs(const std::vector<std::string>& 
       out.push_back({std::move(f), size});
     }
   }
-  size_t stdin_count = std::count_if(out.begin(), out.end(),
-                                     [](const InputRecord& r) { return r.path == "-"; });
+  size_t stdin_count =
+      std::count_if(out.begin(), out.end(), [](const InputRecord& r) { return r.path == "-"; });
   if (stdin_count > 1) return InvalidArgumentError("stdin ('-') can be given only once");
   return out;
 }
@@ -182,8 +180,7 @@ StatusOr<std::string> InputFormatFor(const std::string& path, const std::string&
                               "' is JSONL or text from its name; pass --input-format");
 }
 
-std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index,
-                                    int count) {
+std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index, int count) {
   if (count <= 1) return all;
   __extension__ typedef unsigned __int128 u128;  // bytes * count overflows 64 bits.
   u128 total = 0;
@@ -193,9 +190,8 @@ std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int ind
   for (size_t i = 0; i < all.size(); ++i) {
     // Twice the midpoint avoids halves; empty corpora fall back to file index.
     u128 mid2 = 2 * before + all[i].bytes;
-    int part = total == 0
-                   ? static_cast<int>(i * count / all.size())
-                   : static_cast<int>(mid2 * count / (2 * total));
+    int part = total == 0 ? static_cast<int>(i * count / all.size())
+                          : static_cast<int>(mid2 * count / (2 * total));
     if (part >= count) part = count - 1;
     if (part == index) out.push_back(all[i]);
     before += all[i].bytes;

@@ -26,8 +26,7 @@ StatusOr<std::string> InputFormatFor(const std::string& path, const std::string&
 // The files of part `index` of `count`: contiguous runs of the ordered list,
 // balanced by bytes (a file belongs to the part containing its byte midpoint).
 // The concatenation of parts 0..count-1 is the whole list.
-std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index,
-                                    int count);
+std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index, int count);
 
 // Parses "i/N" with 0 <= i < N.
 Status ParsePart(const std::string& text, int* index, int* count);

@@ -78,8 +78,10 @@ class FdStream : public ByteStream {
 class ZstdStream : public ByteStream {
  public:
   ZstdStream(std::unique_ptr<ByteStream> source, std::string name)
-      : source_(std::move(source)), name_(std::move(name)),
-        dctx_(ZSTD_createDCtx()), inbuf_(ZSTD_DStreamInSize()) {}
+      : source_(std::move(source)),
+        name_(std::move(name)),
+        dctx_(ZSTD_createDCtx()),
+        inbuf_(ZSTD_DStreamInSize()) {}
   ~ZstdStream() override { ZSTD_freeDCtx(dctx_); }
 
   StatusOr<size_t> Read(char* buf, size_t n) override {
@@ -99,8 +101,7 @@ class ZstdStream : public ByteStream {
       }
       size_t ret = ZSTD_decompressStream(dctx_, &out, &in_);
       if (ZSTD_isError(ret)) {
-        return DataLossError(name_ + ": corrupt zstd data (" +
-                             ZSTD_getErrorName(ret) + ")");
+        return DataLossError(name_ + ": corrupt zstd data (" + ZSTD_getErrorName(ret) + ")");
       }
       frame_open_ = ret != 0;
     }
@@ -179,9 +180,9 @@ Compression Detect(const std::string& head) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(
-    const std::string& path, std::atomic<uint64_t>* raw_bytes_read,
-    const std::atomic<bool>* cancel) {
+StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
+                                                      std::atomic<uint64_t>* raw_bytes_read,
+                                                      const std::atomic<bool>* cancel) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "<stdin>" : path;
   int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -29,9 +29,9 @@ enum class Compression { kNone, kZstd, kGzip };
 // added to `*raw_bytes_read` if not null, for progress reporting. While a pipe
 // or terminal has no data, Read() fails with Cancelled within ~100 ms of
 // `*cancel` (if not null) turning true, so Ctrl-C works on a stalled stdin.
-StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(
-    const std::string& path, std::atomic<uint64_t>* raw_bytes_read,
-    const std::atomic<bool>* cancel = nullptr);
+StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
+                                                      std::atomic<uint64_t>* raw_bytes_read,
+                                                      const std::atomic<bool>* cancel = nullptr);
 
 // Splits a stream into lines. A line excludes its "\n" and a "\r" before it;
 // the last line need not end in "\n".

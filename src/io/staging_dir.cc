@@ -23,8 +23,7 @@ bool IsEmptyDir(const std::string& dir) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& output_in,
-                                                         bool force) {
+StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& output_in, bool force) {
   std::string output = output_in;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
   if (output.empty()) return InvalidArgumentError("no output directory given");
@@ -38,8 +37,7 @@ StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& outp
       return FailedPreconditionError("output '" + output + "' exists and is not a directory");
     }
     // manifest.json.pending alone: a writer died between its last two renames.
-    if (!IsEmptyDir(output) &&
-        ::access(JoinPath(output, Manifest::kFileName).c_str(), F_OK) != 0 &&
+    if (!IsEmptyDir(output) && ::access(JoinPath(output, Manifest::kFileName).c_str(), F_OK) != 0 &&
         ::access(JoinPath(output, kPending).c_str(), F_OK) != 0) {
       return FailedPreconditionError("output '" + output +
                                      "' exists and is not a tokpack dataset (no "

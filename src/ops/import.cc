@@ -47,8 +47,8 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
     }
     TOKPACK_ASSIGN_OR_RETURN(uint64_t bin_size, FileSize(bin_path));
     if (bin_size != idx.bin_bytes()) {
-      return DataLossError(bin_path + ": " + std::to_string(bin_size) + " bytes, but " +
-                           idx_path + " describes " + std::to_string(idx.bin_bytes()));
+      return DataLossError(bin_path + ": " + std::to_string(bin_size) + " bytes, but " + idx_path +
+                           " describes " + std::to_string(idx.bin_bytes()));
     }
     ShardInfo shard;
     shard.path = RelativePath(prefix, o.output);

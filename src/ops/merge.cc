@@ -16,24 +16,27 @@ bool IsInside(const std::string& path, const std::string& dir) {
 Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manifest& b,
                        const std::string& b_name) {
   std::string what;
-  if (a.dtype != b.dtype) what = "token dtypes";
-  else if (a.chunk_bytes != b.chunk_bytes) what = "checksum chunk sizes";
+  if (a.dtype != b.dtype)
+    what = "token dtypes";
+  else if (a.chunk_bytes != b.chunk_bytes)
+    what = "checksum chunk sizes";
   else if (a.tokenizer.model_xxh3 != b.tokenizer.model_xxh3 ||
-           a.tokenizer.vocab_size != b.tokenizer.vocab_size) what = "tokenizers";
+           a.tokenizer.vocab_size != b.tokenizer.vocab_size)
+    what = "tokenizers";
   else if (a.provenance.kind != "import" && b.provenance.kind != "import" &&
            (a.provenance.settings.add_bos != b.provenance.settings.add_bos ||
             a.provenance.settings.add_eos != b.provenance.settings.add_eos)) {
     what = "BOS/EOS settings";
   }
   if (what.empty()) return Status::Ok();
-  return InvalidArgumentError("cannot merge '" + a_name + "' and '" + b_name +
-                              "': different " + what);
+  return InvalidArgumentError("cannot merge '" + a_name + "' and '" + b_name + "': different " +
+                              what);
 }
 
 }  // namespace
 
-StatusOr<Manifest> MergeDatasets(const std::string& output,
-                                 const std::vector<std::string>& sources, bool force) {
+StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
+                                 bool force) {
   if (sources.empty()) return InvalidArgumentError("merge needs at least one part directory");
   struct Source {
     std::string dir;
@@ -42,8 +45,8 @@ StatusOr<Manifest> MergeDatasets(const std::string& output,
   std::vector<Source> parts;
   for (const std::string& dir : sources) {
     if (IsInside(dir, output)) {
-      return InvalidArgumentError("part '" + dir + "' lies inside the merge output '" +
-                                  output + "'");
+      return InvalidArgumentError("part '" + dir + "' lies inside the merge output '" + output +
+                                  "'");
     }
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
     parts.push_back({dir, std::move(m)});
@@ -55,15 +58,14 @@ StatusOr<Manifest> MergeDatasets(const std::string& output,
     std::vector<int> seen(count, 0);
     for (const Source& s : parts) {
       if (s.m.provenance.part_count != count) {
-        return InvalidArgumentError("'" + s.dir + "' is part " +
-                                    std::to_string(s.m.provenance.part_index) + "/" +
-                                    std::to_string(s.m.provenance.part_count) +
-                                    " but '" + parts[0].dir + "' is one of " +
-                                    std::to_string(count) + " parts");
+        return InvalidArgumentError(
+            "'" + s.dir + "' is part " + std::to_string(s.m.provenance.part_index) + "/" +
+            std::to_string(s.m.provenance.part_count) + " but '" + parts[0].dir + "' is one of " +
+            std::to_string(count) + " parts");
       }
       if (++seen[s.m.provenance.part_index] > 1) {
-        return InvalidArgumentError("part " + std::to_string(s.m.provenance.part_index) +
-                                    "/" + std::to_string(count) + " is given twice");
+        return InvalidArgumentError("part " + std::to_string(s.m.provenance.part_index) + "/" +
+                                    std::to_string(count) + " is given twice");
       }
     }
     for (int i = 0; i < count; ++i) {

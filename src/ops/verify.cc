@@ -23,9 +23,9 @@ void CompareDigest(const std::string& path, const FileDigest& want, const FileDi
   }
   for (size_t k = 0; k < want.chunk_xxh3.size(); ++k) {
     if (got.chunk_xxh3[k] != want.chunk_xxh3[k]) {
-      report->problems.push_back(path + ": " + ChunkRange(k, chunk, want.bytes) +
-                                 " checksum " + HashToHex(got.chunk_xxh3[k]) +
-                                 ", manifest says " + HashToHex(want.chunk_xxh3[k]));
+      report->problems.push_back(path + ": " + ChunkRange(k, chunk, want.bytes) + " checksum " +
+                                 HashToHex(got.chunk_xxh3[k]) + ", manifest says " +
+                                 HashToHex(want.chunk_xxh3[k]));
     }
   }
 }
@@ -33,7 +33,7 @@ void CompareDigest(const std::string& path, const FileDigest& want, const FileDi
 // Hashes a .bin and finds the first token id outside [0, vocab). Blocks are a
 // multiple of the token size, so no token straddles two blocks.
 void CheckBin(const std::string& path, const Manifest& m, const ShardInfo& shard,
-                const std::function<void(uint64_t)>& on_bytes, VerifyReport* report) {
+              const std::function<void(uint64_t)>& on_bytes, VerifyReport* report) {
   ChunkHasher hasher(m.chunk_bytes);
   const int item = TokenDtypeSize(m.dtype);
   const int64_t vocab = m.tokenizer.vocab_size;
@@ -66,8 +66,8 @@ void CheckBin(const std::string& path, const Manifest& m, const ShardInfo& shard
   CompareDigest(path, shard.bin, hasher.Finish(), m.chunk_bytes, report);
 }
 
-void CheckIdx(const std::string& path, const Manifest& m, const ShardInfo& shard,
-              uint64_t bin_size, VerifyReport* report) {
+void CheckIdx(const std::string& path, const Manifest& m, const ShardInfo& shard, uint64_t bin_size,
+              VerifyReport* report) {
   StatusOr<std::string> bytes = ReadFileToString(path);
   if (!bytes.ok()) {
     report->problems.push_back(bytes.status().message());
@@ -95,8 +95,7 @@ void CheckIdx(const std::string& path, const Manifest& m, const ShardInfo& shard
   }
   if (idx->bin_bytes() != bin_size) {
     report->problems.push_back(path + ": describes " + std::to_string(idx->bin_bytes()) +
-                               " bytes of tokens but the .bin has " +
-                               std::to_string(bin_size));
+                               " bytes of tokens but the .bin has " + std::to_string(bin_size));
   }
 }
 

@@ -96,9 +96,8 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
                  HashToHex(sources[i].fingerprint) + ")");
     }
     if (saved.sources[i].weight != sources[i].weight) {
-      return Bad("source " + std::to_string(i) + " has weight " +
-                 Double(saved.sources[i].weight) + ", this loader " +
-                 Double(sources[i].weight));
+      return Bad("source " + std::to_string(i) + " has weight " + Double(saved.sources[i].weight) +
+                 ", this loader " + Double(sources[i].weight));
     }
   }
   if (saved.seed != seed) {
@@ -106,13 +105,13 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
                std::to_string(seed));
   }
   if (saved.seq_len != seq_len) {
-    return Bad("it was made with seq_len " + std::to_string(saved.seq_len) +
-               ", this loader uses " + std::to_string(seq_len));
+    return Bad("it was made with seq_len " + std::to_string(saved.seq_len) + ", this loader uses " +
+               std::to_string(seq_len));
   }
   if (saved.shuffle != shuffle || saved.block_size != block_size ||
       saved.block_window != block_window) {
-    return Bad("it was made with shuffle '" + saved.shuffle + "', this loader uses '" +
-               shuffle + "' (or different block settings)");
+    return Bad("it was made with shuffle '" + saved.shuffle + "', this loader uses '" + shuffle +
+               "' (or different block settings)");
   }
   return Status::Ok();
 }

@@ -20,7 +20,7 @@ struct Cursor {
   uint64_t position = 0;  // Global positions consumed.
   uint64_t seed = 0;
   int64_t seq_len = 0;
-  std::string shuffle;    // "none", "full" or "block".
+  std::string shuffle;  // "none", "full" or "block".
   uint64_t block_size = 0;
   uint64_t block_window = 0;
   struct Source {

@@ -2,13 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 
-#include <algorithm>
-
 #include "format/idx_file.h"
-#include "reader/dataset_internal.h"
 #include "io/file_system.h"
+#include "reader/dataset_internal.h"
 #include "storage/byte_source.h"
 
 namespace tokpack {
@@ -17,8 +16,8 @@ struct Dataset::Impl {
   struct Shard {
     std::unique_ptr<ByteSource> bin;
     std::unique_ptr<ByteSource> idx;
-    IdxView view;            // Points into idx's mapping.
-    uint64_t first_token;    // Stream offset of the shard's first token.
+    IdxView view;          // Points into idx's mapping.
+    uint64_t first_token;  // Stream offset of the shard's first token.
     uint64_t first_document;
   };
   std::string path;
@@ -116,7 +115,8 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
     if (!IsFile(prefix + ".idx") || !IsFile(prefix + ".bin")) {
       return NotFoundError("'" + path +
                            "' is neither a tokpack dataset (no manifest.json) nor a Megatron "
-                           "prefix (no " + prefix + ".bin/.idx)");
+                           "prefix (no " +
+                           prefix + ".bin/.idx)");
     }
     prefixes.push_back(prefix);
     d.manifest.provenance.kind = "import";
@@ -131,19 +131,18 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
     TOKPACK_ASSIGN_OR_RETURN(
         s.view, ParseIdxHeader(std::string_view(s.idx->data(), s.idx->size()), idx_name));
     if (s.view.bin_bytes() != s.bin->size()) {
-      return DataLossError(prefixes[k] + ".bin: " + std::to_string(s.bin->size()) +
-                           " bytes, but " + idx_name + " describes " +
-                           std::to_string(s.view.bin_bytes()) + " (truncated or mismatched)");
+      return DataLossError(prefixes[k] + ".bin: " + std::to_string(s.bin->size()) + " bytes, but " +
+                           idx_name + " describes " + std::to_string(s.view.bin_bytes()) +
+                           " (truncated or mismatched)");
     }
     if (has_manifest) {
       const ShardInfo& info = d.manifest.shards[k];
       if (s.view.dtype() != d.manifest.dtype || s.view.sequence_count() != info.documents ||
           s.view.tokens() != info.tokens || s.idx->size() != info.idx.bytes) {
-        return DataLossError(idx_name + " does not match manifest.json (" +
-                             std::to_string(s.view.sequence_count()) + " documents, " +
-                             std::to_string(s.view.tokens()) + " tokens; manifest says " +
-                             std::to_string(info.documents) + " and " +
-                             std::to_string(info.tokens) + ")");
+        return DataLossError(
+            idx_name + " does not match manifest.json (" + std::to_string(s.view.sequence_count()) +
+            " documents, " + std::to_string(s.view.tokens()) + " tokens; manifest says " +
+            std::to_string(info.documents) + " and " + std::to_string(info.tokens) + ")");
       }
     } else {
       d.manifest.dtype = s.view.dtype();
@@ -198,7 +197,10 @@ void Dataset::DocumentStarts(uint64_t begin, uint64_t end, std::vector<uint64_t>
     uint64_t a = 0, b = s.view.sequence_count();
     while (a < b) {
       uint64_t mid = (a + b) / 2;
-      if (s.view.pointer(mid) / item < lo) a = mid + 1; else b = mid;
+      if (s.view.pointer(mid) / item < lo)
+        a = mid + 1;
+      else
+        b = mid;
     }
     for (uint64_t i = a; i < s.view.sequence_count(); ++i) {
       const uint64_t t = s.first_token + static_cast<uint64_t>(s.view.pointer(i) / item);

@@ -19,9 +19,12 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 const char* ShuffleName(ShuffleMode m) {
   switch (m) {
-    case ShuffleMode::kNone: return "none";
-    case ShuffleMode::kFull: return "full";
-    case ShuffleMode::kBlock: return "block";
+    case ShuffleMode::kNone:
+      return "none";
+    case ShuffleMode::kFull:
+      return "full";
+    case ShuffleMode::kBlock:
+      return "block";
   }
   return "?";
 }
@@ -31,13 +34,13 @@ struct Slot {
   enum class State { kFree, kAssembling, kReady, kHeld };
   State state = State::kFree;
   uint64_t generation = 0;
-  int64_t step = 0;            // Local step index (since the last reset).
+  int64_t step = 0;  // Local step index (since the last reset).
   int64_t global_step = 0;
   std::vector<char> inputs, targets;
   std::vector<int32_t> position_ids, cu_seqlens;
   int64_t num_cu = 0;
   std::vector<std::pair<uint32_t, uint64_t>> rows;  // (source, sample) per row.
-  std::vector<uint64_t> counts_after;                // Cursor after this step.
+  std::vector<uint64_t> counts_after;               // Cursor after this step.
   uint64_t position_after = 0;
   Status status;
   // Storage for the Batch handed out and its shared_ptr control block, so
@@ -74,9 +77,13 @@ struct SlotAllocator {
     ring->cv.notify_all();
   }
   template <typename U>
-  bool operator==(const SlotAllocator<U>& o) const { return slot == o.slot; }
+  bool operator==(const SlotAllocator<U>& o) const {
+    return slot == o.slot;
+  }
   template <typename U>
-  bool operator!=(const SlotAllocator<U>& o) const { return slot != o.slot; }
+  bool operator!=(const SlotAllocator<U>& o) const {
+    return slot != o.slot;
+  }
   std::shared_ptr<Ring> ring;
   Slot* slot;
 };
@@ -84,7 +91,10 @@ struct SlotAllocator {
 class BatchView : public Batch {
  public:
   BatchView(const Slot* slot, const LoaderOptions& o)
-      : slot_(slot), b_(o.batch_size), l_(o.seq_len), dtype_(o.dtype),
+      : slot_(slot),
+        b_(o.batch_size),
+        l_(o.seq_len),
+        dtype_(o.dtype),
         boundaries_(o.document_boundaries) {}
   int64_t batch_size() const override { return b_; }
   int64_t seq_len() const override { return l_; }
@@ -112,10 +122,12 @@ class BatchView : public Batch {
 
 class LoaderImpl : public Loader {
  public:
-  LoaderImpl(std::vector<Source> sources, const LoaderOptions& o,
-             std::vector<uint64_t> samples)
-      : sources_(std::move(sources)), o_(o), samples_(std::move(samples)),
-        ring_(std::make_shared<Ring>()), schedule_(Weights()) {
+  LoaderImpl(std::vector<Source> sources, const LoaderOptions& o, std::vector<uint64_t> samples)
+      : sources_(std::move(sources)),
+        o_(o),
+        samples_(std::move(samples)),
+        ring_(std::make_shared<Ring>()),
+        schedule_(Weights()) {
     for (size_t s = 0; s < sources_.size(); ++s) {
       orders_.emplace_back(samples_[s], o_.shuffle, o_.seed, s, o_.block_size, o_.block_window);
     }
@@ -250,8 +262,7 @@ class LoaderImpl : public Loader {
     c.seq_len = o_.seq_len;
     c.shuffle = ShuffleName(o_.shuffle);
     c.block_size = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_size) : 0;
-    c.block_window =
-        o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_window) : 0;
+    c.block_window = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_window) : 0;
     for (const auto& s : sources_) c.sources.push_back({s.dataset->fingerprint(), s.weight, 0});
     return c;
   }
@@ -324,8 +335,8 @@ class LoaderImpl : public Loader {
       const uint64_t generation = generation_;
       lock.unlock();
       const auto t0 = Clock::now();
-      Status s = o_.dtype == OutputDtype::kInt32 ? Assemble<int32_t>(slot)
-                                                 : Assemble<int64_t>(slot);
+      Status s =
+          o_.dtype == OutputDtype::kInt32 ? Assemble<int32_t>(slot) : Assemble<int64_t>(slot);
       const double took = Seconds(Clock::now() - t0);
       lock.lock();
       assemble_seconds_ += took;
@@ -344,9 +355,9 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> samples_;
   std::vector<SampleOrder> orders_;
   std::shared_ptr<Ring> ring_;
-  BlendSchedule schedule_;        // Planner side, under ring_->mu.
-  uint64_t limit_ = 0;            // Global positions available in all.
-  int64_t end_step_ = -1;         // Step number where the data ends; -1: endless.
+  BlendSchedule schedule_;  // Planner side, under ring_->mu.
+  uint64_t limit_ = 0;      // Global positions available in all.
+  int64_t end_step_ = -1;   // Step number where the data ends; -1: endless.
   int64_t plan_step_ = 0;
   int64_t consume_step_ = 0;
   uint64_t generation_ = 0;
@@ -379,7 +390,8 @@ Status Validate(const std::vector<Loader::Source>& sources, const LoaderOptions&
     return InvalidArgumentError("block_size and block_window must be positive");
   }
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (!sources[i].dataset) return InvalidArgumentError("source " + std::to_string(i) + " is null");
+    if (!sources[i].dataset)
+      return InvalidArgumentError("source " + std::to_string(i) + " is null");
     if (!(sources[i].weight > 0) || !std::isfinite(sources[i].weight)) {
       return InvalidArgumentError("weight of '" + sources[i].dataset->path() +
                                   "' must be positive and finite");
@@ -398,9 +410,9 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
     const uint64_t tokens = s.dataset->num_tokens();
     const uint64_t n = tokens > 0 ? (tokens - 1) / static_cast<uint64_t>(options.seq_len) : 0;
     if (n == 0) {
-      return OutOfRangeError("seq_len " + std::to_string(options.seq_len) +
-                             " is too long for '" + s.dataset->path() + "' (" +
-                             std::to_string(tokens) + " tokens: a sample needs seq_len + 1)");
+      return OutOfRangeError("seq_len " + std::to_string(options.seq_len) + " is too long for '" +
+                             s.dataset->path() + "' (" + std::to_string(tokens) +
+                             " tokens: a sample needs seq_len + 1)");
     }
     samples.push_back(n);
   }

@@ -8,7 +8,11 @@ namespace tokpack {
 
 SampleOrder::SampleOrder(uint64_t n, ShuffleMode mode, uint64_t seed, uint64_t stream,
                          uint64_t block, uint64_t window)
-    : n_(n), mode_(mode), seed_(seed), stream_(stream), block_(std::max<uint64_t>(1, block)),
+    : n_(n),
+      mode_(mode),
+      seed_(seed),
+      stream_(stream),
+      block_(std::max<uint64_t>(1, block)),
       window_(std::max<uint64_t>(1, window)) {}
 
 uint64_t SampleOrder::Sample(uint64_t k) const {

@@ -24,8 +24,8 @@ class MappedFile : public ByteSource {
   Status Read(uint64_t offset, uint64_t n, char* dst) const override {
     if (offset > size() || n > size() - offset) {
       return OutOfRangeError(name_ + ": read of " + std::to_string(n) + " bytes at " +
-                             std::to_string(offset) + " past the end (" +
-                             std::to_string(size()) + " bytes)");
+                             std::to_string(offset) + " past the end (" + std::to_string(size()) +
+                             " bytes)");
     }
     std::memcpy(dst, data() + offset, n);
     return Status::Ok();
@@ -51,8 +51,7 @@ StatusOr<std::unique_ptr<ByteSource>> OpenMappedFile(const std::string& path) {
     bip::mapped_region region(mapping, bip::read_only, 0, size);
     // Shards are read in random order: don't let the kernel read ahead.
     ::madvise(region.get_address(), region.get_size(), MADV_RANDOM);
-    return std::unique_ptr<ByteSource>(
-        new MappedFile(path, std::move(region)));
+    return std::unique_ptr<ByteSource>(new MappedFile(path, std::move(region)));
   } catch (const bip::interprocess_exception& e) {
     return IoError("cannot map '" + path + "': " + e.what());
   }

@@ -65,8 +65,10 @@ class BuilderTest : public ::testing::Test {
   void SetUp() override {
     // Four inputs of different kinds, about 600 documents in all.
     WriteStringToFile(dir_.Join("a.jsonl"), testing::MakeJsonl(200, 1, &texts_));
-    WriteStringToFile(dir_.Join("b.jsonl.zst"), testing::ZstdCompress(testing::MakeJsonl(150, 500, &texts_)));
-    WriteStringToFile(dir_.Join("c.jsonl.gz"), testing::GzipCompress(testing::MakeJsonl(150, 900, &texts_)));
+    WriteStringToFile(dir_.Join("b.jsonl.zst"),
+                      testing::ZstdCompress(testing::MakeJsonl(150, 500, &texts_)));
+    WriteStringToFile(dir_.Join("c.jsonl.gz"),
+                      testing::GzipCompress(testing::MakeJsonl(150, 900, &texts_)));
     WriteStringToFile(dir_.Join("d.jsonl"), testing::MakeJsonl(100, 1300, &texts_));
   }
   BuildOptions Options(const std::string& out, int threads = 2) {

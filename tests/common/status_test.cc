@@ -26,8 +26,7 @@ TEST(Status, ErrnoMapperNamesPathAndOperation) {
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_NE(s.message().find("cannot open '/no/such'"), std::string::npos);
   EXPECT_EQ(ErrnoToStatus(ENOSPC, "write", "f").code(), StatusCode::kIoError);
-  EXPECT_NE(ErrnoToStatus(ENOSPC, "write", "f").message().find("No space left"),
-            std::string::npos);
+  EXPECT_NE(ErrnoToStatus(ENOSPC, "write", "f").message().find("No space left"), std::string::npos);
   EXPECT_EQ(ErrnoToStatus(EEXIST, "mkdir", "d").code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(ErrnoToStatus(EACCES, "open", "d").code(), StatusCode::kFailedPrecondition);
 }

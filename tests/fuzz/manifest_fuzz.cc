@@ -7,8 +7,8 @@
 #include "tokpack/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto m = tokpack::Manifest::Parse(
-      std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+  auto m = tokpack::Manifest::Parse(std::string_view(reinterpret_cast<const char*>(data), size),
+                                    "fuzz.json");
   if (m.ok()) {
     const std::string json = m->ToJson();
     auto again = tokpack::Manifest::Parse(json, "again.json");

@@ -34,19 +34,19 @@ class InputFilesTest : public ::testing::Test {
 TEST_F(InputFilesTest, DirectoryWalksSortedCorpusFilesOnly) {
   auto r = ExpandInputs({dir_.Join("c")});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Paths(*r), (std::vector<std::string>{
-                           dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
-                           dir_.Join("c/sub/deeper/y.jsonl"), dir_.Join("c/sub/t.txt"),
-                           dir_.Join("c/sub/x.jsonl.gz")}));
+  EXPECT_EQ(Paths(*r),
+            (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
+                                      dir_.Join("c/sub/deeper/y.jsonl"), dir_.Join("c/sub/t.txt"),
+                                      dir_.Join("c/sub/x.jsonl.gz")}));
   EXPECT_EQ((*r)[0].bytes, 3u);
 }
 
 TEST_F(InputFilesTest, DoubleStarGlobMatchesAnyDepth) {
   auto r = ExpandInputs({dir_.Join("c/**/*.jsonl*")});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Paths(*r), (std::vector<std::string>{
-                           dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
-                           dir_.Join("c/sub/deeper/y.jsonl"), dir_.Join("c/sub/x.jsonl.gz")}));
+  EXPECT_EQ(Paths(*r), (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
+                                                 dir_.Join("c/sub/deeper/y.jsonl"),
+                                                 dir_.Join("c/sub/x.jsonl.gz")}));
   auto one = ExpandInputs({dir_.Join("c/*.jsonl")});
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(Paths(*one), (std::vector<std::string>{dir_.Join("c/b.jsonl")}));

@@ -126,8 +126,7 @@ TEST_F(DatasetOpsTest, InspectHistogramCoversEveryDocument) {
 }
 
 TEST_F(DatasetOpsTest, ReadDocumentPastTheEndIsOutOfRange) {
-  EXPECT_EQ(ReadDocument(out_, m_, m_.TotalDocuments()).status().code(),
-            StatusCode::kOutOfRange);
+  EXPECT_EQ(ReadDocument(out_, m_, m_.TotalDocuments()).status().code(), StatusCode::kOutOfRange);
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ using testing::TokenAt;
 
 TEST(Dataset, ReadsTheStreamAcrossShardsWidened) {
   TempDir dir;
-  Manifest m = testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(300, 40),
-                                              5, 500);
+  Manifest m =
+      testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(300, 40), 5, 500);
   auto ds = Dataset::Open(dir.Join("ds"));
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
   EXPECT_EQ((*ds)->num_tokens(), m.TotalTokens());
@@ -69,7 +69,8 @@ TEST(Dataset, IndexThatDisagreesWithTheManifestIsRefused) {
   TempDir dir;
   testing::WriteSyntheticDataset(dir.Join("a"), {10, 20}, 1, 1000);
   testing::WriteSyntheticDataset(dir.Join("b"), {10, 10, 10}, 1, 1000);
-  ASSERT_EQ(::rename(dir.Join("b/shard-00000.idx").c_str(), dir.Join("a/shard-00000.idx").c_str()), 0);
+  ASSERT_EQ(::rename(dir.Join("b/shard-00000.idx").c_str(), dir.Join("a/shard-00000.idx").c_str()),
+            0);
   auto ds = Dataset::Open(dir.Join("a"));
   EXPECT_EQ(ds.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(ds.status().message().find("does not match manifest.json"), std::string::npos);

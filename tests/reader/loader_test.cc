@@ -106,7 +106,11 @@ TEST_F(LoaderTest, OneEpochVisitsEverySampleOnceAndStopsEvenly) {
 }
 
 TEST_F(LoaderTest, RanksTakeDisjointSlicesThatCoverEachGlobalBatch) {
-  auto single = Make([&] { LoaderOptions o = Opts(); o.batch_size = 12; return o; }());
+  auto single = Make([&] {
+    LoaderOptions o = Opts();
+    o.batch_size = 12;
+    return o;
+  }());
   for (int world : {2, 3, 4}) {
     std::vector<std::unique_ptr<Loader>> ranks;
     for (int r = 0; r < world; ++r) {
@@ -114,7 +118,11 @@ TEST_F(LoaderTest, RanksTakeDisjointSlicesThatCoverEachGlobalBatch) {
       o.batch_size = 12 / world;
       ranks.push_back(Make(o));
     }
-    auto ref = Make([&] { LoaderOptions o = Opts(); o.batch_size = 12; return o; }());
+    auto ref = Make([&] {
+      LoaderOptions o = Opts();
+      o.batch_size = 12;
+      return o;
+    }());
     for (int step = 0; step < 10; ++step) {
       std::vector<std::vector<int64_t>> joined;
       for (auto& l : ranks) {
@@ -146,7 +154,13 @@ TEST_F(LoaderTest, ResumeGivesIdenticalBatches) {
 
 TEST_F(LoaderTest, ElasticResumeContinuesTheGlobalOrder) {
   // 4 ranks x 3 rows, then 2 ranks x 6 rows from the same cursor.
-  auto ref = Make([&] { LoaderOptions o = Opts(); o.batch_size = 12; return o; }(), true);
+  auto ref = Make(
+      [&] {
+        LoaderOptions o = Opts();
+        o.batch_size = 12;
+        return o;
+      }(),
+      true);
   auto want = Take(ref.get(), 8);
   std::vector<std::unique_ptr<Loader>> four;
   for (int r = 0; r < 4; ++r) four.push_back(Make(Opts(r, 4), true));
@@ -305,12 +319,12 @@ class FlakySource : public ByteSource {
 TEST(LoaderFaults, ReadErrorsFromAssemblerThreadsSurfaceInNext) {
   TempDir dir;
   testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(300, 50), 2, 100000);
-  auto ds = OpenDatasetWith(dir.Join("ds"), [](const std::string& path)
-                                                -> StatusOr<std::unique_ptr<ByteSource>> {
-    TOKPACK_ASSIGN_OR_RETURN(auto inner, OpenMappedFile(path));
-    return StatusOr<std::unique_ptr<ByteSource>>(
-        std::make_unique<FlakySource>(std::move(inner), 40));
-  });
+  auto ds = OpenDatasetWith(dir.Join("ds"),
+                            [](const std::string& path) -> StatusOr<std::unique_ptr<ByteSource>> {
+                              TOKPACK_ASSIGN_OR_RETURN(auto inner, OpenMappedFile(path));
+                              return StatusOr<std::unique_ptr<ByteSource>>(
+                                  std::make_unique<FlakySource>(std::move(inner), 40));
+                            });
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
   LoaderOptions o;
   o.seq_len = 16;

@@ -12,7 +12,9 @@
 
 namespace tokpack::testing {
 
-inline int64_t TokenAt(uint64_t t, uint64_t salt) { return static_cast<int64_t>((t * 7 + salt) % 60000); }
+inline int64_t TokenAt(uint64_t t, uint64_t salt) {
+  return static_cast<int64_t>((t * 7 + salt) % 60000);
+}
 
 // Documents of the given lengths, shards of at most `shard_tokens` tokens.
 inline Manifest WriteSyntheticDataset(const std::string& dir, const std::vector<uint32_t>& docs,
