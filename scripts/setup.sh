@@ -9,7 +9,8 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libsentencepiece-dev sentencepiece libzstd-dev zstd zlib1g-dev
   libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
-  libgtest-dev libbenchmark-dev python3 python3-venv python3-pip clang
+  libgtest-dev libbenchmark-dev python3 python3-venv python3-pip
+  clang libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for scripts/fuzz.sh
 )
 
 missing=()
