@@ -7,6 +7,7 @@
 #include "build/tokenizer.h"
 #include "common/json_writer.h"
 #include "io/file_system.h"
+#include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
 #include "tools/commands.h"
 #include "tools/progress_printer.h"
@@ -186,8 +187,9 @@ Runner AddShowCommand(CLI::App* app) {
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer model (default: the copy inside the dataset)");
   return [a]() -> int {
-    StatusOr<Manifest> m = Manifest::Load(a->dir);
-    if (!m.ok()) return ReportError("show", m.status());
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir);
+    if (!ds.ok()) return ReportError("show", ds.status());
+    const Manifest* m = &(*ds)->manifest();
     std::unique_ptr<Tokenizer> tok;
     if (a->decode) {
       std::string model = a->tokenizer;
@@ -203,18 +205,21 @@ Runner AddShowCommand(CLI::App* app) {
       tok = std::move(*loaded);
     }
     for (uint64_t i = a->doc; i < a->doc + a->count; ++i) {
-      StatusOr<std::vector<int64_t>> ids = ReadDocument(a->dir, *m, i);
-      if (!ids.ok()) return ReportError("show", ids.status());
-      std::printf("--- document %llu (%zu tokens)\n", static_cast<ull>(i), ids->size());
+      uint64_t offset = 0, length = 0;
+      Status st = (*ds)->DocumentExtent(i, &offset, &length);
+      std::vector<int64_t> ids(length);
+      if (st.ok()) st = (*ds)->ReadTokens(offset, length, ids.data());
+      if (!st.ok()) return ReportError("show", st);
+      std::printf("--- document %llu (%zu tokens)\n", static_cast<ull>(i), ids.size());
       if (tok) {
-        StatusOr<std::string> text = tok->Decode(std::vector<int>(ids->begin(), ids->end()));
+        StatusOr<std::string> text = tok->Decode(std::vector<int>(ids.begin(), ids.end()));
         if (!text.ok()) return ReportError("show", text.status());
         std::printf("%s\n", text->c_str());
       } else {
         std::string line;
-        for (size_t k = 0; k < ids->size(); ++k) {
+        for (size_t k = 0; k < ids.size(); ++k) {
           if (k) line += ' ';
-          line += std::to_string((*ids)[k]);
+          line += std::to_string(ids[k]);
         }
         std::printf("%s\n", line.c_str());
       }

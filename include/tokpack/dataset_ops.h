@@ -28,12 +28,6 @@ struct DatasetInfo {
 // Cost: O(documents) reads of index data; no token data is read.
 StatusOr<DatasetInfo> InspectDataset(const std::string& dir);
 
-// Token ids of document `index` (0-based, counted across shards in manifest
-// order) of the dataset in `dir` described by `manifest`. OutOfRange past the
-// last document. Reads that shard's .idx and the document's bytes.
-StatusOr<std::vector<int64_t>> ReadDocument(const std::string& dir, const Manifest& manifest,
-                                            uint64_t index);
-
 struct VerifyReport {
   uint64_t files_checked = 0;
   uint64_t bytes_checked = 0;

@@ -112,6 +112,16 @@ StatusOr<IdxView> ParseIdx(std::string_view data, std::string_view name) {
   return v;
 }
 
+std::string StripShardExtension(const std::string& path) {
+  for (const char* ext : {".bin", ".idx"}) {
+    const size_t n = 4;
+    if (path.size() > n && path.compare(path.size() - n, n, ext) == 0) {
+      return path.substr(0, path.size() - n);
+    }
+  }
+  return path;
+}
+
 std::string EncodeIdx(TokenDtype dtype, const std::vector<int32_t>& lengths) {
   const uint64_t n = lengths.size();
   std::string out;

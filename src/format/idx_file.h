@@ -63,6 +63,9 @@ inline int64_t LoadToken(const char* p, TokenDtype dtype) {
 // and length. Per-sequence consistency is left to ParseIdx (verify does it).
 StatusOr<IdxView> ParseIdxHeader(std::string_view data, std::string_view name);
 
+// A Megatron prefix from a path that may end in ".bin" or ".idx".
+std::string StripShardExtension(const std::string& path);
+
 // Parses and fully validates an index: magic, version, dtype (uint16 or int32),
 // exact file size, non-negative lengths, pointers that are the running byte
 // offsets of the lengths, and document indices rising from 0 to the sequence

@@ -7,19 +7,6 @@
 #include "tokpack/dataset_ops.h"
 
 namespace tokpack {
-namespace {
-
-std::string StripExtension(const std::string& prefix) {
-  for (const char* ext : {".bin", ".idx"}) {
-    size_t n = std::char_traits<char>::length(ext);
-    if (prefix.size() > n && prefix.compare(prefix.size() - n, n, ext) == 0) {
-      return prefix.substr(0, prefix.size() - n);
-    }
-  }
-  return prefix;
-}
-
-}  // namespace
 
 StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
   if (o.prefixes.empty()) return InvalidArgumentError("import needs at least one prefix");
@@ -34,7 +21,7 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
     m.tokenizer = tokenizer->info();
   }
   for (size_t i = 0; i < o.prefixes.size(); ++i) {
-    const std::string prefix = StripExtension(o.prefixes[i]);
+    const std::string prefix = StripShardExtension(o.prefixes[i]);
     const std::string idx_path = prefix + ".idx", bin_path = prefix + ".bin";
     TOKPACK_ASSIGN_OR_RETURN(std::string idx_bytes, ReadFileToString(idx_path));
     TOKPACK_ASSIGN_OR_RETURN(IdxView idx, ParseIdx(idx_bytes, idx_path));

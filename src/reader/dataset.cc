@@ -46,24 +46,25 @@ struct Dataset::Impl {
       const uint64_t local = begin - s.first_token;
       const uint64_t n = std::min(count, token_ends[k] - begin);
       const int item = TokenDtypeSize(manifest.dtype);
-      const char* p = s.bin->data();
-      thread_local std::string scratch;  // For sources that are not memory-resident.
-      if (p == nullptr) {
+      // The first token to copy: in the mapping, or read into scratch for
+      // sources that are not memory-resident.
+      const char* src = s.bin->data();
+      thread_local std::string scratch;
+      if (src == nullptr) {
         scratch.resize(n * item);
         TOKPACK_RETURN_IF_ERROR(s.bin->Read(local * item, n * item, scratch.data()));
-        p = scratch.data() - local * item;
+        src = scratch.data();
+      } else {
+        src += local * item;
       }
+      // The dtype is fixed per loop so each loop inlines to a plain widening copy.
       if (manifest.dtype == TokenDtype::kUInt16) {
         for (uint64_t i = 0; i < n; ++i) {
-          uint16_t v;
-          std::memcpy(&v, p + 2 * (local + i), 2);
-          out[i] = static_cast<T>(v);
+          out[i] = static_cast<T>(LoadToken(src + 2 * i, TokenDtype::kUInt16));
         }
       } else {
         for (uint64_t i = 0; i < n; ++i) {
-          int32_t v;
-          std::memcpy(&v, p + 4 * (local + i), 4);
-          out[i] = static_cast<T>(v);
+          out[i] = static_cast<T>(LoadToken(src + 4 * i, TokenDtype::kInt32));
         }
       }
       out += n;
@@ -83,14 +84,6 @@ namespace {
 bool IsFile(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string StripShardExtension(const std::string& p) {
-  for (const char* ext : {".bin", ".idx"}) {
-    const size_t n = 4;
-    if (p.size() > n && p.compare(p.size() - n, n, ext) == 0) return p.substr(0, p.size() - n);
-  }
-  return p;
 }
 
 }  // namespace

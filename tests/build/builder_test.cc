@@ -9,6 +9,7 @@
 #include "build/builder_internal.h"
 #include "build/tokenizer.h"
 #include "tests/test_util.h"
+#include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
 
 namespace tokpack {
@@ -84,10 +85,15 @@ class BuilderTest : public ::testing::Test {
   }
   // Every document's token ids, in stream order.
   std::vector<std::vector<int64_t>> Documents(const std::string& out) {
-    auto m = Manifest::Load(out);
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    auto ds = Dataset::Open(out);
+    EXPECT_TRUE(ds.ok()) << ds.status().ToString();
     std::vector<std::vector<int64_t>> docs;
-    for (uint64_t i = 0; i < m->TotalDocuments(); ++i) docs.push_back(*ReadDocument(out, *m, i));
+    for (uint64_t i = 0; i < (*ds)->num_documents(); ++i) {
+      uint64_t offset = 0, length = 0;
+      EXPECT_TRUE((*ds)->DocumentExtent(i, &offset, &length).ok());
+      docs.emplace_back(length);
+      EXPECT_TRUE((*ds)->ReadTokens(offset, length, docs.back().data()).ok());
+    }
     return docs;
   }
   TempDir dir_;

@@ -125,9 +125,5 @@ TEST_F(DatasetOpsTest, InspectHistogramCoversEveryDocument) {
   EXPECT_GT(info->min_length, 0u);
 }
 
-TEST_F(DatasetOpsTest, ReadDocumentPastTheEndIsOutOfRange) {
-  EXPECT_EQ(ReadDocument(out_, m_, m_.TotalDocuments()).status().code(), StatusCode::kOutOfRange);
-}
-
 }  // namespace
 }  // namespace tokpack
