@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "build/tokenizer.h"
+#include "tokpack/tokenizer.h"
 #include "common/json_writer.h"
 #include "io/file_system.h"
 #include "tokpack/dataset.h"

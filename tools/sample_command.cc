@@ -5,7 +5,7 @@
 #include <memory>
 #include <sstream>
 
-#include "build/tokenizer.h"
+#include "tokpack/tokenizer.h"
 #include "io/file_system.h"
 #include "tokpack/loader.h"
 #include "tools/commands.h"

@@ -53,6 +53,16 @@ class Dataset {
   // Stream offset and length (in tokens) of document `i`; OutOfRange past the end.
   Status DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) const;
 
+  // Document `i`'s tokens as stored (dtype()), in place: `data` points into
+  // the shard's mapping and stays valid and unchanged while this Dataset
+  // lives. OutOfRange past the end; FailedPrecondition when the shard is not
+  // memory-resident (use ReadTokens then). An empty document's data may be null.
+  struct TokenView {
+    const void* data = nullptr;
+    uint64_t length = 0;  // In tokens.
+  };
+  StatusOr<TokenView> DocumentView(uint64_t i) const;
+
  private:
   friend StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(
       const std::string& path,

@@ -108,6 +108,10 @@ class Loader {
   // Errors from the assembler threads (e.g. a read error) surface here.
   // FailedPrecondition if the consumer still holds every ring buffer.
   virtual StatusOr<std::shared_ptr<const Batch>> Next() = 0;
+  // As Next(), but waits at most `timeout_seconds` for the batch to be
+  // assembled; DeadlineExceeded (and no change) if it is not ready by then.
+  // Lets a caller (the Python binding) stay responsive to interrupts.
+  virtual StatusOr<std::shared_ptr<const Batch>> Next(double timeout_seconds) = 0;
 
   // The cursor after the last batch returned by Next(): a versioned JSON
   // string under 1 KiB, independent of rank, world size and batch size.
@@ -117,6 +121,8 @@ class Loader {
   // length, shuffle mode or weights, or is malformed.
   virtual Status LoadState(const std::string& state) = 0;
 
+  // The step number of the batch the next Next() returns (Batch::step()).
+  virtual int64_t Step() const = 0;
   // Steps this rank will still return before the end (-1 when endless).
   virtual int64_t RemainingSteps() const = 0;
   virtual LoaderStats Stats() const = 0;

@@ -26,6 +26,7 @@ enum class StatusCode {
   kIoError,             // The operating system refused a read or write.
   kCancelled,           // Stopped on request (e.g. SIGINT).
   kUnavailable,         // A transient failure that may succeed on retry.
+  kDeadlineExceeded,    // A wait with a time limit ran out; nothing changed.
   kInternal,            // A bug in tokpack.
 };
 

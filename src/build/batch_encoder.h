@@ -11,7 +11,7 @@
 
 #include "build/batch.h"
 #include "build/document_reader.h"
-#include "build/tokenizer.h"
+#include "tokpack/tokenizer.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {

@@ -10,7 +10,7 @@
 #include "build/batch_encoder.h"
 #include "build/builder_internal.h"
 #include "build/document_reader.h"
-#include "build/tokenizer.h"
+#include "tokpack/tokenizer.h"
 #include "format/shard_writer.h"
 #include "io/input_files.h"
 #include "io/staging_dir.h"

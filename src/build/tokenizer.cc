@@ -1,4 +1,4 @@
-#include "build/tokenizer.h"
+#include "tokpack/tokenizer.h"
 
 #include <sentencepiece_processor.h>
 

@@ -27,6 +27,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "cancelled";
     case StatusCode::kUnavailable:
       return "unavailable";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline_exceeded";
     case StatusCode::kInternal:
       return "internal";
   }

@@ -1,4 +1,4 @@
-#include "build/tokenizer.h"
+#include "tokpack/tokenizer.h"
 #include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"

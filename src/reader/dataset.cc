@@ -218,4 +218,22 @@ Status Dataset::DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) c
   return Status::Ok();
 }
 
+StatusOr<Dataset::TokenView> Dataset::DocumentView(uint64_t i) const {
+  uint64_t offset = 0, length = 0;
+  TOKPACK_RETURN_IF_ERROR(DocumentExtent(i, &offset, &length));
+  const Impl& d = *impl_;
+  // The document's own shard (an empty one may sit at a shard's end).
+  const size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
+  const Impl::Shard& s = d.shards[k];
+  const char* base = s.bin->data();
+  if (length == 0) return TokenView{base, 0};  // An empty .bin maps to null.
+  if (base == nullptr) {
+    return FailedPreconditionError(s.bin->name() + " is not memory-resident; use ReadTokens");
+  }
+  TokenView view;
+  view.data = base + (offset - s.first_token) * TokenDtypeSize(d.manifest.dtype);
+  view.length = length;
+  return view;
+}
+
 }  // namespace tokpack

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "reader/blend_schedule.h"
@@ -163,7 +164,14 @@ class LoaderImpl : public Loader {
     for (auto& t : threads_) t.join();
   }
 
-  StatusOr<std::shared_ptr<const Batch>> Next() override {
+  StatusOr<std::shared_ptr<const Batch>> Next() override { return NextWithin(std::nullopt); }
+
+  StatusOr<std::shared_ptr<const Batch>> Next(double timeout_seconds) override {
+    return NextWithin(std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
+  }
+
+  StatusOr<std::shared_ptr<const Batch>> NextWithin(
+      std::optional<std::chrono::duration<double>> timeout) {
     std::unique_lock<std::mutex> lock(ring_->mu);
     if (end_step_ >= 0 && consume_step_ >= end_step_) {
       return std::shared_ptr<const Batch>();
@@ -175,11 +183,19 @@ class LoaderImpl : public Loader {
           " batch buffers are still held by the caller; release old batches (or raise prefetch)");
     }
     const auto t0 = Clock::now();
-    ring_->cv.wait(lock, [&] {
+    const auto ready = [&] {
       return slot.state == Slot::State::kReady && slot.step == consume_step_ &&
              slot.generation == generation_;
-    });
-    const double waited = Seconds(Clock::now() - t0);
+    };
+    if (!timeout) {
+      ring_->cv.wait(lock, ready);
+    } else if (!ring_->cv.wait_for(lock, *timeout, ready)) {
+      // Counted into the step's wait once the batch arrives.
+      pending_wait_ += Seconds(Clock::now() - t0);
+      return Status(StatusCode::kDeadlineExceeded, "no batch ready within the timeout");
+    }
+    const double waited = Seconds(Clock::now() - t0) + pending_wait_;
+    pending_wait_ = 0;
     if (!slot.status.ok()) return slot.status;
     slot.state = Slot::State::kHeld;
     consumer_counts_ = slot.counts_after;
@@ -222,6 +238,11 @@ class LoaderImpl : public Loader {
     end_step_ = EndStep(saved.position, consume_step_);
     ring_->cv.notify_all();
     return Status::Ok();
+  }
+
+  int64_t Step() const override {
+    std::lock_guard<std::mutex> lock(ring_->mu);
+    return static_cast<int64_t>((consumer_position_ + GlobalBatch() - 1) / GlobalBatch());
   }
 
   int64_t RemainingSteps() const override {
@@ -365,6 +386,7 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> consumer_counts_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
+  double pending_wait_ = 0;  // Waited by Next(timeout) calls that timed out.
   double assemble_seconds_ = 0;
   std::vector<std::thread> threads_;
 };

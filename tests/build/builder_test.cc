@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "build/builder_internal.h"
-#include "build/tokenizer.h"
+#include "tokpack/tokenizer.h"
 #include "tests/test_util.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"

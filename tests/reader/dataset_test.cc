@@ -45,6 +45,25 @@ TEST(Dataset, DocumentStartsAndExtentsFollowTheIndex) {
   EXPECT_EQ((*ds)->DocumentExtent(6, &off, &len).code(), StatusCode::kOutOfRange);
 }
 
+TEST(Dataset, DocumentViewsPointIntoTheMappingInStoredDtype) {
+  TempDir dir;
+  std::vector<uint32_t> lengths = {5, 3, 0, 7, 2, 9, 0};
+  testing::WriteSyntheticDataset(dir.Join("ds"), lengths, 2, 8);
+  auto ds = Dataset::Open(dir.Join("ds"));
+  ASSERT_TRUE(ds.ok());
+  ASSERT_EQ((*ds)->dtype(), TokenDtype::kUInt16);
+  for (uint64_t i = 0; i < lengths.size(); ++i) {
+    auto view = (*ds)->DocumentView(i);
+    ASSERT_TRUE(view.ok()) << view.status().ToString();
+    uint64_t off = 0, len = 0;
+    ASSERT_TRUE((*ds)->DocumentExtent(i, &off, &len).ok());
+    ASSERT_EQ(view->length, lengths[i]);
+    const uint16_t* tokens = static_cast<const uint16_t*>(view->data);
+    for (uint64_t j = 0; j < len; ++j) ASSERT_EQ(tokens[j], TokenAt(off + j, 2)) << i << " " << j;
+  }
+  EXPECT_EQ((*ds)->DocumentView(lengths.size()).status().code(), StatusCode::kOutOfRange);
+}
+
 TEST(Dataset, OpensABareMegatronPrefix) {
   TempDir dir;
   testing::WriteSyntheticDataset(dir.Join("ds"), {10, 20, 30}, 1, 1000);

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "reader/dataset_internal.h"
 #include "tests/reader/synthetic_dataset.h"
@@ -346,6 +349,64 @@ TEST(LoaderFaults, ReadErrorsFromAssemblerThreadsSurfaceInNext) {
   EXPECT_EQ(error.code(), StatusCode::kIoError);
   EXPECT_NE(error.message().find("injected read failure"), std::string::npos);
   EXPECT_NE(error.message().find("shard-00000.bin"), std::string::npos);
+}
+
+// A .bin source that is not memory-resident and slow, as a network store is.
+class SlowSource : public ByteSource {
+ public:
+  SlowSource(std::unique_ptr<ByteSource> inner, std::chrono::milliseconds delay)
+      : inner_(std::move(inner)), delay_(delay) {}
+  uint64_t size() const override { return inner_->size(); }
+  const char* data() const override { return nullptr; }
+  Status Read(uint64_t offset, uint64_t n, char* dst) const override {
+    std::this_thread::sleep_for(delay_);
+    return inner_->Read(offset, n, dst);
+  }
+  const std::string& name() const override { return inner_->name(); }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  std::chrono::milliseconds delay_;
+};
+
+TEST(LoaderFaults, TimedNextGivesUpWithoutLosingTheBatchAndCountsTheWait) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(300, 50), 4, 100000);
+  auto slow = OpenDatasetWith(dir.Join("ds"),
+                              [](const std::string& path) -> StatusOr<std::unique_ptr<ByteSource>> {
+                                TOKPACK_ASSIGN_OR_RETURN(auto inner, OpenMappedFile(path));
+                                return StatusOr<std::unique_ptr<ByteSource>>(
+                                    std::make_unique<SlowSource>(std::move(inner),
+                                                                 std::chrono::milliseconds(40)));
+                              });
+  auto fast = Dataset::Open(dir.Join("ds"));
+  ASSERT_TRUE(slow.ok() && fast.ok());
+  LoaderOptions o;
+  o.seq_len = 16;
+  o.batch_size = 2;
+  o.threads = 1;
+  o.prefetch = 1;
+  auto l = Loader::Create({{*slow, 1.0}}, o);
+  auto reference = Loader::Create({{*fast, 1.0}}, o);
+  ASSERT_TRUE(l.ok() && reference.ok());
+  for (int step = 0; step < 3; ++step) {
+    EXPECT_EQ((*l)->Step(), step);
+    // Each batch takes four 40 ms reads, so a 1 ms wait must time out.
+    auto early = (*l)->Next(0.001);
+    ASSERT_EQ(early.status().code(), StatusCode::kDeadlineExceeded);
+    StatusOr<std::shared_ptr<const Batch>> b = early;
+    int timeouts = 1;
+    while ((b = (*l)->Next(0.005)).status().code() == StatusCode::kDeadlineExceeded) ++timeouts;
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_GT(timeouts, 1);
+    auto want = (*reference)->Next();
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ((*b)->step(), step);
+    EXPECT_EQ(0, std::memcmp((*b)->inputs(), (*want)->inputs(), 2 * 16 * 8));
+    // The waits that timed out count towards this step's wait.
+    EXPECT_GE((*l)->Stats().wait_seconds_last, 0.005 * (timeouts - 1));
+  }
+  EXPECT_EQ((*l)->Stats().steps, 3);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// Tokenizer: a loaded sentencepiece model. Encode() and Decode() are const and
-// safe to call from many threads at once (sentencepiece's processor is
-// read-only after loading).
-#ifndef TOKPACK_SRC_BUILD_TOKENIZER_H_
-#define TOKPACK_SRC_BUILD_TOKENIZER_H_
+// Tokenizer: a loaded sentencepiece model, the one a dataset was built with
+// (every tokpack dataset carries a copy as tokenizer.model). Encode() and
+// Decode() are const and safe to call from many threads at once
+// (sentencepiece's processor is read-only after loading).
+#ifndef TOKPACK_TOKENIZER_H_
+#define TOKPACK_TOKENIZER_H_
 
 #include <cstdint>
 #include <memory>
@@ -38,4 +39,4 @@ class Tokenizer {
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_TOKENIZER_H_
+#endif  // TOKPACK_TOKENIZER_H_
