@@ -1,0 +1,522 @@
+// tokpack._core: the thin pybind11 layer over the public C++ API. The
+// Pythonic API (tokpack.Loader, tokpack.Dataset, tokpack.build) is written in
+// Python on top of it (python/tokpack/).
+//
+// Rules kept here:
+// - Status becomes a Python exception in exactly one place, ThrowStatus().
+// - Blocking work runs with the GIL released; long waits poll for signals
+//   so Ctrl-C interrupts them.
+// - Memory handed to Python (batches, document views) is exported as Array,
+//   which implements DLPack and the buffer protocol and owns a reference
+//   that keeps the memory valid and unchanged while any consumer holds it.
+// - After fork() the parent's assembler threads and locks do not exist in
+//   the child, so objects the child inherited never run C++ destructors
+//   there: they are leaked on purpose (the memory is the child's own copy).
+#include <dlpack/dlpack.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tokpack/builder.h"
+#include "tokpack/dataset.h"
+#include "tokpack/loader.h"
+#include "tokpack/status.h"
+#include "tokpack/tokenizer.h"
+
+namespace py = pybind11;
+
+namespace tokpack {
+namespace {
+
+// How often a blocked call wakes up to look for Ctrl-C.
+constexpr double kSignalPollSeconds = 0.05;
+
+[[noreturn]] void ThrowStatus(const Status& s) {
+  PyObject* type = PyExc_RuntimeError;
+  std::string message = s.message();
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      type = PyExc_FileNotFoundError;
+      break;
+    case StatusCode::kInvalidArgument:
+      type = PyExc_ValueError;
+      break;
+    case StatusCode::kOutOfRange:
+      type = PyExc_IndexError;
+      break;
+    default:
+      message = s.ToString();  // Keep the code name: "data_loss: ...".
+  }
+  PyErr_SetString(type, message.c_str());
+  throw py::error_already_set();
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) ThrowStatus(s);
+}
+
+template <typename T>
+T Unwrap(StatusOr<T> r) {
+  if (!r.ok()) ThrowStatus(r.status());
+  return std::move(r).value();
+}
+
+// Holds a shared_ptr that must not be released in a forked child.
+template <typename T>
+class ForkSafe {
+ public:
+  explicit ForkSafe(std::shared_ptr<T> p) : p_(std::move(p)), pid_(getpid()) {}
+  ForkSafe(const ForkSafe&) = delete;
+  ForkSafe& operator=(const ForkSafe&) = delete;
+  ~ForkSafe() {
+    if (getpid() != pid_) new std::shared_ptr<T>(std::move(p_));  // Leak: see the top.
+  }
+  const std::shared_ptr<T>& get() const { return p_; }
+  bool forked() const { return getpid() != pid_; }
+
+ private:
+  std::shared_ptr<T> p_;
+  pid_t pid_;
+};
+
+// A dense row-major array in memory owned by `owner`.
+struct Array {
+  std::shared_ptr<ForkSafe<const void>> owner;
+  const void* data = nullptr;
+  std::vector<int64_t> shape;
+  DLDataType dtype{};
+  bool readonly = false;  // Backed by a read-only mapping.
+
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return static_cast<size_t>(size()) * dtype.bits / 8; }
+};
+
+DLDataType DType(char code, int bits) {
+  DLDataType t{};
+  t.code = code == 'i' ? kDLInt : kDLUInt;
+  t.bits = static_cast<uint8_t>(bits);
+  t.lanes = 1;
+  return t;
+}
+
+std::string DTypeName(const DLDataType& t) {
+  return (t.code == kDLInt ? "int" : "uint") + std::to_string(t.bits);
+}
+
+// What a DLPack capsule owns until its consumer calls the deleter.
+struct Exported {
+  DLManagedTensor tensor{};
+  std::shared_ptr<ForkSafe<const void>> owner;
+  std::vector<int64_t> shape, strides;
+  std::vector<char> copy;  // Only for copy=True.
+  pid_t pid = getpid();
+
+  static void Delete(DLManagedTensor* t) {
+    auto* e = static_cast<Exported*>(t->manager_ctx);
+    if (getpid() != e->pid) return;  // Leak in a forked child: see the top.
+    delete e;
+  }
+};
+
+void DeleteUnconsumedCapsule(PyObject* capsule) {
+  // A consumer renames the capsule to "used_dltensor" and owns it from then on.
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (t != nullptr && t->deleter != nullptr) t->deleter(t);
+}
+
+// __dlpack__(stream=None, max_version=None, dl_device=None, copy=None):
+// always the unversioned capsule, which every consumer accepts.
+py::object ExportDlpack(const Array& a, const py::object& /*stream: CPU has none*/,
+                        const py::object& /*max_version*/, const py::object& dl_device,
+                        const py::object& copy) {
+  if (!dl_device.is_none()) {
+    auto dev = dl_device.cast<std::pair<int, int>>();
+    if (dev.first != kDLCPU) {
+      PyErr_SetString(PyExc_BufferError, "tokpack arrays live on the CPU; cannot export to another device");
+      throw py::error_already_set();
+    }
+  }
+  const bool do_copy = !copy.is_none() && copy.cast<bool>();
+  if (a.readonly && !do_copy) {
+    PyErr_SetString(PyExc_BufferError,
+                    "this array views a read-only memory-mapped shard; DLPack cannot mark it "
+                    "read-only, so export it with copy=True (or use numpy.asarray)");
+    throw py::error_already_set();
+  }
+  auto e = std::make_unique<Exported>();
+  e->owner = a.owner;
+  e->shape = a.shape;
+  e->strides.resize(a.shape.size());
+  int64_t stride = 1;
+  for (size_t i = a.shape.size(); i-- > 0;) {
+    e->strides[i] = stride;
+    stride *= a.shape[i];
+  }
+  void* data = const_cast<void*>(a.data);
+  if (do_copy) {
+    e->copy.assign(static_cast<const char*>(a.data), static_cast<const char*>(a.data) + a.nbytes());
+    data = e->copy.data();
+  }
+  DLTensor& t = e->tensor.dl_tensor;
+  t.data = data;
+  t.device = {kDLCPU, 0};
+  t.ndim = static_cast<int>(a.shape.size());
+  t.dtype = a.dtype;
+  t.shape = e->shape.data();
+  t.strides = e->strides.data();
+  t.byte_offset = 0;
+  e->tensor.manager_ctx = e.get();
+  e->tensor.deleter = &Exported::Delete;
+  DLManagedTensor* managed = &e.release()->tensor;
+  PyObject* capsule = PyCapsule_New(managed, "dltensor", &DeleteUnconsumedCapsule);
+  if (capsule == nullptr) {
+    Exported::Delete(managed);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(capsule);
+}
+
+Array BatchArray(const std::shared_ptr<ForkSafe<const void>>& owner, const void* data,
+                 std::vector<int64_t> shape, DLDataType dtype) {
+  Array a;
+  a.owner = owner;
+  a.data = data;
+  a.shape = std::move(shape);
+  a.dtype = dtype;
+  return a;
+}
+
+// A Loader plus the process that created it.
+struct LoaderHandle {
+  std::unique_ptr<Loader> loader;
+  pid_t pid = getpid();
+  ~LoaderHandle() {
+    if (getpid() != pid) loader.release();  // Leak: its threads are not in this process.
+  }
+};
+
+// Next(): waits with the GIL released, waking to deliver Ctrl-C. Returns
+// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]).
+py::object LoaderNext(LoaderHandle& h) {
+  StatusOr<std::shared_ptr<const Batch>> r = std::shared_ptr<const Batch>();
+  while (true) {
+    {
+      py::gil_scoped_release nogil;
+      r = h.loader->Next(kSignalPollSeconds);
+    }
+    if (r.status().code() != StatusCode::kDeadlineExceeded) break;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+  std::shared_ptr<const Batch> batch = Unwrap(std::move(r));
+  if (!batch) return py::none();
+  auto owner = std::make_shared<ForkSafe<const void>>(batch);
+  const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
+  const DLDataType t = DType('i', batch->dtype() == OutputDtype::kInt32 ? 32 : 64);
+  py::tuple out(batch->position_ids() ? 4 : 2);
+  out[0] = py::cast(BatchArray(owner, batch->inputs(), shape, t));
+  out[1] = py::cast(BatchArray(owner, batch->targets(), shape, t));
+  if (batch->position_ids()) {
+    out[2] = py::cast(BatchArray(owner, batch->position_ids(), shape, DType('i', 32)));
+    out[3] = py::cast(BatchArray(owner, batch->cu_seqlens(), {batch->num_cu_seqlens()},
+                                 DType('i', 32)));
+  }
+  return std::move(out);
+}
+
+LoaderOptions ParseOptions(const py::dict& kw) {
+  LoaderOptions o;
+  for (auto item : kw) {
+    const std::string key = item.first.cast<std::string>();
+    const py::handle v = item.second;
+    if (key == "seq_len") o.seq_len = v.cast<int64_t>();
+    else if (key == "batch_size") o.batch_size = v.cast<int64_t>();
+    else if (key == "seed") o.seed = v.cast<uint64_t>();
+    else if (key == "rank") o.rank = v.cast<int>();
+    else if (key == "world_size") o.world_size = v.cast<int>();
+    else if (key == "block_size") o.block_size = v.cast<int64_t>();
+    else if (key == "block_window") o.block_window = v.cast<int64_t>();
+    else if (key == "document_boundaries") o.document_boundaries = v.cast<bool>();
+    else if (key == "epochs") o.epochs = v.cast<int64_t>();
+    else if (key == "max_steps") o.max_steps = v.cast<int64_t>();
+    else if (key == "threads") o.threads = v.cast<int>();
+    else if (key == "prefetch") o.prefetch = v.cast<int>();
+    else if (key == "shuffle") {
+      const std::string m = v.cast<std::string>();
+      if (m == "full") o.shuffle = ShuffleMode::kFull;
+      else if (m == "block") o.shuffle = ShuffleMode::kBlock;
+      else if (m == "none") o.shuffle = ShuffleMode::kNone;
+      else ThrowStatus(InvalidArgumentError("shuffle must be 'full', 'block' or 'none', not '" + m + "'"));
+    } else if (key == "dtype") {
+      const std::string d = v.cast<std::string>();
+      if (d == "int64") o.dtype = OutputDtype::kInt64;
+      else if (d == "int32") o.dtype = OutputDtype::kInt32;
+      else ThrowStatus(InvalidArgumentError("dtype must be 'int64' or 'int32', not '" + d + "'"));
+    } else {
+      ThrowStatus(InvalidArgumentError("unknown loader option '" + key + "'"));
+    }
+  }
+  return o;
+}
+
+std::unique_ptr<LoaderHandle> MakeLoader(const std::vector<std::shared_ptr<Dataset>>& datasets,
+                                         const std::vector<double>& weights, const py::dict& kw) {
+  if (datasets.size() != weights.size()) {
+    ThrowStatus(InvalidArgumentError("datasets and weights differ in length"));
+  }
+  const LoaderOptions o = ParseOptions(kw);
+  std::vector<Loader::Source> sources;
+  for (size_t i = 0; i < datasets.size(); ++i) sources.push_back({datasets[i], weights[i]});
+  auto h = std::make_unique<LoaderHandle>();
+  h->loader = Unwrap(Loader::Create(std::move(sources), o));
+  return h;
+}
+
+py::dict StatsDict(const LoaderStats& s) {
+  py::dict d;
+  d["steps"] = s.steps;
+  d["wait_seconds_total"] = s.wait_seconds_total;
+  d["wait_seconds_last"] = s.wait_seconds_last;
+  d["wait_seconds_max"] = s.wait_seconds_max;
+  d["assemble_seconds_total"] = s.assemble_seconds_total;
+  d["bytes_served"] = s.bytes_served;
+  return d;
+}
+
+// Runs a build on a worker thread so the caller can poll for Ctrl-C, which
+// cancels it (the build then leaves nothing behind).
+std::string RunBuild(BuildOptions o, const py::object& progress) {
+  std::atomic<bool> cancel{false};
+  o.cancel = &cancel;
+  std::mutex mu;
+  std::vector<BuildProgress> reports;  // Handed to `progress` from this thread.
+  if (!progress.is_none()) {
+    o.progress = [&](const BuildProgress& p) {
+      std::lock_guard<std::mutex> lock(mu);
+      reports.push_back(p);
+    };
+  }
+  auto result = std::async(std::launch::async, [&o] { return Build(o); });
+  while (true) {
+    bool done = false;
+    {
+      py::gil_scoped_release nogil;
+      done = result.wait_for(std::chrono::duration<double>(kSignalPollSeconds)) ==
+             std::future_status::ready;
+    }
+    std::vector<BuildProgress> pending;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      pending.swap(reports);
+    }
+    try {
+      for (const BuildProgress& p : pending) {
+        py::dict d;
+        d["bytes_read"] = p.bytes_read;
+        d["bytes_total"] = p.bytes_total;
+        d["documents"] = p.documents;
+        d["tokens"] = p.tokens;
+        d["elapsed_seconds"] = p.elapsed_seconds;
+        progress(d);
+      }
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    } catch (...) {
+      cancel = true;
+      py::gil_scoped_release nogil;
+      result.wait();
+      throw;
+    }
+    if (done) break;
+  }
+  StatusOr<BuildSummary> summary = result.get();
+  return Unwrap(std::move(summary)).manifest.ToJson();
+}
+
+}  // namespace
+}  // namespace tokpack
+
+PYBIND11_MODULE(_core, m) {
+  using namespace tokpack;
+  m.doc() = "tokpack's C++ core. Use the tokpack package, not this module.";
+  m.attr("__version__") = Version();
+
+  py::class_<Array>(m, "Array", py::buffer_protocol())
+      .def_property_readonly("shape", [](const Array& a) { return py::tuple(py::cast(a.shape)); })
+      .def_property_readonly("dtype", [](const Array& a) { return DTypeName(a.dtype); })
+      .def_property_readonly("readonly", [](const Array& a) { return a.readonly; })
+      .def("__len__", [](const Array& a) { return a.shape.empty() ? 0 : a.shape[0]; })
+      .def("__dlpack__", &ExportDlpack, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
+           py::arg("copy") = py::none())
+      .def("__dlpack_device__", [](const Array&) { return py::make_tuple(int{kDLCPU}, 0); })
+      .def_buffer([](const Array& a) {
+        const ssize_t item = a.dtype.bits / 8;
+        std::vector<ssize_t> shape(a.shape.begin(), a.shape.end()), strides(a.shape.size());
+        ssize_t stride = item;
+        for (size_t i = shape.size(); i-- > 0;) {
+          strides[i] = stride;
+          stride *= shape[i];
+        }
+        const std::string format = a.dtype.code == kDLInt
+                                       ? (item == 8 ? "q" : item == 4 ? "i" : "h")
+                                       : (item == 4 ? "I" : "H");
+        // Empty views may have no storage; any non-null pointer will do.
+        static const int64_t kEmpty = 0;
+        void* data = const_cast<void*>(a.data ? a.data : &kEmpty);
+        return py::buffer_info(data, item, format, static_cast<ssize_t>(shape.size()), shape,
+                               strides, a.readonly);
+      });
+
+  py::class_<ForkSafe<Dataset>, std::shared_ptr<ForkSafe<Dataset>>>(m, "Dataset")
+      .def(py::init([](const std::string& path) {
+             StatusOr<std::shared_ptr<Dataset>> ds = std::shared_ptr<Dataset>();
+             {
+               py::gil_scoped_release nogil;
+               ds = Dataset::Open(path);
+             }
+             return std::make_shared<ForkSafe<Dataset>>(Unwrap(std::move(ds)));
+           }),
+           py::arg("path"))
+      .def_property_readonly("path", [](const ForkSafe<Dataset>& d) { return d.get()->path(); })
+      .def_property_readonly("num_tokens",
+                             [](const ForkSafe<Dataset>& d) { return d.get()->num_tokens(); })
+      .def_property_readonly("num_documents",
+                             [](const ForkSafe<Dataset>& d) { return d.get()->num_documents(); })
+      .def_property_readonly("num_shards",
+                             [](const ForkSafe<Dataset>& d) { return d.get()->num_shards(); })
+      .def_property_readonly("dtype",
+                             [](const ForkSafe<Dataset>& d) {
+                               return d.get()->dtype() == TokenDtype::kUInt16 ? "uint16" : "int32";
+                             })
+      .def_property_readonly(
+          "fingerprint", [](const ForkSafe<Dataset>& d) { return HashToHex(d.get()->fingerprint()); })
+      .def_property_readonly("manifest_json",
+                             [](const ForkSafe<Dataset>& d) { return d.get()->manifest().ToJson(); })
+      .def("document", [](const std::shared_ptr<ForkSafe<Dataset>>& d, uint64_t i) {
+        const Dataset& ds = *d->get();
+        Array a;
+        a.dtype = ds.dtype() == TokenDtype::kUInt16 ? DType('u', 16) : DType('i', 32);
+        StatusOr<Dataset::TokenView> view = ds.DocumentView(i);
+        if (view.ok()) {
+          a.owner = std::make_shared<ForkSafe<const void>>(d->get());
+          a.data = view->data;
+          a.shape = {static_cast<int64_t>(view->length)};
+          a.readonly = true;
+          return a;
+        }
+        if (view.status().code() != StatusCode::kFailedPrecondition) ThrowStatus(view.status());
+        // Not memory-resident: a copy, widened to int32.
+        uint64_t offset = 0, length = 0;
+        Check(ds.DocumentExtent(i, &offset, &length));
+        auto copy = std::make_shared<std::vector<int32_t>>(length);
+        Check(ds.ReadTokens(offset, length, copy->data()));
+        a.owner = std::make_shared<ForkSafe<const void>>(copy);
+        a.data = copy->data();
+        a.shape = {static_cast<int64_t>(length)};
+        a.dtype = DType('i', 32);
+        return a;
+      })
+      .def("document_extent",
+           [](const ForkSafe<Dataset>& d, uint64_t i) {
+             uint64_t offset = 0, length = 0;
+             Check(d.get()->DocumentExtent(i, &offset, &length));
+             return py::make_tuple(offset, length);
+           })
+      .def("read_tokens", [](const ForkSafe<Dataset>& d, uint64_t begin, uint64_t count) {
+        auto copy = std::make_shared<std::vector<int64_t>>(count);
+        {
+          py::gil_scoped_release nogil;
+          Check(d.get()->ReadTokens(begin, count, copy->data()));
+        }
+        Array a;
+        a.owner = std::make_shared<ForkSafe<const void>>(copy);
+        a.data = copy->data();
+        a.shape = {static_cast<int64_t>(count)};
+        a.dtype = DType('i', 64);
+        return a;
+      });
+
+  py::class_<Tokenizer>(m, "Tokenizer")
+      .def(py::init([](const std::string& path) { return Unwrap(Tokenizer::Load(path)); }),
+           py::arg("model_path"))
+      .def("encode",
+           [](const Tokenizer& t, const std::string& text) {
+             std::vector<int> ids;
+             Check(t.Encode(text, &ids));
+             return ids;
+           })
+      .def("decode",
+           [](const Tokenizer& t, const std::vector<int>& ids) { return Unwrap(t.Decode(ids)); })
+      .def_property_readonly("vocab_size", [](const Tokenizer& t) { return t.info().vocab_size; })
+      .def_property_readonly("bos_id", [](const Tokenizer& t) { return t.info().bos_id; })
+      .def_property_readonly("eos_id", [](const Tokenizer& t) { return t.info().eos_id; })
+      .def_property_readonly("pad_id", [](const Tokenizer& t) { return t.info().pad_id; })
+      .def_property_readonly("unk_id", [](const Tokenizer& t) { return t.info().unk_id; });
+
+  py::class_<LoaderHandle>(m, "Loader")
+      .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
+                       const std::vector<double>& weights, const py::kwargs& kw) {
+             std::vector<std::shared_ptr<Dataset>> ds;
+             for (const auto& d : datasets) ds.push_back(d->get());
+             return MakeLoader(ds, weights, kw);
+           }),
+           py::arg("datasets"), py::arg("weights"))
+      .def("next", &LoaderNext)
+      .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
+      .def("load_state",
+           [](LoaderHandle& h, const std::string& state) {
+             py::gil_scoped_release nogil;  // Waits for in-flight assembly to see the change.
+             Check(h.loader->LoadState(state));
+           })
+      .def_property_readonly("step", [](const LoaderHandle& h) { return h.loader->Step(); })
+      .def_property_readonly("remaining_steps",
+                             [](const LoaderHandle& h) { return h.loader->RemainingSteps(); })
+      .def_property_readonly("samples_per_source",
+                             [](const LoaderHandle& h) { return h.loader->SamplesPerSource(); })
+      .def_property_readonly("forked", [](const LoaderHandle& h) { return getpid() != h.pid; })
+      .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
+
+  m.def(
+      "build",
+      [](const std::vector<std::string>& inputs, const std::string& output,
+         const std::string& tokenizer_model, const std::string& text_key,
+         const std::string& input_format, bool text_per_line, bool add_bos, bool add_eos,
+         const std::string& invalid_utf8, bool skip_bad_lines, uint64_t shard_tokens,
+         uint64_t chunk_bytes, int threads, bool force, const py::object& progress) {
+        BuildOptions o;
+        o.inputs = inputs;
+        o.output = output;
+        o.tokenizer_model = tokenizer_model;
+        o.settings.text_key = text_key;
+        o.settings.input_format = input_format;
+        o.settings.text_per_line = text_per_line;
+        o.settings.add_bos = add_bos;
+        o.settings.add_eos = add_eos;
+        o.settings.invalid_utf8 = invalid_utf8;
+        o.settings.skip_bad_lines = skip_bad_lines;
+        o.settings.shard_tokens = shard_tokens;
+        o.chunk_bytes = chunk_bytes;
+        o.threads = threads;
+        o.force = force;
+        return RunBuild(std::move(o), progress);
+      },
+      py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("text_key"),
+      py::arg("input_format"), py::arg("text_per_line"), py::arg("add_bos"), py::arg("add_eos"),
+      py::arg("invalid_utf8"), py::arg("skip_bad_lines"), py::arg("shard_tokens"),
+      py::arg("chunk_bytes"), py::arg("threads"), py::arg("force"), py::arg("progress"));
+  m.attr("DEFAULT_SHARD_TOKENS") = kDefaultShardTokens;
+  m.attr("DEFAULT_CHUNK_BYTES") = Manifest::kDefaultChunkBytes;
+}

@@ -1,0 +1,15 @@
+"""tokpack: packed, memory-mapped token datasets for LLM training.
+
+    import tokpack
+    loader = tokpack.Loader("data/web", seq_len=2048, batch_size=8, seed=1234)
+    for batch in loader:
+        x, y = batch["input_ids"], batch["labels"]
+
+numpy is the only requirement; batches are torch tensors when torch is
+installed (or pass as_="numpy" / as_="dlpack"). See README.md and docs/.
+"""
+from ._core import __version__
+from ._dataset import Dataset, Tokenizer, build
+from ._loader import Loader
+
+__all__ = ["Dataset", "Loader", "Tokenizer", "build", "__version__"]
