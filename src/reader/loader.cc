@@ -1,5 +1,6 @@
 #include "tokpack/loader.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -156,6 +157,7 @@ class LoaderImpl : public Loader {
   }
 
   ~LoaderImpl() override {
+    stopping_ = true;
     {
       std::lock_guard<std::mutex> lock(ring_->mu);
       stop_ = true;
@@ -223,19 +225,32 @@ class LoaderImpl : public Loader {
   Status LoadState(const std::string& state) override {
     TOKPACK_ASSIGN_OR_RETURN(Cursor saved, Cursor::Parse(state));
     TOKPACK_RETURN_IF_ERROR(Settings().CheckCompatible(saved));
-    std::lock_guard<std::mutex> lock(ring_->mu);
-    ++generation_;
-    for (Slot& slot : ring_->slots) {
-      if (slot.state == Slot::State::kReady) slot.state = Slot::State::kFree;
-    }
     std::vector<uint64_t> counts;
     for (const auto& s : saved.sources) counts.push_back(s.consumed);
-    schedule_.Reset(counts);
-    consumer_counts_ = counts;
-    consumer_position_ = saved.position;
-    // Step numbers keep rising so a batch still held maps to its own slot.
-    plan_step_ = consume_step_;
-    end_step_ = EndStep(saved.position, consume_step_);
+    uint64_t ticket = 0, generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(ring_->mu);
+      generation = ++generation_;
+      for (Slot& slot : ring_->slots) {
+        if (slot.state == Slot::State::kReady) slot.state = Slot::State::kFree;
+      }
+      consumer_counts_ = counts;
+      consumer_position_ = saved.position;
+      // Step numbers keep rising so a batch still held maps to its own slot.
+      plan_step_ = consume_step_;
+      end_step_ = EndStep(saved.position, consume_step_);
+      ticket = next_ticket_++;
+    }
+    // Steps claimed before this call plan (or skip) first; steps claimed
+    // after it plan from the reset schedule.
+    {
+      std::unique_lock<std::mutex> plan(plan_mu_);
+      plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
+      schedule_.Reset(counts);
+      planned_generation_ = generation;
+      ++planned_tickets_;
+      plan_cv_.notify_all();
+    }
     ring_->cv.notify_all();
     return Status::Ok();
   }
@@ -288,11 +303,13 @@ class LoaderImpl : public Loader {
     return c;
   }
 
-  // Under the lock: plans the rows of this rank for step `slot.step`.
-  void Plan(Slot& slot) {
+  // Under plan_mu_: plans the rows of this rank for step `slot.step`.
+  // False if the loader is being destroyed (a plan can take long).
+  bool Plan(Slot& slot) {
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
     const uint64_t last = first + o_.batch_size;
     for (uint64_t j = 0; j < GlobalBatch(); ++j) {
+      if ((j & 0xffff) == 0xffff && stopping_.load(std::memory_order_relaxed)) return false;
       const size_t s = schedule_.Next();
       if (j >= first && j < last) {
         slot.rows[j - first] = {static_cast<uint32_t>(s),
@@ -302,6 +319,7 @@ class LoaderImpl : public Loader {
     slot.counts_after = schedule_.counts();
     slot.position_after = schedule_.position();
     slot.global_step = static_cast<int64_t>((slot.position_after - 1) / GlobalBatch());
+    return true;
   }
 
   template <typename T>
@@ -339,30 +357,49 @@ class LoaderImpl : public Loader {
     return Status::Ok();
   }
 
+  // Claims the next step's slot under the ring lock, then plans it outside
+  // that lock (planning walks the whole global batch, world_size *
+  // batch_size positions) in claim order, so Next() never waits behind a
+  // plan. Tickets order the planners and LoadState()'s schedule reset.
   void AssembleLoop() {
-    std::unique_lock<std::mutex> lock(ring_->mu);
     while (true) {
-      ring_->cv.wait(lock, [&] {
-        if (stop_) return true;
-        if (end_step_ >= 0 && plan_step_ >= end_step_) return false;
-        return SlotFor(plan_step_).state == Slot::State::kFree;
-      });
-      if (stop_) return;
-      Slot& slot = SlotFor(plan_step_);
-      slot.step = plan_step_++;
-      slot.generation = generation_;
-      slot.state = Slot::State::kAssembling;
-      Plan(slot);
-      const uint64_t generation = generation_;
-      lock.unlock();
-      const auto t0 = Clock::now();
-      Status s =
-          o_.dtype == OutputDtype::kInt32 ? Assemble<int32_t>(slot) : Assemble<int64_t>(slot);
-      const double took = Seconds(Clock::now() - t0);
-      lock.lock();
+      uint64_t ticket = 0, generation = 0;
+      Slot* claimed = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(ring_->mu);
+        ring_->cv.wait(lock, [&] {
+          if (stop_) return true;
+          if (end_step_ >= 0 && plan_step_ >= end_step_) return false;
+          return SlotFor(plan_step_).state == Slot::State::kFree;
+        });
+        if (stop_) return;
+        claimed = &SlotFor(plan_step_);
+        claimed->step = plan_step_++;
+        claimed->generation = generation = generation_;
+        claimed->state = Slot::State::kAssembling;
+        ticket = next_ticket_++;
+      }
+      Slot& slot = *claimed;
+      bool planned = false;
+      {
+        std::unique_lock<std::mutex> plan(plan_mu_);
+        plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
+        // A LoadState() after the claim makes this step stale: skip it.
+        if (generation == planned_generation_ && !stopping_.load()) planned = Plan(slot);
+        ++planned_tickets_;
+        plan_cv_.notify_all();
+      }
+      Status s;
+      double took = 0;
+      if (planned) {
+        const auto t0 = Clock::now();
+        s = o_.dtype == OutputDtype::kInt32 ? Assemble<int32_t>(slot) : Assemble<int64_t>(slot);
+        took = Seconds(Clock::now() - t0);
+      }
+      std::lock_guard<std::mutex> lock(ring_->mu);
       assemble_seconds_ += took;
-      if (generation != generation_) {
-        slot.state = Slot::State::kFree;  // A LoadState() made this step stale.
+      if (!planned || generation != generation_) {
+        slot.state = Slot::State::kFree;
       } else {
         slot.status = s;
         slot.state = Slot::State::kReady;
@@ -376,7 +413,15 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> samples_;
   std::vector<SampleOrder> orders_;
   std::shared_ptr<Ring> ring_;
-  BlendSchedule schedule_;  // Planner side, under ring_->mu.
+  // Planner side, under plan_mu_: planners (and LoadState's reset) take
+  // tickets under ring_->mu and run in ticket order.
+  std::mutex plan_mu_;
+  std::condition_variable plan_cv_;
+  BlendSchedule schedule_;
+  uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
+  uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
+  uint64_t next_ticket_ = 0;         // Under ring_->mu.
+  std::atomic<bool> stopping_{false};
   uint64_t limit_ = 0;      // Global positions available in all.
   int64_t end_step_ = -1;   // Step number where the data ends; -1: endless.
   int64_t plan_step_ = 0;

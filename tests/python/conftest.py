@@ -92,3 +92,35 @@ def corpus(tmp_path):
         texts = [random_text(rng) for _ in range(n_docs)]
         return write_jsonl(tmp_path / name, texts), texts
     return make
+
+
+@pytest.fixture(scope="session")
+def packed(tmp_path_factory, spm_model):
+    """A dataset of 1500 generated documents packed with tokpack.build into
+    several shards: (path, texts)."""
+    tokpack = pytest.importorskip("tokpack")
+    d = tmp_path_factory.mktemp("packed")
+    rng = random.Random(99)
+    texts = [random_text(rng, 1, 120) for _ in range(1500)]
+    src = write_jsonl(d / "corpus.jsonl", texts)
+    tokpack.build(src, d / "data", spm_model, shard_tokens=20000, threads=2)
+    return str(d / "data"), texts
+
+
+@pytest.fixture(scope="session")
+def packed_small(tmp_path_factory, spm_model):
+    """A second, smaller dataset for blending: (path, texts)."""
+    tokpack = pytest.importorskip("tokpack")
+    d = tmp_path_factory.mktemp("packed_small")
+    rng = random.Random(7)
+    texts = [random_text(rng, 1, 60) for _ in range(400)]
+    src = write_jsonl(d / "corpus.jsonl", texts)
+    tokpack.build(src, d / "data", spm_model, threads=1)
+    return str(d / "data"), texts
+
+
+def run_python(code, *args, timeout=120, **kw):
+    """Runs `code` in a fresh interpreter (this one's), returns CompletedProcess."""
+    import sys
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, **kw)

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -268,6 +269,20 @@ TEST_F(LoaderTest, BatchesOutliveTheLoaderAndHeldBuffersAreReported) {
   held.clear();
   l.reset();
   EXPECT_EQ(Rows(*kept), kept_rows);
+}
+
+TEST_F(LoaderTest, AWorldSizedPlanNeitherBlocksNextNorShutdown) {
+  // Planning walks the whole global batch: about 2^31 blended draws here,
+  // seconds of work, which must not hold the lock Next() waits on.
+  LoaderOptions o = Opts(0, std::numeric_limits<int>::max());
+  o.batch_size = 1;
+  o.threads = 1;
+  auto l = Make(o, /*blend=*/true);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(l->Next(0.01).status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(l->Next(0.01).status().code(), StatusCode::kDeadlineExceeded);
+  l.reset();  // Stops the plan in the middle.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
 TEST_F(LoaderTest, InvalidOptionsAreRefusedNamingTheProblem) {
