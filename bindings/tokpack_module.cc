@@ -436,11 +436,17 @@ PYBIND11_MODULE(_core, m) {
              return py::make_tuple(offset, length);
            })
       .def("read_tokens", [](const ForkSafe<Dataset>& d, uint64_t begin, uint64_t count) {
+        if (count > d.get()->num_tokens()) {
+          ThrowStatus(OutOfRangeError("cannot read " + std::to_string(count) + " tokens from " +
+                                      std::to_string(d.get()->num_tokens())));
+        }
         auto copy = std::make_shared<std::vector<int64_t>>(count);
+        Status s;
         {
           py::gil_scoped_release nogil;
-          Check(d.get()->ReadTokens(begin, count, copy->data()));
+          s = d.get()->ReadTokens(begin, count, copy->data());
         }
+        Check(s);
         Array a;
         a.owner = std::make_shared<ForkSafe<const void>>(copy);
         a.data = copy->data();
@@ -478,8 +484,12 @@ PYBIND11_MODULE(_core, m) {
       .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
       .def("load_state",
            [](LoaderHandle& h, const std::string& state) {
-             py::gil_scoped_release nogil;  // Waits for in-flight assembly to see the change.
-             Check(h.loader->LoadState(state));
+             Status s;
+             {
+               py::gil_scoped_release nogil;  // Waits for in-flight plans to see the change.
+               s = h.loader->LoadState(state);
+             }
+             Check(s);
            })
       .def_property_readonly("step", [](const LoaderHandle& h) { return h.loader->Step(); })
       .def_property_readonly("remaining_steps",

@@ -178,16 +178,22 @@ class LoaderImpl : public Loader {
     if (end_step_ >= 0 && consume_step_ >= end_step_) {
       return std::shared_ptr<const Batch>();
     }
-    Slot& slot = SlotFor(consume_step_);
-    if (slot.state == Slot::State::kHeld) {
+    if (HeldSlots() == ring_->slots.size()) {
       return FailedPreconditionError(
           "all " + std::to_string(o_.prefetch) +
           " batch buffers are still held by the caller; release old batches (or raise prefetch)");
     }
     const auto t0 = Clock::now();
+    Slot* found = nullptr;
     const auto ready = [&] {
-      return slot.state == Slot::State::kReady && slot.step == consume_step_ &&
-             slot.generation == generation_;
+      for (Slot& s : ring_->slots) {
+        if (s.state == Slot::State::kReady && s.step == consume_step_ &&
+            s.generation == generation_) {
+          found = &s;
+          return true;
+        }
+      }
+      return false;
     };
     if (!timeout) {
       ring_->cv.wait(lock, ready);
@@ -198,6 +204,7 @@ class LoaderImpl : public Loader {
     }
     const double waited = Seconds(Clock::now() - t0) + pending_wait_;
     pending_wait_ = 0;
+    Slot& slot = *found;
     if (!slot.status.ok()) return slot.status;
     slot.state = Slot::State::kHeld;
     consumer_counts_ = slot.counts_after;
@@ -236,7 +243,7 @@ class LoaderImpl : public Loader {
       }
       consumer_counts_ = counts;
       consumer_position_ = saved.position;
-      // Step numbers keep rising so a batch still held maps to its own slot.
+      // Step numbers keep rising across a reset: stale slots never match a fresh step.
       plan_step_ = consume_step_;
       end_step_ = EndStep(saved.position, consume_step_);
       ticket = next_ticket_++;
@@ -290,7 +297,19 @@ class LoaderImpl : public Loader {
     if (position >= limit_) return step;
     return step + static_cast<int64_t>((limit_ - position) / GlobalBatch());
   }
-  Slot& SlotFor(int64_t step) { return ring_->slots[static_cast<size_t>(step % o_.prefetch)]; }
+  // Any free slot takes the next step, so a batch the caller keeps for long
+  // blocks only its own buffer, never the order. Under ring_->mu.
+  Slot* FreeSlot() {
+    for (Slot& s : ring_->slots) {
+      if (s.state == Slot::State::kFree) return &s;
+    }
+    return nullptr;
+  }
+  size_t HeldSlots() const {
+    size_t n = 0;
+    for (const Slot& s : ring_->slots) n += s.state == Slot::State::kHeld;
+    return n;
+  }
 
   Cursor Settings() const {
     Cursor c;
@@ -370,10 +389,10 @@ class LoaderImpl : public Loader {
         ring_->cv.wait(lock, [&] {
           if (stop_) return true;
           if (end_step_ >= 0 && plan_step_ >= end_step_) return false;
-          return SlotFor(plan_step_).state == Slot::State::kFree;
+          return FreeSlot() != nullptr;
         });
         if (stop_) return;
-        claimed = &SlotFor(plan_step_);
+        claimed = FreeSlot();
         claimed->step = plan_step_++;
         claimed->generation = generation = generation_;
         claimed->state = Slot::State::kAssembling;

@@ -271,6 +271,19 @@ TEST_F(LoaderTest, BatchesOutliveTheLoaderAndHeldBuffersAreReported) {
   EXPECT_EQ(Rows(*kept), kept_rows);
 }
 
+TEST_F(LoaderTest, ABatchKeptForLongBlocksOnlyItsOwnBuffer) {
+  LoaderOptions o = Opts();
+  o.prefetch = 2;
+  auto reference = Make(o);
+  auto l = Make(o);
+  auto kept = *l->Next();
+  const auto kept_rows = Rows(*kept);
+  EXPECT_EQ(Take(reference.get(), 1), kept_rows);
+  // One buffer left: every later step goes through it, in order.
+  EXPECT_EQ(Take(l.get(), 20), Take(reference.get(), 20));
+  EXPECT_EQ(Rows(*kept), kept_rows);
+}
+
 TEST_F(LoaderTest, AWorldSizedPlanNeitherBlocksNextNorShutdown) {
   // Planning walks the whole global batch: about 2^31 blended draws here,
   // seconds of work, which must not hold the lock Next() waits on.
