@@ -3,7 +3,9 @@
 // beside a nanoGPT-style numpy baseline and writes docs/benchmarks-reader.md.
 //
 //   reader_bench make DIR TOKENS [SHARD_TOKENS]   write a synthetic uint16 dataset
-//   reader_bench run DIR SECONDS [threads]        print one JSON line of results
+//   reader_bench run DIR SECONDS [threads] [prefetch] [seq_len] [batch_size]
+//                                                 print one JSON line of results
+//                                                 (defaults 2, 8, 2048, 8)
 //   reader_bench open DIR                         seconds to open DIR (best of 5)
 #include <chrono>
 #include <cstdio>
@@ -79,18 +81,19 @@ double MemcpyGbPerSecond() {
   return best;
 }
 
-int Run(const std::string& dir, double seconds, int threads) {
+int Run(const std::string& dir, double seconds, int threads, int prefetch, int64_t seq_len,
+        int64_t batch_size) {
   auto ds = tokpack::Dataset::Open(dir);
   if (!ds.ok()) {
     std::fprintf(stderr, "%s\n", ds.status().ToString().c_str());
     return 1;
   }
   tokpack::LoaderOptions o;
-  o.seq_len = 2048;
-  o.batch_size = 8;
+  o.seq_len = seq_len;
+  o.batch_size = batch_size;
   o.seed = 1;
   o.threads = threads;
-  o.prefetch = 8;
+  o.prefetch = prefetch;
   auto loader = tokpack::Loader::Create({{*ds, 1.0}}, o);
   if (!loader.ok()) return 1;
   // Touch every page once so the timed part reads from the page cache.
@@ -104,16 +107,16 @@ int Run(const std::string& dir, double seconds, int threads) {
   while (Since(t0) < seconds) {
     auto b = (*loader)->Next();
     if (!b.ok() || !*b) return 1;
-    checksum += static_cast<const int64_t*>((*b)->inputs())[steps % 2048];
+    checksum += static_cast<const int64_t*>((*b)->inputs())[steps % seq_len];
     ++steps;
   }
   const double took = Since(t0);
-  const double out_bytes = steps * 2.0 * 8 * 2048 * 8;  // inputs + targets, int64.
+  const double out_bytes = steps * 2.0 * batch_size * seq_len * 8;  // inputs + targets, int64.
   std::printf(
       "{\"samples_per_s\": %.1f, \"gb_per_s\": %.3f, \"memcpy_gb_per_s\": %.3f, "
       "\"steps\": %llu, \"rss_anon_kb\": %ld, \"tokens\": %llu, \"wait_s\": %.4f, "
       "\"checksum\": %llu}\n",
-      steps * 8 / took, out_bytes / took / 1e9, MemcpyGbPerSecond(),
+      steps * batch_size / took, out_bytes / took / 1e9, MemcpyGbPerSecond(),
       static_cast<unsigned long long>(steps), RssAnonKb(),
       static_cast<unsigned long long>((*ds)->num_tokens()), (*loader)->Stats().wait_seconds_total,
       static_cast<unsigned long long>(checksum));
@@ -142,10 +145,12 @@ int main(int argc, char** argv) {
   }
   if (argc >= 3 && std::string(argv[1]) == "open") return Open(argv[2]);
   if (argc >= 4 && std::string(argv[1]) == "run") {
-    return Run(argv[2], std::stod(argv[3]), argc > 4 ? std::atoi(argv[4]) : 2);
+    return Run(argv[2], std::stod(argv[3]), argc > 4 ? std::atoi(argv[4]) : 2,
+               argc > 5 ? std::atoi(argv[5]) : 8, argc > 6 ? std::atoll(argv[6]) : 2048,
+               argc > 7 ? std::atoll(argv[7]) : 8);
   }
   std::fprintf(stderr,
                "usage: reader_bench make DIR TOKENS [SHARD_TOKENS] | run DIR SECONDS [threads]"
-               " | open DIR\n");
+               " [prefetch] [seq_len] [batch_size] | open DIR\n");
   return 2;
 }
