@@ -25,6 +25,7 @@ Workers (internal): python_bench.py --worker NAME --data DIR ... prints one
 JSON line.
 """
 import argparse
+import functools
 import json
 import os
 import platform
@@ -197,7 +198,6 @@ def litdata_optimize(a):
     """Converts the tokpack dataset's documents (read with tokpack.Dataset)
     into LitData chunks, as litgpt's data preparation does: each document's
     tokens are one item, TokensLoader concatenates them."""
-    import numpy as np
     import tokpack
     from litdata import TokensLoader, optimize
 
@@ -205,9 +205,9 @@ def litdata_optimize(a):
     per_input = 1000
     inputs = [(b, min(n, b + per_input)) for b in range(0, n, per_input)]
     t0 = time.perf_counter()
-    optimize(fn=_litdata_docs, inputs=inputs, output_dir=str(Path(a.workdir) / "litdata"),
-             chunk_bytes=a.litdata_chunk_bytes, item_loader=TokensLoader(),
-             num_workers=a.workers, fn_kwargs={"data": a.data})
+    optimize(fn=functools.partial(_litdata_docs, data=a.data), inputs=inputs,
+             output_dir=str(Path(a.workdir) / "litdata"), chunk_bytes=a.litdata_chunk_bytes,
+             item_loader=TokensLoader(), num_workers=a.workers)
     return time.perf_counter() - t0
 
 
@@ -318,7 +318,10 @@ def main():
         print(f"writing a synthetic dataset of {a.tokens:,} tokens to {a.data}", file=sys.stderr)
         sh([READER_BENCH, "make", a.data, a.tokens])
     data_files = sorted(Path(a.data).glob("shard-*"))
-    before = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in data_files}
+    def snapshot():
+        return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in Path(a.data).iterdir()}
+
+    before = snapshot()
 
     configs = ["cpp-1", "py-torch-1", "py-numpy-1", "cpp-2", "py-torch-2", "py-numpy-2",
                "megatron", "litdata", "nanogpt"]
@@ -364,9 +367,7 @@ def main():
             results[c].append(res)
             print(f"round {r + 1} {c}: {res['samples_per_s']:,.0f} samples/s", file=sys.stderr)
     wall = time.perf_counter() - t_all
-    after = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in data_files}
-    unchanged = before == after and sorted(Path(a.data).iterdir()) == sorted(
-        Path(a.data).iterdir())
+    unchanged = before == snapshot()
 
     doc = report(a, results, {**skipped, **errors}, setup, wall, unchanged)
     print(doc)

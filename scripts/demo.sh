@@ -2,7 +2,8 @@
 # Quickstart: installs what is missing, builds tokpack, and packs a corpus made
 # from the license and copyright texts every Debian machine has (no download):
 # trains a small sentencepiece tokenizer, builds a sharded dataset, shows its
-# summary, verifies every checksum, and decodes a few documents.
+# summary, verifies every checksum, decodes a few documents, then installs the
+# Python package and reads shuffled batches from Python.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -36,6 +37,17 @@ echo "== tokpack verify"
 
 echo "== three documents, decoded (first 300 characters each)"
 "$TOKPACK" show "$DEMO/data" --doc 0 --count 3 --decode | cut -c1-300
+
+echo "== the Python package: pip install, then three shuffled batches and a cursor"
+"$ROOT/scripts/install_python.sh"
+"$ROOT/.venv/bin/python" - "$DEMO/data" <<'PY'
+import sys, tokpack
+loader = tokpack.Loader(sys.argv[1], seq_len=2048, batch_size=8, seed=1234)
+for step, batch in zip(range(3), loader):
+    x, y = batch["input_ids"], batch["labels"]
+    print(f"step {step}: input_ids {type(x).__module__}.{type(x).__name__} {tuple(x.shape)} {x.dtype}")
+print("state_dict:", loader.state_dict())
+PY
 
 echo
 echo "The dataset is in $DEMO/data ($(ls "$DEMO/data" | tr '\n' ' '))"

@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libsentencepiece-dev sentencepiece libzstd-dev zstd zlib1g-dev
   libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
-  libgtest-dev libbenchmark-dev python3 python3-venv python3-pip
+  libgtest-dev libbenchmark-dev libdlpack-dev python3 python3-venv python3-pip
   clang libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for scripts/fuzz.sh
 )
 
@@ -32,9 +32,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV" >&2
   python3 -m venv "$VENV"
 fi
-PY_PACKAGES=(numpy pytest)
-if ! "$VENV/bin/python" -c "import numpy, pytest" 2>/dev/null; then
-  echo "setup: pip installing ${PY_PACKAGES[*]}" >&2
+# numpy is tokpack's only runtime requirement; scikit-build-core and pybind11
+# build it (pip install --no-build-isolation, so rebuilds are incremental);
+# pytest and torch run the tests. torch is large: installed once, then reused.
+PY_PACKAGES=(numpy pytest scikit-build-core pybind11 torch)
+PY_MODULES="numpy pytest scikit_build_core pybind11 torch"
+if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$PY_MODULES'.split()))"; then
+  echo "setup: pip installing ${PY_PACKAGES[*]} (torch is large: this takes a while once)" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q "${PY_PACKAGES[@]}"
 fi

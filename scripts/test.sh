@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, runs the C++ tests
 # (ctest), runs them again under AddressSanitizer + UndefinedBehaviorSanitizer,
-# fuzzes the parsers briefly, then runs the Python tests (pytest) against the
-# built CLI.
+# fuzzes the parsers briefly, installs the Python package into .venv, then
+# runs the Python tests (pytest) against it and the built CLI.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -24,5 +24,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 echo "== fuzzing the .idx, manifest and cursor parsers (libFuzzer, briefly)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-15}" "$ROOT/scripts/fuzz.sh"
 
+echo "== Python package (pip install into .venv)"
+"$ROOT/scripts/install_python.sh"
 echo "== Python tests"
 TOKPACK_BIN="$ROOT/build/tokpack" "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/python"
