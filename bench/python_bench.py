@@ -42,7 +42,7 @@ READER_BENCH = REPO / "build" / "bench" / "reader_bench"
 # --------------------------------------------------------------------------
 # Workers: one measurement each, in a fresh process.
 
-def timed(batches, seconds, warmup_seconds, consume):
+def timed(batches, seconds, warmup_seconds, consume, on_start=None):
     """Iterates `batches`, calling consume(batch) (what the training step
     would take from it); warms up for warmup_seconds (and at least 20 batches)
     after the first batch, then counts batches for `seconds`."""
@@ -54,6 +54,8 @@ def timed(batches, seconds, warmup_seconds, consume):
     while n < 20 or time.perf_counter() - t0 < warmup_seconds:
         consume(next(it))
         n += 1
+    if on_start is not None:
+        on_start()
     steps, t0 = 0, time.perf_counter()
     while True:
         consume(next(it))
@@ -84,7 +86,15 @@ def worker_tokpack(a, as_):
         sink.append(x.shape[0] + y.shape[0])
         sink.clear()
 
-    return timed(loader, a.seconds, a.warmup, consume)
+    waited = []
+
+    def on_start():
+        waited.append(loader.stats()["wait_seconds_total"])
+
+    steps, took, first = timed(loader, a.seconds, a.warmup, consume, on_start)
+    # The loop's own time per batch, outside waiting for the assemblers.
+    busy_us = (took - (loader.stats()["wait_seconds_total"] - waited[0])) / steps * 1e6
+    return steps, took, first, {"busy_us_per_batch": busy_us}
 
 
 def megatron_dataset(a, num_samples):
@@ -230,14 +240,15 @@ def run_worker(a):
         train = megatron_dataset(a, a.megatron_samples)
         print(json.dumps({"seconds": time.perf_counter() - t0, "samples": len(train)}))
         return
+    extra = {}
     if name.startswith("tokpack-"):
-        steps, took, first = worker_tokpack(a, name.split("-")[1])
+        steps, took, first, extra = worker_tokpack(a, name.split("-")[1])
     else:
         steps, took, first = {"megatron": worker_megatron, "litdata": worker_litdata,
                               "nanogpt": worker_nanogpt}[name](a)
     print(json.dumps({"samples_per_s": steps * a.batch_size / took, "steps": steps,
                       "seconds": took, "first_batch_s": first,
-                      "rss_anon_kb": rss_anon_kb()}))
+                      "rss_anon_kb": rss_anon_kb(), **extra}))
     sys.stdout.flush()
     os._exit(0)  # Do not wait for loader threads or DataLoader workers to wind down.
 
@@ -249,24 +260,70 @@ def sh(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
-def measure(a, name, threads=None):
-    threads = a.threads if threads is None else threads
-    if name == "cpp":
-        out = sh([READER_BENCH, "run", a.data, a.seconds, threads, a.prefetch, a.seq_len,
+def default_reader_bench():
+    # Prefer the Release build peers_bench.sh makes: the Python extension is
+    # built Release too, so both loops run the same optimized core.
+    release = REPO / "build" / "bench-release" / "bench" / "reader_bench"
+    return str(release if release.exists() else REPO / "build" / "bench" / "reader_bench")
+
+
+# name -> (worker, tokpack threads, DataLoader workers, label)
+def configurations(a):
+    w = a.workers
+    return {
+        "cpp-1": ("cpp", 1, None, "C++ `Next()` loop (reader_bench run)"),
+        "py-torch-1": ("tokpack-torch", 1, None, 'Python `for batch in loader`, as_="torch"'),
+        "py-numpy-1": ("tokpack-numpy", 1, None, 'Python `for batch in loader`, as_="numpy"'),
+        "cpp-2": ("cpp", 2, None, "C++ `Next()` loop (reader_bench run)"),
+        "py-torch-2": ("tokpack-torch", 2, None, 'Python `for batch in loader`, as_="torch"'),
+        "py-numpy-2": ("tokpack-numpy", 2, None, 'Python `for batch in loader`, as_="numpy"'),
+        f"megatron-w{w}": ("megatron", None, w,
+                           f"Megatron-Core GPTDataset + DataLoader, num_workers={w}"),
+        "megatron-w0": ("megatron", None, 0, "Megatron-Core GPTDataset + DataLoader, num_workers=0"),
+        f"litdata-w{w}": ("litdata", None, w,
+                          f"LitData StreamingDataset(TokensLoader) + StreamingDataLoader, "
+                          f"num_workers={w}"),
+        "litdata-w0": ("litdata", None, 0, "LitData StreamingDataset(TokensLoader) + "
+                                           "StreamingDataLoader, num_workers=0"),
+        "nanogpt": ("nanogpt", None, None, "nanoGPT-style np.memmap get_batch (main thread)"),
+    }
+
+
+def measure(a, config):
+    worker, threads, workers, _ = configurations(a)[config]
+    if worker == "cpp":
+        out = sh([a.reader_bench, "run", a.data, a.seconds, threads, a.prefetch, a.seq_len,
                   a.batch_size], capture_output=True, text=True).stdout
-    else:
-        cmd = [sys.executable, __file__, "--worker", name] + common_args(a, threads)
-        out = sh(cmd, capture_output=True, text=True).stdout
+        res = json.loads(out.strip().splitlines()[-1])
+        res["busy_us_per_batch"] = (a.seconds - res["wait_s"]) / res["steps"] * 1e6
+        return res
+    cmd = [sys.executable, __file__, "--worker", worker] + common_args(a, threads, workers)
+    out = sh(cmd, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def common_args(a, threads=None):
+def common_args(a, threads=None, workers=None):
     return ["--data", a.data, "--workdir", a.workdir, "--seconds", a.seconds,
             "--warmup", a.warmup, "--seq-len", a.seq_len, "--batch-size", a.batch_size,
             "--threads", a.threads if threads is None else threads, "--prefetch", a.prefetch,
-            "--workers", a.workers, "--vocab-size", a.vocab_size,
-            "--megatron-samples", a.megatron_samples,
+            "--workers", a.workers if workers is None else workers,
+            "--vocab-size", a.vocab_size, "--megatron-samples", a.megatron_samples,
             "--litdata-chunk-bytes", a.litdata_chunk_bytes]
+
+
+def setup_step(a, worker):
+    """Runs a one-time preparation worker; returns (its JSON, None) or (None, why not)."""
+    try:
+        p = sh([sys.executable, __file__, "--worker", worker] + common_args(a),
+               capture_output=True, text=True)
+        return json.loads(p.stdout.strip().splitlines()[-1]), None
+    except subprocess.CalledProcessError as e:
+        return None, last_line(e.stderr)
+
+
+def last_line(text):
+    lines = [l for l in (text or "").strip().splitlines() if l.strip()]
+    return lines[-1] if lines else "failed without a message"
 
 
 def page_in(paths):
@@ -277,11 +334,12 @@ def page_in(paths):
 
 
 def versions():
-    out = {"python": platform.python_version()}
+    out = {"Python": platform.python_version()}
     for mod in ("tokpack", "torch", "numpy", "megatron.core", "litdata"):
         try:
             m = __import__(mod, fromlist=["_"])
-            out[mod] = getattr(m, "__version__", "?")
+            out[mod.split(".")[0] + ("-core" if "." in mod else "")] = getattr(
+                m, "__version__", "?")
         except Exception as e:  # Reported, not fatal: the peer's row says why.
             out[mod] = f"not importable ({type(e).__name__})"
     return out
@@ -291,8 +349,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker")
     ap.add_argument("--data", default="/tmp/tokpack-python-bench/data")
-    ap.add_argument("--workdir", default="/tmp/tokpack-python-bench")
-    ap.add_argument("--tokens", type=int, default=100_000_000)
+    ap.add_argument("--workdir", default="/tmp/tokpack-python-bench",
+                    help="LitData chunks and Megatron's index cache go here")
+    ap.add_argument("--tokens", type=int, default=100_000_000,
+                    help="size of the synthetic dataset made when --data has none")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--warmup", type=float, default=1)
     ap.add_argument("--rounds", type=int, default=3)
@@ -301,11 +361,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="tokpack assembler threads")
     ap.add_argument("--prefetch", type=int, default=4, help="tokpack ring size (its default)")
     ap.add_argument("--workers", type=int, default=2,
-                    help="DataLoader workers for Megatron and LitData (and optimize)")
+                    help="DataLoader workers for Megatron and LitData (Megatron's default)")
     ap.add_argument("--vocab-size", type=int, default=50000)
     ap.add_argument("--megatron-samples", type=int, default=2_000_000)
     ap.add_argument("--litdata-chunk-bytes", default="64MB")
-    ap.add_argument("--only", help="comma-separated subset of configurations")
+    ap.add_argument("--reader-bench", default=default_reader_bench())
+    ap.add_argument("--only", help="comma-separated subset of the configurations")
     ap.add_argument("--write-doc")
     a = ap.parse_args()
     if a.worker:
@@ -316,131 +377,130 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     if not (Path(a.data) / "manifest.json").exists():
         print(f"writing a synthetic dataset of {a.tokens:,} tokens to {a.data}", file=sys.stderr)
-        sh([READER_BENCH, "make", a.data, a.tokens])
+        sh([a.reader_bench, "make", a.data, a.tokens])
     data_files = sorted(Path(a.data).glob("shard-*"))
+
     def snapshot():
         return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in Path(a.data).iterdir()}
 
     before = snapshot()
-
-    configs = ["cpp-1", "py-torch-1", "py-numpy-1", "cpp-2", "py-torch-2", "py-numpy-2",
-               "megatron", "litdata", "nanogpt"]
+    table = configurations(a)
+    configs = list(dict.fromkeys(table))  # Drops the duplicate when --workers 0.
     if a.only:
         configs = [c for c in configs if c in a.only.split(",")]
-    setup, skipped = {}, {}
-    if "litdata" in configs and not (work / "litdata" / "index.json").exists():
-        try:
-            r = json.loads(sh([sys.executable, __file__, "--worker", "litdata-optimize"]
-                              + common_args(a), capture_output=True, text=True
-                              ).stdout.strip().splitlines()[-1])
-            setup["litdata optimize (once)"] = r["seconds"]
-        except subprocess.CalledProcessError as e:
-            skipped["litdata"] = (e.stderr or "").strip().splitlines()[-1:]
-    if "megatron" in configs:
-        try:
-            r = json.loads(sh([sys.executable, __file__, "--worker", "megatron-index"]
-                              + common_args(a), capture_output=True, text=True
-                              ).stdout.strip().splitlines()[-1])
-            setup["Megatron GPTDataset index build (cached after the first)"] = r["seconds"]
-        except subprocess.CalledProcessError as e:
-            skipped["megatron"] = (e.stderr or "").strip().splitlines()[-1:]
-    configs = [c for c in configs if c not in skipped]
+    setup, failed = {}, {}
+    if any(table[c][0] == "litdata" for c in configs):
+        if not (work / "litdata" / "index.json").exists():
+            r, why = setup_step(a, "litdata-optimize")
+            if r:
+                setup["litdata.optimize of the documents (once)"] = r["seconds"]
+            else:
+                failed.update({c: why for c in configs if table[c][0] == "litdata"})
+    if any(table[c][0] == "megatron" for c in configs):
+        r, why = setup_step(a, "megatron-index")
+        if r:
+            setup[f"Megatron GPTDataset build ({r['samples']:,} samples; its index files are "
+                  f"cached in the workdir after the first run)"] = r["seconds"]
+        else:
+            failed.update({c: why for c in configs if table[c][0] == "megatron"})
 
-    results = {c: [] for c in configs}
-    errors = {}
+    run = [c for c in configs if c not in failed]
+    results = {c: [] for c in run}
     t_all = time.perf_counter()
     for r in range(a.rounds):
         page_in(data_files + sorted((work / "litdata").glob("*.bin")))
-        k = r % len(configs)
-        for c in configs[k:] + configs[:k]:
-            if c in errors:
+        k = r % len(run) if run else 0
+        for c in run[k:] + run[:k]:
+            if c in failed:
                 continue
-            kind, _, threads = c.rpartition("-") if c[-1].isdigit() else (c, "", None)
-            name = {"cpp": "cpp", "py-torch": "tokpack-torch", "py-numpy": "tokpack-numpy"
-                    }.get(kind, kind)
             try:
-                res = measure(a, name, int(threads) if threads else None)
+                res = measure(a, c)
             except subprocess.CalledProcessError as e:
-                errors[c] = (e.stderr or "").strip().splitlines()[-1:]
-                print(f"{c}: FAILED {errors[c]}", file=sys.stderr)
+                failed[c] = last_line(e.stderr)
+                print(f"{c}: FAILED: {failed[c]}", file=sys.stderr)
                 continue
             results[c].append(res)
             print(f"round {r + 1} {c}: {res['samples_per_s']:,.0f} samples/s", file=sys.stderr)
     wall = time.perf_counter() - t_all
     unchanged = before == snapshot()
 
-    doc = report(a, results, {**skipped, **errors}, setup, wall, unchanged)
+    doc = report(a, table, configs, results, failed, setup, wall, unchanged)
     print(doc)
     if a.write_doc:
         Path(a.write_doc).write_text(doc)
 
 
-def report(a, results, failed, setup, wall, unchanged):
+def report(a, table, configs, results, failed, setup, wall, unchanged):
     def per_round(c):
-        return [r["samples_per_s"] for r in results.get(c, [])]
+        return [r["samples_per_s"] for r in results.get(c, [])] if c not in failed else []
 
     def med(c):
         v = per_round(c)
         return statistics.median(v) if v else None
 
-    def ratio_rounds(c, base):
-        # Ratio within each round (adjacent runs), then the median.
+    def ratio(c, base):
+        # The ratio within each round (runs close in time), then the median.
         v = [x / y for x, y in zip(per_round(c), per_round(base))]
         return statistics.median(v) if v else None
 
     def fmt(x, f="{:,.0f}"):
         return f.format(x) if x is not None else "n/a"
 
-    lines = ["| threads | loop | samples/s (median) | per round | vs C++ loop |",
-             "|---|---|---|---|---|"]
-    for t in (1, 2):
-        for c, label in ((f"cpp-{t}", "C++ `Next()` loop (reader_bench run)"),
-                         (f"py-torch-{t}", 'Python, as_="torch"'),
-                         (f"py-numpy-{t}", 'Python, as_="numpy"')):
-            if c not in results:
-                continue
-            rounds = ", ".join(f"{x:,.0f}" for x in per_round(c))
-            rel = "1.00" if c.startswith("cpp") else fmt(ratio_rounds(c, f"cpp-{t}"), "{:.1%}")
-            lines.append(f"| {t} | {label} | {fmt(med(c))} | {rounds} | {rel} |")
+    lines = ["| threads | loop | samples/s (median) | per round | vs C++ | loop's own time per batch |",
+             "|---|---|---|---|---|---|"]
+    for c in configs:
+        worker, threads, _, label = table[c]
+        if threads is None:
+            continue
+        if c in failed:
+            lines.append(f"| {threads} | {label} | not run: {failed[c]} | | | |")
+            continue
+        rounds = ", ".join(f"{x:,.0f}" for x in per_round(c))
+        rel = "100%" if worker == "cpp" else fmt(ratio(c, f"cpp-{threads}"), "{:.1%}")
+        busy = statistics.median(r["busy_us_per_batch"] for r in results[c])
+        lines.append(f"| {threads} | {label} | {fmt(med(c))} | {rounds} | {rel} | "
+                     f"{busy:.1f} µs |")
     table1 = "\n".join(lines)
 
     base = f"py-torch-{a.threads}"
-    peers = [
-        (base, f"tokpack.Loader, as_=\"torch\", threads={a.threads}, prefetch={a.prefetch}"),
-        ("megatron", f"Megatron-Core GPTDataset + torch DataLoader, num_workers={a.workers}"),
-        ("litdata", f"LitData StreamingDataset(TokensLoader) + StreamingDataLoader, "
-                    f"num_workers={a.workers}"),
-        ("nanogpt", "nanoGPT-style np.memmap get_batch (main thread)"),
-    ]
-    lines = ["| loader | samples/s (median) | per round | tokpack / it | first batch (s) |",
+    lines = ["| loader | samples/s (median) | per round | tokpack is | first batch |",
              "|---|---|---|---|---|"]
-    for c, label in peers:
+    for c in [base] + [c for c in configs if table[c][1] is None]:
+        label = table[c][3]
+        if c == base:
+            label = (f'tokpack.Loader, as_="torch", threads={a.threads}, '
+                     f'prefetch={a.prefetch}')
         if c in failed or not results.get(c):
-            lines.append(f"| {label} | not run: {' '.join(failed.get(c, ['not selected']))} "
-                         f"| | | |")
+            why = failed.get(c, "not selected (--only)")
+            lines.append(f"| {label} | not run: {why} | | | |")
             continue
         rounds = ", ".join(f"{x:,.0f}" for x in per_round(c))
-        rel = "1.00x" if c == base else fmt(ratio_rounds(base, c), "{:.2f}x")
+        rel = "1.00x" if c == base else fmt(ratio(base, c), "{:.1f}x")
         first = statistics.median(r["first_batch_s"] for r in results[c])
-        lines.append(f"| {label} | {fmt(med(c))} | {rounds} | {rel} | {first:.2f} |")
+        lines.append(f"| {label} | {fmt(med(c))} | {rounds} | {rel} | {first * 1000:.0f} ms |")
     table2 = "\n".join(lines)
     setup_lines = "\n".join(f"- {k}: {v:.1f} s" for k, v in setup.items())
     vers = ", ".join(f"{k} {v}" for k, v in versions().items())
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                 if l.startswith("model name")), platform.processor())
-    return f"""<!-- written by bench/python_bench.py -->
-Machine: {cpu}, {os.cpu_count()} vCPUs (shared), no GPU. {vers}.
-Settings: seq_len {a.seq_len}, batch {a.batch_size}, {a.rounds} rounds of {a.seconds:g} s per
-configuration (after {a.warmup:g} s of warm-up), each in a fresh process, rotated each round;
-{wall:.0f} s in all. Dataset files unchanged by the run (sizes and mtimes): {unchanged}.
+    rb = os.path.relpath(a.reader_bench, REPO)
+    return f"""<!-- Results written by bench/python_bench.py; see docs/benchmarks-python.md. -->
+Machine: {cpu}, {os.cpu_count()} vCPUs (shared with other work), no GPU.
+Versions: {vers}. C++ loop: `{rb}`.
+Settings: seq_len {a.seq_len}, batch {a.batch_size}, tokpack prefetch {a.prefetch}; {a.rounds}
+rounds of {a.seconds:g} s per configuration after {a.warmup:g} s of warm-up, each run in a
+fresh process, the order rotated each round; {wall:.0f} s for all rounds. The dataset's
+files were unchanged by the run (names, sizes, mtimes): {unchanged}.
 
-### tokpack's Python loop vs its C++ loop
+#### tokpack's Python loop as a fraction of its C++ loop
 
 {table1}
 
-### Side by side
+#### Side by side (tokpack threads={a.threads})
 
 {table2}
+
+One-time preparation, not in the numbers above:
 
 {setup_lines}
 """
