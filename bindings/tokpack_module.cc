@@ -146,7 +146,8 @@ py::object ExportDlpack(const Array& a, const py::object& /*stream: CPU has none
   if (!dl_device.is_none()) {
     auto dev = dl_device.cast<std::pair<int, int>>();
     if (dev.first != kDLCPU) {
-      PyErr_SetString(PyExc_BufferError, "tokpack arrays live on the CPU; cannot export to another device");
+      PyErr_SetString(PyExc_BufferError,
+                      "tokpack arrays live on the CPU; cannot export to another device");
       throw py::error_already_set();
     }
   }
@@ -231,8 +232,8 @@ py::object LoaderNext(LoaderHandle& h) {
   out[1] = py::cast(BatchArray(owner, batch->targets(), shape, t));
   if (batch->position_ids()) {
     out[2] = py::cast(BatchArray(owner, batch->position_ids(), shape, DType('i', 32)));
-    out[3] = py::cast(BatchArray(owner, batch->cu_seqlens(), {batch->num_cu_seqlens()},
-                                 DType('i', 32)));
+    out[3] =
+        py::cast(BatchArray(owner, batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32)));
   }
   return std::move(out);
 }
@@ -242,29 +243,49 @@ LoaderOptions ParseOptions(const py::dict& kw) {
   for (auto item : kw) {
     const std::string key = item.first.cast<std::string>();
     const py::handle v = item.second;
-    if (key == "seq_len") o.seq_len = v.cast<int64_t>();
-    else if (key == "batch_size") o.batch_size = v.cast<int64_t>();
-    else if (key == "seed") o.seed = v.cast<uint64_t>();
-    else if (key == "rank") o.rank = v.cast<int>();
-    else if (key == "world_size") o.world_size = v.cast<int>();
-    else if (key == "block_size") o.block_size = v.cast<int64_t>();
-    else if (key == "block_window") o.block_window = v.cast<int64_t>();
-    else if (key == "document_boundaries") o.document_boundaries = v.cast<bool>();
-    else if (key == "epochs") o.epochs = v.cast<int64_t>();
-    else if (key == "max_steps") o.max_steps = v.cast<int64_t>();
-    else if (key == "threads") o.threads = v.cast<int>();
-    else if (key == "prefetch") o.prefetch = v.cast<int>();
+    if (key == "seq_len")
+      o.seq_len = v.cast<int64_t>();
+    else if (key == "batch_size")
+      o.batch_size = v.cast<int64_t>();
+    else if (key == "seed")
+      o.seed = v.cast<uint64_t>();
+    else if (key == "rank")
+      o.rank = v.cast<int>();
+    else if (key == "world_size")
+      o.world_size = v.cast<int>();
+    else if (key == "block_size")
+      o.block_size = v.cast<int64_t>();
+    else if (key == "block_window")
+      o.block_window = v.cast<int64_t>();
+    else if (key == "document_boundaries")
+      o.document_boundaries = v.cast<bool>();
+    else if (key == "epochs")
+      o.epochs = v.cast<int64_t>();
+    else if (key == "max_steps")
+      o.max_steps = v.cast<int64_t>();
+    else if (key == "threads")
+      o.threads = v.cast<int>();
+    else if (key == "prefetch")
+      o.prefetch = v.cast<int>();
     else if (key == "shuffle") {
       const std::string m = v.cast<std::string>();
-      if (m == "full") o.shuffle = ShuffleMode::kFull;
-      else if (m == "block") o.shuffle = ShuffleMode::kBlock;
-      else if (m == "none") o.shuffle = ShuffleMode::kNone;
-      else ThrowStatus(InvalidArgumentError("shuffle must be 'full', 'block' or 'none', not '" + m + "'"));
+      if (m == "full")
+        o.shuffle = ShuffleMode::kFull;
+      else if (m == "block")
+        o.shuffle = ShuffleMode::kBlock;
+      else if (m == "none")
+        o.shuffle = ShuffleMode::kNone;
+      else
+        ThrowStatus(
+            InvalidArgumentError("shuffle must be 'full', 'block' or 'none', not '" + m + "'"));
     } else if (key == "dtype") {
       const std::string d = v.cast<std::string>();
-      if (d == "int64") o.dtype = OutputDtype::kInt64;
-      else if (d == "int32") o.dtype = OutputDtype::kInt32;
-      else ThrowStatus(InvalidArgumentError("dtype must be 'int64' or 'int32', not '" + d + "'"));
+      if (d == "int64")
+        o.dtype = OutputDtype::kInt64;
+      else if (d == "int32")
+        o.dtype = OutputDtype::kInt32;
+      else
+        ThrowStatus(InvalidArgumentError("dtype must be 'int64' or 'int32', not '" + d + "'"));
     } else {
       ThrowStatus(InvalidArgumentError("unknown loader option '" + key + "'"));
     }
@@ -370,9 +391,10 @@ PYBIND11_MODULE(_core, m) {
           strides[i] = stride;
           stride *= shape[i];
         }
-        const std::string format = a.dtype.code == kDLInt
-                                       ? (item == 8 ? "q" : item == 4 ? "i" : "h")
-                                       : (item == 4 ? "I" : "H");
+        const std::string format = a.dtype.code == kDLInt ? (item == 8   ? "q"
+                                                             : item == 4 ? "i"
+                                                                         : "h")
+                                                          : (item == 4 ? "I" : "H");
         // Empty views may have no storage; any non-null pointer will do.
         static const int64_t kEmpty = 0;
         void* data = const_cast<void*>(a.data ? a.data : &kEmpty);
@@ -402,33 +424,36 @@ PYBIND11_MODULE(_core, m) {
                                return d.get()->dtype() == TokenDtype::kUInt16 ? "uint16" : "int32";
                              })
       .def_property_readonly(
-          "fingerprint", [](const ForkSafe<Dataset>& d) { return HashToHex(d.get()->fingerprint()); })
-      .def_property_readonly("manifest_json",
-                             [](const ForkSafe<Dataset>& d) { return d.get()->manifest().ToJson(); })
-      .def("document", [](const std::shared_ptr<ForkSafe<Dataset>>& d, uint64_t i) {
-        const Dataset& ds = *d->get();
-        Array a;
-        a.dtype = ds.dtype() == TokenDtype::kUInt16 ? DType('u', 16) : DType('i', 32);
-        StatusOr<Dataset::TokenView> view = ds.DocumentView(i);
-        if (view.ok()) {
-          a.owner = std::make_shared<ForkSafe<const void>>(d->get());
-          a.data = view->data;
-          a.shape = {static_cast<int64_t>(view->length)};
-          a.readonly = true;
-          return a;
-        }
-        if (view.status().code() != StatusCode::kFailedPrecondition) ThrowStatus(view.status());
-        // Not memory-resident: a copy, widened to int32.
-        uint64_t offset = 0, length = 0;
-        Check(ds.DocumentExtent(i, &offset, &length));
-        auto copy = std::make_shared<std::vector<int32_t>>(length);
-        Check(ds.ReadTokens(offset, length, copy->data()));
-        a.owner = std::make_shared<ForkSafe<const void>>(copy);
-        a.data = copy->data();
-        a.shape = {static_cast<int64_t>(length)};
-        a.dtype = DType('i', 32);
-        return a;
-      })
+          "fingerprint",
+          [](const ForkSafe<Dataset>& d) { return HashToHex(d.get()->fingerprint()); })
+      .def_property_readonly(
+          "manifest_json", [](const ForkSafe<Dataset>& d) { return d.get()->manifest().ToJson(); })
+      .def("document",
+           [](const std::shared_ptr<ForkSafe<Dataset>>& d, uint64_t i) {
+             const Dataset& ds = *d->get();
+             Array a;
+             a.dtype = ds.dtype() == TokenDtype::kUInt16 ? DType('u', 16) : DType('i', 32);
+             StatusOr<Dataset::TokenView> view = ds.DocumentView(i);
+             if (view.ok()) {
+               a.owner = std::make_shared<ForkSafe<const void>>(d->get());
+               a.data = view->data;
+               a.shape = {static_cast<int64_t>(view->length)};
+               a.readonly = true;
+               return a;
+             }
+             if (view.status().code() != StatusCode::kFailedPrecondition)
+               ThrowStatus(view.status());
+             // Not memory-resident: a copy, widened to int32.
+             uint64_t offset = 0, length = 0;
+             Check(ds.DocumentExtent(i, &offset, &length));
+             auto copy = std::make_shared<std::vector<int32_t>>(length);
+             Check(ds.ReadTokens(offset, length, copy->data()));
+             a.owner = std::make_shared<ForkSafe<const void>>(copy);
+             a.data = copy->data();
+             a.shape = {static_cast<int64_t>(length)};
+             a.dtype = DType('i', 32);
+             return a;
+           })
       .def("document_extent",
            [](const ForkSafe<Dataset>& d, uint64_t i) {
              uint64_t offset = 0, length = 0;

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "tokpack/tokenizer.h"
 #include "common/json_writer.h"
 #include "io/file_system.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
+#include "tokpack/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/progress_printer.h"
 

@@ -5,9 +5,9 @@
 #include <memory>
 #include <sstream>
 
-#include "tokpack/tokenizer.h"
 #include "io/file_system.h"
 #include "tokpack/loader.h"
+#include "tokpack/tokenizer.h"
 #include "tools/commands.h"
 
 namespace tokpack::cli {

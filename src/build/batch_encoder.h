@@ -11,8 +11,8 @@
 
 #include "build/batch.h"
 #include "build/document_reader.h"
-#include "tokpack/tokenizer.h"
 #include "tokpack/manifest.h"
+#include "tokpack/tokenizer.h"
 
 namespace tokpack {
 

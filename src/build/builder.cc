@@ -10,10 +10,10 @@
 #include "build/batch_encoder.h"
 #include "build/builder_internal.h"
 #include "build/document_reader.h"
-#include "tokpack/tokenizer.h"
 #include "format/shard_writer.h"
 #include "io/input_files.h"
 #include "io/staging_dir.h"
+#include "tokpack/tokenizer.h"
 
 #ifndef TOKPACK_VERSION
 #define TOKPACK_VERSION "0.0.0"

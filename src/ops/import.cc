@@ -1,10 +1,10 @@
-#include "tokpack/tokenizer.h"
 #include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
 #include "io/staging_dir.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset_ops.h"
+#include "tokpack/tokenizer.h"
 
 namespace tokpack {
 

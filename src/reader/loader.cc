@@ -441,8 +441,8 @@ class LoaderImpl : public Loader {
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
   uint64_t next_ticket_ = 0;         // Under ring_->mu.
   std::atomic<bool> stopping_{false};
-  uint64_t limit_ = 0;      // Global positions available in all.
-  int64_t end_step_ = -1;   // Step number where the data ends; -1: endless.
+  uint64_t limit_ = 0;     // Global positions available in all.
+  int64_t end_step_ = -1;  // Step number where the data ends; -1: endless.
   int64_t plan_step_ = 0;
   int64_t consume_step_ = 0;
   uint64_t generation_ = 0;

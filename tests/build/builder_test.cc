@@ -7,10 +7,10 @@
 #include <mutex>
 
 #include "build/builder_internal.h"
-#include "tokpack/tokenizer.h"
 #include "tests/test_util.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
+#include "tokpack/tokenizer.h"
 
 namespace tokpack {
 namespace {

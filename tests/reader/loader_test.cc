@@ -400,13 +400,12 @@ class SlowSource : public ByteSource {
 TEST(LoaderFaults, TimedNextGivesUpWithoutLosingTheBatchAndCountsTheWait) {
   TempDir dir;
   testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(300, 50), 4, 100000);
-  auto slow = OpenDatasetWith(dir.Join("ds"),
-                              [](const std::string& path) -> StatusOr<std::unique_ptr<ByteSource>> {
-                                TOKPACK_ASSIGN_OR_RETURN(auto inner, OpenMappedFile(path));
-                                return StatusOr<std::unique_ptr<ByteSource>>(
-                                    std::make_unique<SlowSource>(std::move(inner),
-                                                                 std::chrono::milliseconds(40)));
-                              });
+  auto slow = OpenDatasetWith(
+      dir.Join("ds"), [](const std::string& path) -> StatusOr<std::unique_ptr<ByteSource>> {
+        TOKPACK_ASSIGN_OR_RETURN(auto inner, OpenMappedFile(path));
+        return StatusOr<std::unique_ptr<ByteSource>>(
+            std::make_unique<SlowSource>(std::move(inner), std::chrono::milliseconds(40)));
+      });
   auto fast = Dataset::Open(dir.Join("ds"));
   ASSERT_TRUE(slow.ok() && fast.ok());
   LoaderOptions o;
