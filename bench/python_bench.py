@@ -204,6 +204,64 @@ def worker_nanogpt(a):
     return timed(batches(), a.seconds, a.warmup, lambda b: None)
 
 
+def worker_dataloader_floor(a):
+    """What torch's DataLoader itself costs on this machine: a dataset whose
+    samples are ready-made tensors shaped like Megatron's (tokens, labels),
+    through the same DataLoader settings."""
+    import torch
+
+    class Ready(torch.utils.data.Dataset):
+        def __init__(self):
+            self.x = torch.zeros(a.seq_len, dtype=torch.int64)
+
+        def __len__(self):
+            return 1 << 40
+
+        def __getitem__(self, i):
+            return {"tokens": self.x, "labels": self.x}
+
+    loader = torch.utils.data.DataLoader(Ready(), batch_size=a.batch_size, num_workers=a.workers,
+                                         persistent_workers=a.workers > 0)
+    return timed(loader, a.seconds, a.warmup, lambda b: (b["tokens"], b["labels"]))
+
+
+def worker_crosscheck(a):
+    """The peers see the same tokens: Megatron's IndexedDataset over each
+    shard prefix gives tokpack's documents (counts, lengths, sampled
+    contents), LitData's chunks hold all the tokens, the nanoGPT file is the
+    token stream."""
+    import numpy as np
+    import tokpack
+
+    ds = tokpack.Dataset(a.data)
+    out = {"tokpack_documents": len(ds), "tokpack_tokens": ds.num_tokens}
+    try:
+        from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+        docs, tokens, same = 0, 0, True
+        rng = np.random.default_rng(0)
+        for prefix in sorted(str(p)[:-4] for p in Path(a.data).glob("shard-*.bin")):
+            m = IndexedDataset(prefix)
+            for i in rng.integers(0, len(m), 200):
+                same &= bool(np.array_equal(m[int(i)], ds.doc(docs + int(i))))
+            docs += len(m)
+            tokens += int(m.sequence_lengths.sum())
+        out["megatron_documents"], out["megatron_tokens"] = docs, tokens
+        out["megatron_sampled_docs_equal"] = same
+    except Exception as e:  # Recorded in the report.
+        out["megatron_error"] = f"{type(e).__name__}: {e}"
+    index = Path(a.workdir) / "litdata" / "index.json"
+    if index.exists():
+        out["litdata_tokens"] = sum(c["dim"] for c in json.loads(index.read_text())["chunks"])
+    bins = sorted(Path(a.data).glob("shard-*.bin"))
+    if len(bins) == 1:
+        flat = np.memmap(bins[0], dtype=np.uint16, mode="r")
+        out["nanogpt_tokens"] = len(flat)
+        out["nanogpt_stream_equal"] = bool(np.array_equal(flat[-5000:],
+                                                          ds.tokens(ds.num_tokens - 5000, 5000)))
+    return out
+
+
 def litdata_optimize(a):
     """Converts the tokpack dataset's documents (read with tokpack.Dataset)
     into LitData chunks, as litgpt's data preparation does: each document's
@@ -235,6 +293,9 @@ def run_worker(a):
     if name == "litdata-optimize":
         print(json.dumps({"seconds": litdata_optimize(a)}))
         return
+    if name == "crosscheck":
+        print(json.dumps(worker_crosscheck(a)))
+        return
     if name == "megatron-index":
         t0 = time.perf_counter()
         train = megatron_dataset(a, a.megatron_samples)
@@ -245,7 +306,8 @@ def run_worker(a):
         steps, took, first, extra = worker_tokpack(a, name.split("-")[1])
     else:
         steps, took, first = {"megatron": worker_megatron, "litdata": worker_litdata,
-                              "nanogpt": worker_nanogpt}[name](a)
+                              "nanogpt": worker_nanogpt,
+                              "dataloader-floor": worker_dataloader_floor}[name](a)
     print(json.dumps({"samples_per_s": steps * a.batch_size / took, "steps": steps,
                       "seconds": took, "first_batch_s": first,
                       "rss_anon_kb": rss_anon_kb(), **extra}))
@@ -286,6 +348,8 @@ def configurations(a):
         "litdata-w0": ("litdata", None, 0, "LitData StreamingDataset(TokensLoader) + "
                                            "StreamingDataLoader, num_workers=0"),
         "nanogpt": ("nanogpt", None, None, "nanoGPT-style np.memmap get_batch (main thread)"),
+        f"floor-w{w}": ("dataloader-floor", None, w,
+                        f"reference: torch DataLoader of ready-made tensors, num_workers={w}"),
     }
 
 
@@ -334,14 +398,14 @@ def page_in(paths):
 
 
 def versions():
+    from importlib import metadata
+
     out = {"Python": platform.python_version()}
-    for mod in ("tokpack", "torch", "numpy", "megatron.core", "litdata"):
+    for dist in ("tokpack", "torch", "numpy", "megatron-core", "litdata"):
         try:
-            m = __import__(mod, fromlist=["_"])
-            out[mod.split(".")[0] + ("-core" if "." in mod else "")] = getattr(
-                m, "__version__", "?")
-        except Exception as e:  # Reported, not fatal: the peer's row says why.
-            out[mod] = f"not importable ({type(e).__name__})"
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
     return out
 
 
@@ -404,6 +468,9 @@ def main():
         else:
             failed.update({c: why for c in configs if table[c][0] == "megatron"})
 
+    check, why = setup_step(a, "crosscheck")
+    check = check or {"error": why}
+
     run = [c for c in configs if c not in failed]
     results = {c: [] for c in run}
     t_all = time.perf_counter()
@@ -424,13 +491,28 @@ def main():
     wall = time.perf_counter() - t_all
     unchanged = before == snapshot()
 
-    doc = report(a, table, configs, results, failed, setup, wall, unchanged)
+    doc = report(a, table, configs, results, failed, setup, wall, unchanged, check)
     print(doc)
     if a.write_doc:
-        Path(a.write_doc).write_text(doc)
+        write_doc(Path(a.write_doc), doc)
 
 
-def report(a, table, configs, results, failed, setup, wall, unchanged):
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+
+
+def write_doc(path, results):
+    """Replaces the results between the markers of an existing document
+    (its prose stays), or writes a new one."""
+    text = path.read_text() if path.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + BEGIN + "\n" + results + rest[rest.index(END):]
+    else:
+        text = f"# Python loader benchmark\n\n{BEGIN}\n{results}{END}\n"
+    path.write_text(text)
+
+
+def report(a, table, configs, results, failed, setup, wall, unchanged, check):
     def per_round(c):
         return [r["samples_per_s"] for r in results.get(c, [])] if c not in failed else []
 
@@ -475,7 +557,8 @@ def report(a, table, configs, results, failed, setup, wall, unchanged):
             lines.append(f"| {label} | not run: {why} | | | |")
             continue
         rounds = ", ".join(f"{x:,.0f}" for x in per_round(c))
-        rel = "1.00x" if c == base else fmt(ratio(base, c), "{:.1f}x")
+        rel = ("1.00x" if c == base else "—" if table[c][0] == "dataloader-floor"
+               else fmt(ratio(base, c), "{:.1f}x"))
         first = statistics.median(r["first_batch_s"] for r in results[c])
         lines.append(f"| {label} | {fmt(med(c))} | {rounds} | {rel} | {first * 1000:.0f} ms |")
     table2 = "\n".join(lines)
@@ -484,8 +567,7 @@ def report(a, table, configs, results, failed, setup, wall, unchanged):
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                 if l.startswith("model name")), platform.processor())
     rb = os.path.relpath(a.reader_bench, REPO)
-    return f"""<!-- Results written by bench/python_bench.py; see docs/benchmarks-python.md. -->
-Machine: {cpu}, {os.cpu_count()} vCPUs (shared with other work), no GPU.
+    return f"""Machine: {cpu}, {os.cpu_count()} vCPUs (shared with other work), no GPU.
 Versions: {vers}. C++ loop: `{rb}`.
 Settings: seq_len {a.seq_len}, batch {a.batch_size}, tokpack prefetch {a.prefetch}; {a.rounds}
 rounds of {a.seconds:g} s per configuration after {a.warmup:g} s of warm-up, each run in a
@@ -503,6 +585,8 @@ files were unchanged by the run (names, sizes, mtimes): {unchanged}.
 One-time preparation, not in the numbers above:
 
 {setup_lines}
+
+Same tokens (bench/python_bench.py --worker crosscheck): `{json.dumps(check)}`
 """
 
 

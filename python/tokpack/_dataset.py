@@ -155,6 +155,10 @@ class Dataset:
             raise FileNotFoundError(f"{self.path} carries no tokenizer model")
         return Tokenizer(Path(self.path) / name)
 
+    def __reduce__(self):
+        # Reopened by path in the receiving process (e.g. a spawned worker).
+        return (Dataset, (self.path,))
+
     def __repr__(self) -> str:
         return (
             f"tokpack.Dataset({self.path!r}, documents={self.num_documents}, "

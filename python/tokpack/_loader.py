@@ -279,10 +279,13 @@ _FORK_MESSAGE = (
 
 def _torch_available() -> bool:
     if "torch" in sys.modules:
-        return True
+        return sys.modules["torch"] is not None  # None: imports of torch are blocked
     import importlib.util
 
-    return importlib.util.find_spec("torch") is not None
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _converter(as_: str):

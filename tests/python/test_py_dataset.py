@@ -144,3 +144,27 @@ def test_ctrl_c_cancels_a_python_build_and_leaves_nothing(tmp_path, spm_model):
     assert proc.returncode == 0
     assert not out.exists()
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_a_dataset_pickles_by_path_for_worker_processes(packed):
+    import pickle
+    ds = tokpack.Dataset(packed[0])
+    again = pickle.loads(pickle.dumps(ds))
+    assert again.fingerprint == ds.fingerprint
+    assert again.doc(7).tolist() == ds.doc(7).tolist()
+
+
+def test_the_package_works_without_torch(packed):
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None  # as if torch were not installed
+        import numpy as np, tokpack
+        loader = tokpack.Loader(sys.argv[1], seq_len=16, batch_size=2, max_steps=3)
+        batch = next(loader)
+        assert isinstance(batch["input_ids"], np.ndarray), type(batch["input_ids"])
+        assert batch["input_ids"].shape == (2, 16) and len(loader) == 3
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code, packed[0]], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.stdout.strip() == "ok", proc.stderr

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs bench/python_bench.py in the benchmark's own virtual environment.
+#
+#   bench/peers_bench.sh [python_bench.py options, e.g. --write-doc docs/benchmarks-python.md]
+#
+# 1. build/bench-venv: a venv of its own with the peers from PyPI (torch,
+#    megatron-core, litdata, numpy) and tokpack built from this checkout.
+#    None of them becomes a dependency of the project; build/ is git-ignored.
+#    Pin versions with PEERS="torch==2.15.0 megatron-core==0.16.1 ...".
+# 2. build/bench-release: reader_bench (the C++ loop) built Release, as the
+#    Python extension is, so both loops run the same optimized core.
+# 3. The benchmark itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=build/bench-venv
+PEERS=${PEERS:-"torch megatron-core litdata numpy"}
+JOBS=${JOBS:-2}
+
+if [[ ! -x $VENV/bin/python ]]; then
+  python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import torch, megatron.core, litdata, numpy" 2>/dev/null; then
+  # shellcheck disable=SC2086  # PEERS is a list of requirements.
+  "$VENV/bin/pip" install $PEERS
+fi
+"$VENV/bin/pip" install --quiet scikit-build-core pybind11
+# tokpack from this checkout, rebuilt incrementally in its own build directory.
+CMAKE_BUILD_PARALLEL_LEVEL=$JOBS "$VENV/bin/pip" install --quiet --no-build-isolation \
+  --no-deps --force-reinstall -Cbuild-dir=build/bench-venv-tokpack .
+
+if [[ ! -f build/bench-release/build.ninja ]]; then
+  cmake -S . -B build/bench-release -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DTOKPACK_BUILD_TESTS=OFF -DTOKPACK_BUILD_BENCH=ON -DTOKPACK_BUILD_PYTHON=OFF >/dev/null
+fi
+cmake --build build/bench-release --target reader_bench -j "$JOBS" >/dev/null
+
+exec "$VENV/bin/python" bench/python_bench.py \
+  --reader-bench build/bench-release/bench/reader_bench "$@"
