@@ -45,6 +45,9 @@ class Dataset {
   // OutOfRange past the end. `out` must hold `count` values.
   Status ReadTokens(uint64_t begin, uint64_t count, int32_t* out) const;
   Status ReadTokens(uint64_t begin, uint64_t count, int64_t* out) const;
+  // As ReadTokens, but copies the tokens as stored (dtype(), little-endian):
+  // `out` must hold count * TokenDtypeSize(dtype()) bytes.
+  Status ReadStoredTokens(uint64_t begin, uint64_t count, void* out) const;
 
   // Appends to *starts the stream offsets of the documents that start in
   // [begin, end), in increasing order.

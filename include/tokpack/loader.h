@@ -15,6 +15,7 @@
 #ifndef TOKPACK_LOADER_H_
 #define TOKPACK_LOADER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,7 +34,26 @@ enum class ShuffleMode {
            // a window of blocks: locality for remote data.
 };
 
-enum class OutputDtype { kInt32, kInt64 };
+enum class OutputDtype {
+  kInt32,
+  kInt64,
+  // Batch::inputs() holds each row's whole window, [batch_size, seq_len + 1]
+  // tokens as stored (Dataset::dtype(); all sources must share it), and
+  // targets() is null: for a stage that widens elsewhere (on the GPU).
+  kStoredWindows,
+};
+
+// Where a loader's batch buffers come from. The default is ordinary memory;
+// the CUDA stage supplies page-locked memory so copies to the GPU are DMA.
+// Must be safe to call from any thread; memory is freed when the last batch
+// using it is released, which may be after the loader is gone.
+class HostMemory {
+ public:
+  virtual ~HostMemory() = default;
+  // `bytes` of memory aligned to at least 64 bytes, or null if unavailable.
+  virtual void* Allocate(size_t bytes) = 0;
+  virtual void Free(void* p, size_t bytes) = 0;
+};
 
 struct LoaderOptions {
   int64_t seq_len = 2048;
@@ -54,6 +74,8 @@ struct LoaderOptions {
   int64_t max_steps = 0;
   int threads = 2;   // Assembler threads.
   int prefetch = 4;  // Ring depth: batches assembled ahead.
+  // Memory for the ring's buffers; null means ordinary (malloc) memory.
+  std::shared_ptr<HostMemory> host_memory;
 };
 
 // One rank's batch. Arrays are row-major [batch_size, seq_len] of the

@@ -27,6 +27,7 @@ enum class StatusCode {
   kCancelled,           // Stopped on request (e.g. SIGINT).
   kUnavailable,         // A transient failure that may succeed on retry.
   kDeadlineExceeded,    // A wait with a time limit ran out; nothing changed.
+  kResourceExhausted,   // Out of memory (host or device) or another resource.
   kInternal,            // A bug in tokpack.
 };
 

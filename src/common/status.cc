@@ -29,6 +29,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "unavailable";
     case StatusCode::kDeadlineExceeded:
       return "deadline_exceeded";
+    case StatusCode::kResourceExhausted:
+      return "resource_exhausted";
     case StatusCode::kInternal:
       return "internal";
   }

@@ -32,22 +32,23 @@ struct Dataset::Impl {
     return std::upper_bound(token_ends.begin(), token_ends.end(), t) - token_ends.begin();
   }
 
-  template <typename T>
-  Status Read(uint64_t begin, uint64_t count, T* out) const {
+  // Calls sink(src, n) for each run of n stored tokens of [begin, begin +
+  // count), in order; src points into the mapping or a per-thread scratch.
+  template <typename Sink>
+  Status ForEachRun(uint64_t begin, uint64_t count, Sink&& sink) const {
     const uint64_t total = token_ends.empty() ? 0 : token_ends.back();
     if (begin > total || count > total - begin) {
       return OutOfRangeError(path + ": tokens [" + std::to_string(begin) + ", " +
                              std::to_string(begin + count) + ") past the end of " +
                              std::to_string(total) + " tokens");
     }
+    const int item = TokenDtypeSize(manifest.dtype);
     size_t k = count ? ShardOfToken(begin) : 0;
     while (count > 0) {
       const Shard& s = shards[k];
       const uint64_t local = begin - s.first_token;
       const uint64_t n = std::min(count, token_ends[k] - begin);
-      const int item = TokenDtypeSize(manifest.dtype);
-      // The first token to copy: in the mapping, or read into scratch for
-      // sources that are not memory-resident.
+      // In the mapping, or read into scratch for sources that are not memory-resident.
       const char* src = s.bin->data();
       thread_local std::string scratch;
       if (src == nullptr) {
@@ -57,22 +58,40 @@ struct Dataset::Impl {
       } else {
         src += local * item;
       }
-      // The dtype is fixed per loop so each loop inlines to a plain widening copy.
-      if (manifest.dtype == TokenDtype::kUInt16) {
-        for (uint64_t i = 0; i < n; ++i) {
-          out[i] = static_cast<T>(LoadToken(src + 2 * i, TokenDtype::kUInt16));
-        }
-      } else {
-        for (uint64_t i = 0; i < n; ++i) {
-          out[i] = static_cast<T>(LoadToken(src + 4 * i, TokenDtype::kInt32));
-        }
-      }
-      out += n;
+      sink(src, n);
       begin += n;
       count -= n;
       ++k;
     }
     return Status::Ok();
+  }
+
+  template <typename T>
+  Status Read(uint64_t begin, uint64_t count, T* out) const {
+    // The dtype is fixed per loop so each loop inlines to a plain widening copy.
+    if (manifest.dtype == TokenDtype::kUInt16) {
+      return ForEachRun(begin, count, [&out](const char* src, uint64_t n) {
+        for (uint64_t i = 0; i < n; ++i) {
+          out[i] = static_cast<T>(LoadToken(src + 2 * i, TokenDtype::kUInt16));
+        }
+        out += n;
+      });
+    }
+    return ForEachRun(begin, count, [&out](const char* src, uint64_t n) {
+      for (uint64_t i = 0; i < n; ++i) {
+        out[i] = static_cast<T>(LoadToken(src + 4 * i, TokenDtype::kInt32));
+      }
+      out += n;
+    });
+  }
+
+  Status ReadStored(uint64_t begin, uint64_t count, void* out) const {
+    char* dst = static_cast<char*>(out);
+    const int item = TokenDtypeSize(manifest.dtype);
+    return ForEachRun(begin, count, [&dst, item](const char* src, uint64_t n) {
+      std::memcpy(dst, src, n * item);
+      dst += n * item;
+    });
   }
 };
 
@@ -176,6 +195,9 @@ Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int32_t* out) const {
 }
 Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int64_t* out) const {
   return impl_->Read(begin, count, out);
+}
+Status Dataset::ReadStoredTokens(uint64_t begin, uint64_t count, void* out) const {
+  return impl_->ReadStored(begin, count, out);
 }
 
 void Dataset::DocumentStarts(uint64_t begin, uint64_t end, std::vector<uint64_t>* starts) const {

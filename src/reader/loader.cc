@@ -3,11 +3,14 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
+#include "reader/batch_ring.h"
 #include "reader/blend_schedule.h"
 #include "reader/cursor.h"
 #include "reader/sample_order.h"
@@ -31,95 +34,12 @@ const char* ShuffleName(ShuffleMode m) {
   return "?";
 }
 
-// One ring buffer and the plan of the step it holds.
-struct Slot {
-  enum class State { kFree, kAssembling, kReady, kHeld };
-  State state = State::kFree;
-  uint64_t generation = 0;
-  int64_t step = 0;  // Local step index (since the last reset).
-  int64_t global_step = 0;
-  std::vector<char> inputs, targets;
-  std::vector<int32_t> position_ids, cu_seqlens;
-  int64_t num_cu = 0;
-  std::vector<std::pair<uint32_t, uint64_t>> rows;  // (source, sample) per row.
-  std::vector<uint64_t> counts_after;               // Cursor after this step.
-  uint64_t position_after = 0;
-  Status status;
-  // Storage for the Batch handed out and its shared_ptr control block, so
-  // handing out a batch allocates nothing and outlives the loader.
-  alignas(std::max_align_t) unsigned char view_storage[128];
-  alignas(std::max_align_t) unsigned char control_block[128];
-};
-
-// State shared by the loader and the batches it handed out, so a batch stays
-// valid after the loader is gone.
-struct Ring {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<Slot> slots;
-};
-
-// Places a batch's shared_ptr control block in its slot. deallocate() is the
-// last access to that block, so it is where the slot goes back to the ring;
-// the allocator's own reference keeps the ring alive until then.
-template <typename T>
-struct SlotAllocator {
-  using value_type = T;
-  SlotAllocator(std::shared_ptr<Ring> r, Slot* s) : ring(std::move(r)), slot(s) {}
-  template <typename U>
-  SlotAllocator(const SlotAllocator<U>& o) : ring(o.ring), slot(o.slot) {}  // NOLINT: rebind
-  T* allocate(size_t n) {
-    static_assert(alignof(T) <= alignof(std::max_align_t));
-    if (n * sizeof(T) > sizeof(slot->control_block)) throw std::bad_alloc();
-    return reinterpret_cast<T*>(slot->control_block);
-  }
-  void deallocate(T*, size_t) {
-    std::lock_guard<std::mutex> lock(ring->mu);
-    slot->state = Slot::State::kFree;
-    ring->cv.notify_all();
-  }
-  template <typename U>
-  bool operator==(const SlotAllocator<U>& o) const {
-    return slot == o.slot;
-  }
-  template <typename U>
-  bool operator!=(const SlotAllocator<U>& o) const {
-    return slot != o.slot;
-  }
-  std::shared_ptr<Ring> ring;
-  Slot* slot;
-};
-
-class BatchView : public Batch {
+class MallocMemory : public HostMemory {
  public:
-  BatchView(const Slot* slot, const LoaderOptions& o)
-      : slot_(slot),
-        b_(o.batch_size),
-        l_(o.seq_len),
-        dtype_(o.dtype),
-        boundaries_(o.document_boundaries) {}
-  int64_t batch_size() const override { return b_; }
-  int64_t seq_len() const override { return l_; }
-  OutputDtype dtype() const override { return dtype_; }
-  int64_t step() const override { return slot_->global_step; }
-  const void* inputs() const override { return slot_->inputs.data(); }
-  const void* targets() const override { return slot_->targets.data(); }
-  const int32_t* position_ids() const override {
-    return boundaries_ ? slot_->position_ids.data() : nullptr;
+  void* Allocate(size_t bytes) override {
+    return std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
   }
-  const int32_t* cu_seqlens() const override {
-    return boundaries_ ? slot_->cu_seqlens.data() : nullptr;
-  }
-  int64_t num_cu_seqlens() const override { return boundaries_ ? slot_->num_cu : 0; }
-
-  // The shared_ptr deleter: the object lives in its slot's storage.
-  static void Destroy(BatchView* b) { b->~BatchView(); }
-
- private:
-  const Slot* slot_;
-  int64_t b_, l_;
-  OutputDtype dtype_;
-  bool boundaries_;
+  void Free(void* p, size_t) override { std::free(p); }
 };
 
 class LoaderImpl : public Loader {
@@ -133,18 +53,8 @@ class LoaderImpl : public Loader {
     for (size_t s = 0; s < sources_.size(); ++s) {
       orders_.emplace_back(samples_[s], o_.shuffle, o_.seed, s, o_.block_size, o_.block_window);
     }
-    const size_t item = o_.dtype == OutputDtype::kInt32 ? 4 : 8;
-    const size_t cells = static_cast<size_t>(o_.batch_size * o_.seq_len);
     ring_->slots = std::vector<Slot>(static_cast<size_t>(o_.prefetch));
-    for (Slot& slot : ring_->slots) {
-      slot.inputs.resize(cells * item);
-      slot.targets.resize(cells * item);
-      if (o_.document_boundaries) {
-        slot.position_ids.resize(cells);
-        slot.cu_seqlens.resize(cells + 1);
-      }
-      slot.rows.resize(static_cast<size_t>(o_.batch_size));
-    }
+    for (Slot& slot : ring_->slots) slot.rows.resize(static_cast<size_t>(o_.batch_size));
     uint64_t total = 0;
     for (uint64_t n : samples_) total += n;
     limit_ = UINT64_MAX;
@@ -153,7 +63,24 @@ class LoaderImpl : public Loader {
     if (o_.max_steps > 0) limit_ = std::min(limit_, static_cast<uint64_t>(o_.max_steps) * global);
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
+  }
+
+  // Allocates the ring and starts the assembler threads.
+  Status Start() {
+    std::shared_ptr<HostMemory> host = o_.host_memory;
+    if (!host) host = std::make_shared<MallocMemory>();
+    const SlotLayout layout =
+        SlotLayout::For(o_, static_cast<size_t>(TokenDtypeSize(sources_[0].dataset->dtype())));
+    for (Slot& slot : ring_->slots) {
+      if (!slot.Allocate(host, layout, o_.document_boundaries)) {
+        return Status(StatusCode::kResourceExhausted,
+                      "cannot allocate " + std::to_string(o_.prefetch) + " batch buffers of " +
+                          std::to_string(layout.total) + " bytes");
+      }
+    }
+    payload_bytes_ = layout.inputs_bytes + layout.targets_bytes;
     for (int i = 0; i < o_.threads; ++i) threads_.emplace_back([this] { AssembleLoop(); });
+    return Status::Ok();
   }
 
   ~LoaderImpl() override {
@@ -214,7 +141,7 @@ class LoaderImpl : public Loader {
     stats_.wait_seconds_last = waited;
     stats_.wait_seconds_total += waited;
     stats_.wait_seconds_max = std::max(stats_.wait_seconds_max, waited);
-    stats_.bytes_served += slot.inputs.size() + slot.targets.size();
+    stats_.bytes_served += payload_bytes_;
     static_assert(sizeof(BatchView) <= sizeof(Slot::view_storage));
     BatchView* view = new (slot.view_storage) BatchView(&slot, o_);
     return std::shared_ptr<const Batch>(view, &BatchView::Destroy,
@@ -341,22 +268,40 @@ class LoaderImpl : public Loader {
     return true;
   }
 
-  template <typename T>
   Status Assemble(Slot& slot) {
-    T* in = reinterpret_cast<T*>(slot.inputs.data());
-    T* tg = reinterpret_cast<T*>(slot.targets.data());
+    switch (o_.dtype) {
+      case OutputDtype::kInt32:
+        return AssembleAs<int32_t>(slot);
+      case OutputDtype::kInt64:
+        return AssembleAs<int64_t>(slot);
+      case OutputDtype::kStoredWindows:
+        return AssembleAs<void>(slot);
+    }
+    return InternalError("unknown output dtype");
+  }
+
+  // T: the output token type, or void for windows as stored.
+  template <typename T>
+  Status AssembleAs(Slot& slot) {
     const uint64_t L = static_cast<uint64_t>(o_.seq_len);
     thread_local std::vector<uint64_t> starts;  // Reused: no steady-state allocation.
     slot.num_cu = 0;
     for (size_t b = 0; b < slot.rows.size(); ++b) {
       const Dataset& ds = *sources_[slot.rows[b].first].dataset;
       const uint64_t a = slot.rows[b].second * L;
-      TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L, in + b * L));
-      TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a + 1, L, tg + b * L));
+      if constexpr (std::is_void_v<T>) {
+        const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
+        TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, slot.inputs + b * (L + 1) * item));
+      } else {
+        T* in = reinterpret_cast<T*>(slot.inputs);
+        T* tg = reinterpret_cast<T*>(slot.targets);
+        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L, in + b * L));
+        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a + 1, L, tg + b * L));
+      }
       if (!o_.document_boundaries) continue;
       starts.clear();
       ds.DocumentStarts(a + 1, a + L, &starts);
-      int32_t* pos = slot.position_ids.data() + b * L;
+      int32_t* pos = slot.position_ids + b * L;
       const int32_t row0 = static_cast<int32_t>(b * L);
       slot.cu_seqlens[slot.num_cu++] = row0;
       uint64_t seg = a;
@@ -412,7 +357,7 @@ class LoaderImpl : public Loader {
       double took = 0;
       if (planned) {
         const auto t0 = Clock::now();
-        s = o_.dtype == OutputDtype::kInt32 ? Assemble<int32_t>(slot) : Assemble<int64_t>(slot);
+        s = Assemble(slot);
         took = Seconds(Clock::now() - t0);
       }
       std::lock_guard<std::mutex> lock(ring_->mu);
@@ -450,6 +395,7 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> consumer_counts_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
+  size_t payload_bytes_ = 0;  // Bytes of inputs + targets per batch.
   double pending_wait_ = 0;  // Waited by Next(timeout) calls that timed out.
   double assemble_seconds_ = 0;
   std::vector<std::thread> threads_;
@@ -474,6 +420,15 @@ Status Validate(const std::vector<Loader::Source>& sources, const LoaderOptions&
   }
   if (o.shuffle == ShuffleMode::kBlock && (o.block_size < 1 || o.block_window < 1)) {
     return InvalidArgumentError("block_size and block_window must be positive");
+  }
+  if (o.dtype == OutputDtype::kStoredWindows && sources[0].dataset) {
+    for (const auto& s : sources) {
+      if (s.dataset && s.dataset->dtype() != sources[0].dataset->dtype()) {
+        return InvalidArgumentError("stored windows need one token dtype, but '" +
+                                    s.dataset->path() + "' differs from '" +
+                                    sources[0].dataset->path() + "'");
+      }
+    }
   }
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!sources[i].dataset)
@@ -502,7 +457,9 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
     }
     samples.push_back(n);
   }
-  return std::unique_ptr<Loader>(new LoaderImpl(std::move(sources), options, std::move(samples)));
+  auto loader = std::make_unique<LoaderImpl>(std::move(sources), options, std::move(samples));
+  TOKPACK_RETURN_IF_ERROR(loader->Start());
+  return std::unique_ptr<Loader>(std::move(loader));
 }
 
 }  // namespace tokpack
