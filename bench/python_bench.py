@@ -417,9 +417,9 @@ def main():
                     help="LitData chunks and Megatron's index cache go here")
     ap.add_argument("--tokens", type=int, default=100_000_000,
                     help="size of the synthetic dataset made when --data has none")
-    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--warmup", type=float, default=1)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seq-len", type=int, default=2048)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2, help="tokpack assembler threads")
@@ -473,7 +473,7 @@ def main():
 
     run = [c for c in configs if c not in failed]
     results = {c: [] for c in run}
-    t_all = time.perf_counter()
+    t_all, load = time.perf_counter(), [os.getloadavg()[0]]
     for r in range(a.rounds):
         page_in(data_files + sorted((work / "litdata").glob("*.bin")))
         k = r % len(run) if run else 0
@@ -489,9 +489,10 @@ def main():
             results[c].append(res)
             print(f"round {r + 1} {c}: {res['samples_per_s']:,.0f} samples/s", file=sys.stderr)
     wall = time.perf_counter() - t_all
+    load.append(os.getloadavg()[0])
     unchanged = before == snapshot()
 
-    doc = report(a, table, configs, results, failed, setup, wall, unchanged, check)
+    doc = report(a, table, configs, results, failed, setup, wall, unchanged, check, load)
     print(doc)
     if a.write_doc:
         write_doc(Path(a.write_doc), doc)
@@ -512,7 +513,7 @@ def write_doc(path, results):
     path.write_text(text)
 
 
-def report(a, table, configs, results, failed, setup, wall, unchanged, check):
+def report(a, table, configs, results, failed, setup, wall, unchanged, check, load):
     def per_round(c):
         return [r["samples_per_s"] for r in results.get(c, [])] if c not in failed else []
 
@@ -571,7 +572,8 @@ def report(a, table, configs, results, failed, setup, wall, unchanged, check):
 Versions: {vers}. C++ loop: `{rb}`.
 Settings: seq_len {a.seq_len}, batch {a.batch_size}, tokpack prefetch {a.prefetch}; {a.rounds}
 rounds of {a.seconds:g} s per configuration after {a.warmup:g} s of warm-up, each run in a
-fresh process, the order rotated each round; {wall:.0f} s for all rounds. The dataset's
+fresh process, the order rotated each round; {wall:.0f} s for all rounds; 1-minute load
+average {load[0]:.1f} before, {load[1]:.1f} after. The dataset's
 files were unchanged by the run (names, sizes, mtimes): {unchanged}.
 
 #### tokpack's Python loop as a fraction of its C++ loop

@@ -5,7 +5,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${FUZZ_SECONDS:-20}"
-cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKPACK_ENABLE_CUDA=OFF \
   -DCMAKE_CXX_COMPILER=clang++ -DTOKPACK_BUILD_FUZZ=ON -DTOKPACK_BUILD_TESTS=OFF \
   -DTOKPACK_BUILD_BENCH=OFF >/dev/null
 ninja -C "$ROOT/build-fuzz" -j "$(nproc)" idx_fuzz manifest_fuzz cursor_fuzz

@@ -16,7 +16,9 @@ echo "== C++ tests"
 ctest --test-dir "$ROOT/build" --output-on-failure -j "$JOBS"
 
 echo "== build (ASan + UBSan)"
-"$ROOT/scripts/build.sh" "$ROOT/build-asan" -DTOKPACK_SANITIZE=ON -DTOKPACK_BUILD_BENCH=OFF
+# CUDA is off here: its code is compiled (and, on a GPU, tested) in the main build.
+"$ROOT/scripts/build.sh" "$ROOT/build-asan" -DTOKPACK_SANITIZE=ON -DTOKPACK_BUILD_BENCH=OFF \
+  -DTOKPACK_ENABLE_CUDA=OFF
 echo "== C++ tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS"
