@@ -28,6 +28,7 @@
 
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
+#include "tokpack/device_loader.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
 #include "tokpack/tokenizer.h"
@@ -95,6 +96,10 @@ struct Array {
   std::vector<int64_t> shape;
   DLDataType dtype{};
   bool readonly = false;  // Backed by a read-only mapping.
+  // GPU arrays: the batch that orders the consumer's stream (UseOn).
+  std::shared_ptr<const DeviceBatch> device_batch;
+  int device_id() const { return device_batch ? device_batch->device() : 0; }
+  int device_type() const { return device_batch ? int{kDLCUDA} : int{kDLCPU}; }
 
   int64_t size() const {
     int64_t n = 1;
@@ -138,25 +143,47 @@ void DeleteUnconsumedCapsule(PyObject* capsule) {
   if (t != nullptr && t->deleter != nullptr) t->deleter(t);
 }
 
+[[noreturn]] void ThrowBufferError(const std::string& message) {
+  PyErr_SetString(PyExc_BufferError, message.c_str());
+  throw py::error_already_set();
+}
+
+// For a GPU array: orders the consumer's stream after the copy and registers
+// it, per the DLPack protocol's stream argument (None: the legacy default
+// stream; -1: the consumer synchronizes itself; else a cudaStream_t).
+void SyncConsumerStream(const Array& a, const py::object& stream) {
+  int64_t handle = 1;  // cudaStreamLegacy
+  if (!stream.is_none()) handle = stream.cast<int64_t>();
+  if (handle == -1) return;
+  Status s;
+  {
+    py::gil_scoped_release nogil;
+    s = a.device_batch->UseOn(reinterpret_cast<void*>(static_cast<intptr_t>(handle)));
+  }
+  if (!s.ok()) ThrowBufferError("cannot order stream " + std::to_string(handle) + ": " + s.ToString());
+}
+
 // __dlpack__(stream=None, max_version=None, dl_device=None, copy=None):
 // always the unversioned capsule, which every consumer accepts.
-py::object ExportDlpack(const Array& a, const py::object& /*stream: CPU has none*/,
+py::object ExportDlpack(const Array& a, const py::object& stream,
                         const py::object& /*max_version*/, const py::object& dl_device,
                         const py::object& copy) {
   if (!dl_device.is_none()) {
     auto dev = dl_device.cast<std::pair<int, int>>();
-    if (dev.first != kDLCPU) {
-      PyErr_SetString(PyExc_BufferError,
-                      "tokpack arrays live on the CPU; cannot export to another device");
-      throw py::error_already_set();
+    if (dev.first != a.device_type() || dev.second != a.device_id()) {
+      ThrowBufferError("this tokpack array lives on device (" + std::to_string(a.device_type()) +
+                       ", " + std::to_string(a.device_id()) + "); it cannot be exported to another");
     }
   }
   const bool do_copy = !copy.is_none() && copy.cast<bool>();
+  if (a.device_batch) {
+    if (do_copy) ThrowBufferError("copy=True is not supported for tokpack GPU arrays");
+    SyncConsumerStream(a, stream);
+  }
   if (a.readonly && !do_copy) {
-    PyErr_SetString(PyExc_BufferError,
-                    "this array views a read-only memory-mapped shard; DLPack cannot mark it "
-                    "read-only, so export it with copy=True (or use numpy.asarray)");
-    throw py::error_already_set();
+    ThrowBufferError(
+        "this array views a read-only memory-mapped shard; DLPack cannot mark it read-only, so "
+        "export it with copy=True (or use numpy.asarray)");
   }
   auto e = std::make_unique<Exported>();
   e->owner = a.owner;
@@ -174,7 +201,7 @@ py::object ExportDlpack(const Array& a, const py::object& /*stream: CPU has none
   }
   DLTensor& t = e->tensor.dl_tensor;
   t.data = data;
-  t.device = {kDLCPU, 0};
+  t.device = {static_cast<DLDeviceType>(a.device_type()), a.device_id()};
   t.ndim = static_cast<int>(a.shape.size());
   t.dtype = a.dtype;
   t.shape = e->shape.data();
@@ -211,8 +238,9 @@ struct LoaderHandle {
 };
 
 // Next(): waits with the GIL released, waking to deliver Ctrl-C. Returns
-// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]).
-py::object LoaderNext(LoaderHandle& h) {
+// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]) as
+// Arrays, or with `capsules` as DLPack capsules (torch takes those fastest).
+py::object LoaderNext(LoaderHandle& h, bool capsules) {
   StatusOr<std::shared_ptr<const Batch>> r = std::shared_ptr<const Batch>();
   while (true) {
     {
@@ -227,13 +255,56 @@ py::object LoaderNext(LoaderHandle& h) {
   auto owner = std::make_shared<ForkSafe<const void>>(batch);
   const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
   const DLDataType t = DType('i', batch->dtype() == OutputDtype::kInt32 ? 32 : 64);
+  const py::object none = py::none();
+  const auto make = [&](const void* data, std::vector<int64_t> dims, DLDataType type) {
+    Array a = BatchArray(owner, data, std::move(dims), type);
+    return capsules ? ExportDlpack(a, none, none, none, none) : py::cast(std::move(a));
+  };
   py::tuple out(batch->position_ids() ? 4 : 2);
-  out[0] = py::cast(BatchArray(owner, batch->inputs(), shape, t));
-  out[1] = py::cast(BatchArray(owner, batch->targets(), shape, t));
+  out[0] = make(batch->inputs(), shape, t);
+  out[1] = make(batch->targets(), shape, t);
   if (batch->position_ids()) {
-    out[2] = py::cast(BatchArray(owner, batch->position_ids(), shape, DType('i', 32)));
-    out[3] =
-        py::cast(BatchArray(owner, batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32)));
+    out[2] = make(batch->position_ids(), shape, DType('i', 32));
+    out[3] = make(batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32));
+  }
+  return std::move(out);
+}
+
+// A DeviceLoader plus the process that created it.
+struct DeviceLoaderHandle {
+  std::unique_ptr<DeviceLoader> loader;
+  pid_t pid = getpid();
+  ~DeviceLoaderHandle() {
+    if (getpid() != pid) loader.release();  // Leak: CUDA and threads do not survive fork.
+  }
+};
+
+py::object DeviceLoaderNext(DeviceLoaderHandle& h) {
+  StatusOr<std::shared_ptr<const DeviceBatch>> r = std::shared_ptr<const DeviceBatch>();
+  while (true) {
+    {
+      py::gil_scoped_release nogil;
+      r = h.loader->Next(kSignalPollSeconds);
+    }
+    if (r.status().code() != StatusCode::kDeadlineExceeded) break;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+  std::shared_ptr<const DeviceBatch> batch = Unwrap(std::move(r));
+  if (!batch) return py::none();
+  auto owner = std::make_shared<ForkSafe<const void>>(batch);
+  const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
+  const DLDataType t = DType('i', batch->dtype() == OutputDtype::kInt32 ? 32 : 64);
+  const auto make = [&](const void* data, std::vector<int64_t> dims, DLDataType type) {
+    Array a = BatchArray(owner, data, std::move(dims), type);
+    a.device_batch = batch;
+    return py::cast(std::move(a));
+  };
+  py::tuple out(batch->position_ids() ? 4 : 2);
+  out[0] = make(batch->inputs(), shape, t);
+  out[1] = make(batch->targets(), shape, t);
+  if (batch->position_ids()) {
+    out[2] = make(batch->position_ids(), shape, DType('i', 32));
+    out[3] = make(batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32));
   }
   return std::move(out);
 }
@@ -382,8 +453,10 @@ PYBIND11_MODULE(_core, m) {
       .def("__dlpack__", &ExportDlpack, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
            py::arg("copy") = py::none())
-      .def("__dlpack_device__", [](const Array&) { return py::make_tuple(int{kDLCPU}, 0); })
+      .def("__dlpack_device__",
+           [](const Array& a) { return py::make_tuple(a.device_type(), a.device_id()); })
       .def_buffer([](const Array& a) {
+        if (a.device_batch) throw py::buffer_error("a tokpack GPU array has no host buffer");
         const ssize_t item = a.dtype.bits / 8;
         std::vector<ssize_t> shape(a.shape.begin(), a.shape.end()), strides(a.shape.size());
         ssize_t stride = item;
@@ -505,7 +578,7 @@ PYBIND11_MODULE(_core, m) {
              return MakeLoader(ds, weights, kw);
            }),
            py::arg("datasets"), py::arg("weights"))
-      .def("next", &LoaderNext)
+      .def("next", &LoaderNext, py::arg("capsules") = false)
       .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
       .def("load_state",
            [](LoaderHandle& h, const std::string& state) {
@@ -523,6 +596,55 @@ PYBIND11_MODULE(_core, m) {
                              [](const LoaderHandle& h) { return h.loader->SamplesPerSource(); })
       .def_property_readonly("forked", [](const LoaderHandle& h) { return getpid() != h.pid; })
       .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
+
+  py::class_<DeviceLoaderHandle>(m, "DeviceLoader")
+      .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
+                       const std::vector<double>& weights, int device, int device_prefetch,
+                       const py::kwargs& kw) {
+             if (datasets.size() != weights.size()) {
+               ThrowStatus(InvalidArgumentError("datasets and weights differ in length"));
+             }
+             std::vector<Loader::Source> sources;
+             for (size_t i = 0; i < datasets.size(); ++i) {
+               sources.push_back({datasets[i]->get(), weights[i]});
+             }
+             const LoaderOptions o = ParseOptions(kw);
+             auto h = std::make_unique<DeviceLoaderHandle>();
+             StatusOr<std::unique_ptr<DeviceLoader>> r = std::unique_ptr<DeviceLoader>();
+             {
+               py::gil_scoped_release nogil;
+               r = DeviceLoader::Create(std::move(sources), o, device, device_prefetch);
+             }
+             h->loader = Unwrap(std::move(r));
+             return h;
+           }),
+           py::arg("datasets"), py::arg("weights"), py::arg("device"), py::arg("device_prefetch"))
+      .def("next", &DeviceLoaderNext)
+      .def("state", [](const DeviceLoaderHandle& h) { return h.loader->SaveState(); })
+      .def("load_state",
+           [](DeviceLoaderHandle& h, const std::string& state) {
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = h.loader->LoadState(state);
+             }
+             Check(s);
+           })
+      .def_property_readonly("step", [](const DeviceLoaderHandle& h) { return h.loader->Step(); })
+      .def_property_readonly("remaining_steps",
+                             [](const DeviceLoaderHandle& h) {
+                               py::gil_scoped_release nogil;
+                               return h.loader->RemainingSteps();
+                             })
+      .def_property_readonly("forked",
+                             [](const DeviceLoaderHandle& h) { return getpid() != h.pid; })
+      .def("stats", [](const DeviceLoaderHandle& h) { return StatsDict(h.loader->Stats()); });
+
+  m.def("cuda_available", [] {
+    std::string why;
+    const bool ok = DeviceLoader::Available(&why);
+    return py::make_tuple(ok, why);
+  });
 
   m.def(
       "build",

@@ -10,6 +10,6 @@ installed (or pass as_="numpy" / as_="dlpack"). See README.md and docs/.
 """
 from ._core import __version__
 from ._dataset import Dataset, Tokenizer, build
-from ._loader import Loader
+from ._loader import Loader, cuda_available
 
-__all__ = ["Dataset", "Loader", "Tokenizer", "build", "__version__"]
+__all__ = ["Dataset", "Loader", "Tokenizer", "build", "cuda_available", "__version__"]

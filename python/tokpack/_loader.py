@@ -83,6 +83,13 @@ class Loader:
     steps (counted from the start of the data, also across resumes), or
     never when both are 0.
 
+    With ``device="cuda"`` (or "cuda:N", or a torch.device) batches arrive in
+    GPU memory: the compact tokens are copied on a dedicated CUDA stream into
+    ``device_prefetch`` device buffers and widened there; a consumer's stream
+    (torch's current stream) waits for each batch, and a buffer is refilled
+    only after that stream has passed the point where the batch was released
+    (docs/gpu.md).
+
     Not thread-safe: iterate and checkpoint from one thread. The GIL is
     released while waiting for a batch and Ctrl-C interrupts the wait (the
     batch is not lost). A loader belongs to the process that created it: in
@@ -108,11 +115,16 @@ class Loader:
         threads: int = 2,
         prefetch: int = 4,
         as_: Optional[str] = None,
+        device: Any = None,
+        device_prefetch: int = 3,
     ) -> None:
         if as_ is None:
             as_ = "torch" if _torch_available() else "numpy"
         if as_ not in _FORMATS:
             raise ValueError(f"as_ must be one of {_FORMATS}, not {as_!r}")
+        self._device = _parse_device(device)
+        if self._device is not None and as_ == "numpy":
+            raise ValueError('numpy arrays cannot hold GPU memory: use as_="torch" or "dlpack"')
         default_rank, default_world = _default_rank_world()
         self._rank = default_rank if rank is None else int(rank)
         self._world_size = default_world if world_size is None else int(world_size)
@@ -122,9 +134,19 @@ class Loader:
         self._document_boundaries = bool(document_boundaries)
         self._as = as_
         self._convert = _converter(as_)
-        self._core = _core.Loader(
+        # torch converts bare DLPack capsules fastest; device batches need
+        # __dlpack__(stream) to order torch's stream, so they stay Arrays.
+        self._capsules = as_ == "torch" and self._device is None
+        if self._device is None:
+            make = _core.Loader
+            where: Tuple[Any, ...] = ()
+        else:
+            make = _core.DeviceLoader
+            where = (self._device, int(device_prefetch))
+        self._core = make(
             [d._core for d in self._datasets],
             self._weights,
+            *where,
             seq_len=self._seq_len,
             batch_size=self._batch_size,
             seed=int(seed),
@@ -154,7 +176,7 @@ class Loader:
             raise RuntimeError(_FORK_MESSAGE)
         if self._first_next is None:
             self._first_next = time.perf_counter()
-        arrays = self._core.next()
+        arrays = self._core.next(self._capsules) if self._capsules else self._core.next()
         self._last_next = time.perf_counter()
         if arrays is None:
             raise StopIteration
@@ -242,14 +264,20 @@ class Loader:
 
     @property
     def samples_per_source(self) -> List[int]:
-        return list(self._core.samples_per_source)
+        n = self.seq_len
+        return [d.num_samples(n) for d in self._datasets]
+
+    @property
+    def device(self) -> str:
+        """Where batches are delivered: "cpu" or "cuda:N"."""
+        return "cpu" if self._device is None else f"cuda:{self._device}"
 
     def __repr__(self) -> str:
         names = ", ".join(f"{d.path!r}: {w:g}" for d, w in zip(self._datasets, self._weights))
         return (
             f"tokpack.Loader({{{names}}}, seq_len={self._seq_len}, "
             f"batch_size={self._batch_size}, rank={self._rank}/{self._world_size}, "
-            f"step={self.step}, as_={self._as!r})"
+            f"step={self.step}, device={self.device!r}, as_={self._as!r})"
         )
 
     def __reduce__(self):
@@ -277,6 +305,30 @@ _FORK_MESSAGE = (
 )
 
 
+def _parse_device(device: Any) -> Optional[int]:
+    """None for the CPU, else the CUDA device index ("cuda", "cuda:1", torch.device)."""
+    if device is None:
+        return None
+    text = str(device)
+    if text == "cpu":
+        return None
+    if text == "cuda":
+        # A torch.device("cuda") has index None: the current device then.
+        index = None if isinstance(device, str) else getattr(device, "index", None)
+        if index is not None:
+            return int(index)
+        cuda = sys.modules.get("torch.cuda")
+        return int(cuda.current_device()) if cuda is not None and cuda.is_initialized() else 0
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return int(text[5:])
+    raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', not {device!r}")
+
+
+def cuda_available() -> bool:
+    """True if this build of tokpack has CUDA and a GPU is usable here."""
+    return bool(_core.cuda_available()[0])
+
+
 def _torch_available() -> bool:
     if "torch" in sys.modules:
         return sys.modules["torch"] is not None  # None: imports of torch are blocked
@@ -296,9 +348,10 @@ def _converter(as_: str):
 
         return np.from_dlpack
     import torch
+    import torch.utils.dlpack
 
     _register_with_torch(torch)
-    return torch.from_dlpack
+    return torch.utils.dlpack.from_dlpack
 
 
 def _register_with_torch(torch) -> None:
