@@ -158,7 +158,7 @@ def write_doc(a, r):
     t, b = r["training"], r["bandwidth"]
     text = f"""# GPU data path: benchmark
 
-Command (on a machine with a GPU): `scripts/gpu_check.sh` (tests, compute-sanitizer, then
+Command (on a machine with a GPU): `scripts/gpu_check.sh bench` (which runs
 `python bench/gpu_bench.py --write-doc docs/benchmarks-gpu.md`).
 
 Device: {r['device']}. Batches of {a.batch_size} x {a.seq_len} tokens, shuffled, copied as

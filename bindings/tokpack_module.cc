@@ -160,19 +160,20 @@ void SyncConsumerStream(const Array& a, const py::object& stream) {
     py::gil_scoped_release nogil;
     s = a.device_batch->UseOn(reinterpret_cast<void*>(static_cast<intptr_t>(handle)));
   }
-  if (!s.ok()) ThrowBufferError("cannot order stream " + std::to_string(handle) + ": " + s.ToString());
+  if (!s.ok())
+    ThrowBufferError("cannot order stream " + std::to_string(handle) + ": " + s.ToString());
 }
 
 // __dlpack__(stream=None, max_version=None, dl_device=None, copy=None):
 // always the unversioned capsule, which every consumer accepts.
-py::object ExportDlpack(const Array& a, const py::object& stream,
-                        const py::object& /*max_version*/, const py::object& dl_device,
-                        const py::object& copy) {
+py::object ExportDlpack(const Array& a, const py::object& stream, const py::object& /*max_version*/,
+                        const py::object& dl_device, const py::object& copy) {
   if (!dl_device.is_none()) {
     auto dev = dl_device.cast<std::pair<int, int>>();
     if (dev.first != a.device_type() || dev.second != a.device_id()) {
       ThrowBufferError("this tokpack array lives on device (" + std::to_string(a.device_type()) +
-                       ", " + std::to_string(a.device_id()) + "); it cannot be exported to another");
+                       ", " + std::to_string(a.device_id()) +
+                       "); it cannot be exported to another");
     }
   }
   const bool do_copy = !copy.is_none() && copy.cast<bool>();

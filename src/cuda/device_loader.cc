@@ -1,6 +1,8 @@
 // DeviceLoader with CUDA: pinned host ring (the host Loader's HostMemory),
 // one copy thread and stream, a ring of device buffers, events per batch.
 // See include/tokpack/device_loader.h and docs/gpu.md.
+#include "tokpack/device_loader.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include <utility>
 
 #include "cuda/widen.h"
-#include "tokpack/device_loader.h"
 
 namespace tokpack {
 namespace {
@@ -264,8 +265,7 @@ class DeviceLoaderImpl : public DeviceLoader {
     waits_.wait_seconds_last = waited;
     waits_.wait_seconds_total += waited;
     waits_.wait_seconds_max = std::max(waits_.wait_seconds_max, waited);
-    return std::shared_ptr<const DeviceBatch>(
-        std::make_shared<DeviceBatchImpl>(ring_, found, o_));
+    return std::shared_ptr<const DeviceBatch>(std::make_shared<DeviceBatchImpl>(ring_, found, o_));
   }
 
   // Takes host batches in order and moves each into a free device slot.
@@ -445,8 +445,8 @@ StatusOr<std::unique_ptr<DeviceLoader>> DeviceLoader::Create(std::vector<Loader:
   int count = 0;
   TOKPACK_CUDA_OK(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count) {
-    return FailedPreconditionError("no CUDA device " + std::to_string(device) + " (this machine has " +
-                                   std::to_string(count) + ")");
+    return FailedPreconditionError("no CUDA device " + std::to_string(device) +
+                                   " (this machine has " + std::to_string(count) + ")");
   }
   if (sources.empty() || !sources[0].dataset) {
     return InvalidArgumentError("a loader needs at least one dataset");

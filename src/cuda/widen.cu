@@ -1,6 +1,6 @@
-#include "cuda/widen.h"
-
 #include <algorithm>
+
+#include "cuda/widen.h"
 
 namespace tokpack {
 namespace {

@@ -3,8 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -396,7 +396,7 @@ class LoaderImpl : public Loader {
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
   size_t payload_bytes_ = 0;  // Bytes of inputs + targets per batch.
-  double pending_wait_ = 0;  // Waited by Next(timeout) calls that timed out.
+  double pending_wait_ = 0;   // Waited by Next(timeout) calls that timed out.
   double assemble_seconds_ = 0;
   std::vector<std::thread> threads_;
 };
