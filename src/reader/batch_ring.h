@@ -138,7 +138,9 @@ class BatchView : public Batch {
   int64_t step() const override { return slot_->global_step; }
   const void* inputs() const override { return slot_->inputs; }
   const void* targets() const override { return slot_->targets; }
-  const int32_t* position_ids() const override { return boundaries_ ? slot_->position_ids : nullptr; }
+  const int32_t* position_ids() const override {
+    return boundaries_ ? slot_->position_ids : nullptr;
+  }
   const int32_t* cu_seqlens() const override { return boundaries_ ? slot_->cu_seqlens : nullptr; }
   int64_t num_cu_seqlens() const override { return boundaries_ ? slot_->num_cu : 0; }
 
