@@ -72,6 +72,10 @@ class Dataset {
       const std::function<StatusOr<std::unique_ptr<class ByteSource>>(const std::string&)>&);
   Dataset();
   struct Impl;
+  friend StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string&,
+                                                              const class RemoteOpener&);
+  friend Status AddShard(Impl&, const std::string&, std::unique_ptr<class ByteSource>,
+                         std::unique_ptr<class ByteSource>, const ShardInfo*);
   std::unique_ptr<Impl> impl_;
 };
 

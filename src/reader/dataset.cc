@@ -9,6 +9,8 @@
 #include "io/file_system.h"
 #include "reader/dataset_internal.h"
 #include "storage/byte_source.h"
+#include "storage/object_url.h"
+#include "storage/remote_source.h"
 
 namespace tokpack {
 
@@ -108,7 +110,52 @@ bool IsFile(const std::string& p) {
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
+  if (IsRemoteUrl(path)) {
+    TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path));
+    return OpenRemoteDataset(path, *remote);
+  }
   return OpenDatasetWith(path, OpenMappedFile);
+}
+
+// Validates one shard (the .idx header against the .bin size and, with a
+// manifest, against its entry) and appends it to the dataset.
+Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<ByteSource> idx,
+                std::unique_ptr<ByteSource> bin, const ShardInfo* info) {
+  Dataset::Impl::Shard s;
+  s.idx = std::move(idx);
+  s.bin = std::move(bin);
+  const std::string idx_name = prefix + ".idx";
+  TOKPACK_ASSIGN_OR_RETURN(
+      s.view, ParseIdxHeader(std::string_view(s.idx->data(), s.idx->size()), idx_name));
+  if (s.view.bin_bytes() != s.bin->size()) {
+    return DataLossError(prefix + ".bin: " + std::to_string(s.bin->size()) + " bytes, but " +
+                         idx_name + " describes " + std::to_string(s.view.bin_bytes()) +
+                         " (truncated or mismatched)");
+  }
+  if (info) {
+    if (s.view.dtype() != d.manifest.dtype || s.view.sequence_count() != info->documents ||
+        s.view.tokens() != info->tokens || s.idx->size() != info->idx.bytes) {
+      return DataLossError(
+          idx_name + " does not match manifest.json (" + std::to_string(s.view.sequence_count()) +
+          " documents, " + std::to_string(s.view.tokens()) + " tokens; manifest says " +
+          std::to_string(info->documents) + " and " + std::to_string(info->tokens) + ")");
+    }
+  } else {
+    d.manifest.dtype = s.view.dtype();
+    ShardInfo made;
+    made.path = prefix;
+    made.tokens = s.view.tokens();
+    made.documents = s.view.sequence_count();
+    made.bin.bytes = s.bin->size();
+    made.idx.bytes = s.idx->size();
+    d.manifest.shards.push_back(made);
+  }
+  s.first_token = d.token_ends.empty() ? 0 : d.token_ends.back();
+  s.first_document = d.doc_ends.empty() ? 0 : d.doc_ends.back();
+  d.token_ends.push_back(s.first_token + s.view.tokens());
+  d.doc_ends.push_back(s.first_document + s.view.sequence_count());
+  d.shards.push_back(std::move(s));
+  return Status::Ok();
 }
 
 StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
@@ -116,12 +163,11 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
   std::shared_ptr<Dataset> ds(new Dataset());
   Dataset::Impl& d = *ds->impl_;
   d.path = path;
-  std::string dir = path;
   const bool has_manifest = IsFile(JoinPath(path, Manifest::kFileName));
   std::vector<std::string> prefixes;
   if (has_manifest) {
     TOKPACK_ASSIGN_OR_RETURN(d.manifest, Manifest::Load(path));
-    for (const ShardInfo& s : d.manifest.shards) prefixes.push_back(JoinPath(dir, s.path));
+    for (const ShardInfo& s : d.manifest.shards) prefixes.push_back(JoinPath(path, s.path));
   } else {
     const std::string prefix = StripShardExtension(path);
     if (!IsFile(prefix + ".idx") || !IsFile(prefix + ".bin")) {
@@ -133,46 +179,27 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
     prefixes.push_back(prefix);
     d.manifest.provenance.kind = "import";
   }
-  uint64_t tokens = 0, docs = 0;
   for (size_t k = 0; k < prefixes.size(); ++k) {
-    Dataset::Impl::Shard s;
     // Indexes are always mapped: opening and boundary lookups read them in place.
-    TOKPACK_ASSIGN_OR_RETURN(s.idx, OpenMappedFile(prefixes[k] + ".idx"));
-    TOKPACK_ASSIGN_OR_RETURN(s.bin, open(prefixes[k] + ".bin"));
-    const std::string idx_name = prefixes[k] + ".idx";
-    TOKPACK_ASSIGN_OR_RETURN(
-        s.view, ParseIdxHeader(std::string_view(s.idx->data(), s.idx->size()), idx_name));
-    if (s.view.bin_bytes() != s.bin->size()) {
-      return DataLossError(prefixes[k] + ".bin: " + std::to_string(s.bin->size()) + " bytes, but " +
-                           idx_name + " describes " + std::to_string(s.view.bin_bytes()) +
-                           " (truncated or mismatched)");
-    }
-    if (has_manifest) {
-      const ShardInfo& info = d.manifest.shards[k];
-      if (s.view.dtype() != d.manifest.dtype || s.view.sequence_count() != info.documents ||
-          s.view.tokens() != info.tokens || s.idx->size() != info.idx.bytes) {
-        return DataLossError(
-            idx_name + " does not match manifest.json (" + std::to_string(s.view.sequence_count()) +
-            " documents, " + std::to_string(s.view.tokens()) + " tokens; manifest says " +
-            std::to_string(info.documents) + " and " + std::to_string(info.tokens) + ")");
-      }
-    } else {
-      d.manifest.dtype = s.view.dtype();
-      ShardInfo info;
-      info.path = prefixes[k];
-      info.tokens = s.view.tokens();
-      info.documents = s.view.sequence_count();
-      info.bin.bytes = s.bin->size();
-      info.idx.bytes = s.idx->size();
-      d.manifest.shards.push_back(info);
-    }
-    s.first_token = tokens;
-    s.first_document = docs;
-    tokens += s.view.tokens();
-    docs += s.view.sequence_count();
-    d.token_ends.push_back(tokens);
-    d.doc_ends.push_back(docs);
-    d.shards.push_back(std::move(s));
+    TOKPACK_ASSIGN_OR_RETURN(auto idx, OpenMappedFile(prefixes[k] + ".idx"));
+    TOKPACK_ASSIGN_OR_RETURN(auto bin, open(prefixes[k] + ".bin"));
+    TOKPACK_RETURN_IF_ERROR(AddShard(d, prefixes[k], std::move(idx), std::move(bin),
+                                     has_manifest ? &d.manifest.shards[k] : nullptr));
+  }
+  d.fingerprint = d.manifest.Fingerprint();
+  return ds;
+}
+
+StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
+                                                     const RemoteOpener& remote) {
+  std::shared_ptr<Dataset> ds(new Dataset());
+  Dataset::Impl& d = *ds->impl_;
+  d.path = url;
+  TOKPACK_ASSIGN_OR_RETURN(d.manifest, remote.LoadManifest());
+  for (const ShardInfo& info : d.manifest.shards) {
+    TOKPACK_ASSIGN_OR_RETURN(auto idx, remote.Open(info.path + ".idx", info.idx, d.manifest.chunk_bytes, true));
+    TOKPACK_ASSIGN_OR_RETURN(auto bin, remote.Open(info.path + ".bin", info.bin, d.manifest.chunk_bytes, false));
+    TOKPACK_RETURN_IF_ERROR(AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin), &info));
   }
   d.fingerprint = d.manifest.Fingerprint();
   return ds;

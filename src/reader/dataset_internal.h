@@ -18,6 +18,11 @@ using ByteSourceOpener =
 StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
                                                    const ByteSourceOpener& open);
 
+class RemoteOpener;
+// Opens a dataset stored remotely (manifest required) through `remote`.
+StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
+                                                     const RemoteOpener& remote);
+
 }  // namespace tokpack
 
 #endif  // TOKPACK_SRC_READER_DATASET_INTERNAL_H_

@@ -1,0 +1,234 @@
+#include "storage/chunk_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "common/chunk_hasher.h"
+#include "io/file_system.h"
+
+namespace tokpack {
+namespace {
+
+// An open file descriptor with an optional flock, released on destruction.
+class LockedFile {
+ public:
+  LockedFile() = default;
+  ~LockedFile() {
+    if (fd_ >= 0) ::close(fd_);  // Also drops the flock.
+  }
+  LockedFile(const LockedFile&) = delete;
+  LockedFile& operator=(const LockedFile&) = delete;
+
+  Status Open(const std::string& path, int flags) {
+    fd_ = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+    if (fd_ < 0) return ErrnoToStatus(errno, "open", path);
+    path_ = path;
+    return Status::Ok();
+  }
+  Status Lock(int op) {
+    while (::flock(fd_, op) != 0) {
+      if (errno == EINTR) continue;
+      if (errno == EWOULDBLOCK) return FailedPreconditionError(path_ + " is locked");
+      return ErrnoToStatus(errno, "flock", path_);
+    }
+    return Status::Ok();
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "write", path);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+uint64_t EnvBytes(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  return (end && *end == '\0' && n > 0) ? n : fallback;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Open(const std::string& dir,
+                                                       uint64_t limit_bytes) {
+  if (limit_bytes == 0) return InvalidArgumentError("the cache size limit must be positive");
+  TOKPACK_RETURN_IF_ERROR(CreateDirs(JoinPath(dir, "chunks")));
+  TOKPACK_RETURN_IF_ERROR(CreateDirs(JoinPath(dir, "locks")));
+  return std::shared_ptr<ChunkCache>(new ChunkCache(dir, limit_bytes));
+}
+
+StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Default() {
+  std::string dir;
+  if (const char* d = std::getenv("TOKPACK_CACHE_DIR"); d && *d) {
+    dir = d;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    dir = std::string(home) + "/.cache/tokpack";
+  } else {
+    dir = "/tmp/tokpack-cache";
+  }
+  const uint64_t limit = EnvBytes("TOKPACK_CACHE_BYTES", uint64_t{64} << 30);
+  static std::mutex mu;
+  static std::map<std::pair<std::string, uint64_t>, std::weak_ptr<ChunkCache>> open;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto c = open[{dir, limit}].lock()) return c;
+  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkCache> c, Open(dir, limit));
+  open[{dir, limit}] = c;
+  return c;
+}
+
+Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
+                              bool* hit) const {
+  *hit = false;
+  LockedFile f;
+  if (!f.Open(path, O_RDONLY).ok()) return Status::Ok();  // Not cached.
+  // Shared: an evictor (exclusive, non-blocking) skips a chunk being read.
+  TOKPACK_RETURN_IF_ERROR(f.Lock(LOCK_SH));
+  uint64_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(f.fd(), dst + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return Status::Ok();  // Short: treat as a miss and fetch again.
+    done += static_cast<uint64_t>(r);
+  }
+  ::futimens(f.fd(), nullptr);  // Recently used.
+  *hit = true;
+  return Status::Ok();
+}
+
+Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_t size,
+                        uint64_t xxh3, uint64_t offset, uint64_t n, char* dst,
+                        const Fetch& fetch) {
+  if (offset > size || n > size - offset) {
+    return OutOfRangeError(name + ": bytes past the end of the chunk");
+  }
+  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
+  bool hit = false;
+  TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
+  if (hit) return Status::Ok();
+  // One download per node: whoever holds the chunk's lock fetches it.
+  LockedFile lock;
+  TOKPACK_RETURN_IF_ERROR(lock.Open(JoinPath(JoinPath(dir_, "locks"), key), O_RDWR | O_CREAT));
+  TOKPACK_RETURN_IF_ERROR(lock.Lock(LOCK_EX));
+  TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
+  if (hit) return Status::Ok();
+  std::string data;
+  for (int attempt = 0;; ++attempt) {
+    data.clear();
+    TOKPACK_RETURN_IF_ERROR(fetch(&data));
+    fetches_++;
+    if (data.size() == size && Xxh3(data) == xxh3) break;
+    if (attempt == 1) {
+      return DataLossError(name + ": fetched twice and both copies fail its checksum (" +
+                           std::to_string(data.size()) + " of " + std::to_string(size) +
+                           " bytes); the remote object differs from the manifest");
+    }
+  }
+  TOKPACK_RETURN_IF_ERROR(Store(key, data));
+  std::copy_n(data.data() + offset, n, dst);
+  return Status::Ok();
+}
+
+Status ChunkCache::Store(const std::string& key, const std::string& data) {
+  if (data.size() > limit_) {
+    return Status(StatusCode::kResourceExhausted,
+                  "a chunk of " + std::to_string(data.size()) + " bytes does not fit the cache " +
+                      "limit of " + std::to_string(limit_) + " bytes (TOKPACK_CACHE_BYTES)");
+  }
+  // Space is reserved, and the file written, under the cache-wide lock, so
+  // the bytes on disk never pass the limit, whatever other processes do.
+  LockedFile global;
+  TOKPACK_RETURN_IF_ERROR(global.Open(JoinPath(dir_, "cache.lock"), O_RDWR | O_CREAT));
+  TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX));
+  TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, BytesOnDisk());
+  TOKPACK_RETURN_IF_ERROR(EvictFor(data.size(), &ledger));
+  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
+  const std::string tmp = JoinPath(dir_, "chunks/.tmp-" + key);
+  LockedFile out;
+  TOKPACK_RETURN_IF_ERROR(out.Open(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+  Status s = WriteAll(out.fd(), data.data(), data.size(), tmp);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoToStatus(errno, "rename", tmp);
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+StatusOr<uint64_t> ChunkCache::BytesOnDisk() const {
+  const std::string chunks = JoinPath(dir_, "chunks");
+  DIR* d = ::opendir(chunks.c_str());
+  if (d == nullptr) return ErrnoToStatus(errno, "opendir", chunks);
+  uint64_t total = 0;
+  while (dirent* e = ::readdir(d)) {
+    struct stat st;
+    if (e->d_name[0] == '.' && std::string(e->d_name).rfind(".tmp-", 0) != 0) continue;
+    if (::fstatat(::dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+      total += static_cast<uint64_t>(st.st_size);
+    }
+  }
+  ::closedir(d);
+  return total;
+}
+
+Status ChunkCache::EvictFor(uint64_t needed, uint64_t* ledger) {
+  if (*ledger + needed <= limit_) return Status::Ok();
+  const std::string chunks = JoinPath(dir_, "chunks");
+  struct Entry {
+    struct timespec mtime;
+    uint64_t bytes;
+    std::string name;
+  };
+  std::vector<Entry> entries;
+  DIR* d = ::opendir(chunks.c_str());
+  if (d == nullptr) return ErrnoToStatus(errno, "opendir", chunks);
+  while (dirent* e = ::readdir(d)) {
+    struct stat st;
+    if (e->d_name[0] == '.') continue;
+    if (::fstatat(::dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
+      entries.push_back({st.st_mtim, static_cast<uint64_t>(st.st_size), e->d_name});
+    }
+  }
+  ::closedir(d);
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::make_pair(a.mtime.tv_sec, a.mtime.tv_nsec) <
+           std::make_pair(b.mtime.tv_sec, b.mtime.tv_nsec);
+  });
+  for (const Entry& e : entries) {
+    if (*ledger + needed <= limit_) break;
+    const std::string path = JoinPath(chunks, e.name);
+    LockedFile f;
+    if (!f.Open(path, O_RDONLY).ok()) continue;
+    if (!f.Lock(LOCK_EX | LOCK_NB).ok()) continue;  // Being read: keep it.
+    if (::unlink(path.c_str()) == 0) *ledger -= std::min(*ledger, e.bytes);
+  }
+  if (*ledger + needed > limit_) {
+    return Status(StatusCode::kResourceExhausted,
+                  "the chunk cache in " + dir_ + " is full of chunks in use (limit " +
+                      std::to_string(limit_) + " bytes); raise TOKPACK_CACHE_BYTES");
+  }
+  return Status::Ok();
+}
+
+}  // namespace tokpack

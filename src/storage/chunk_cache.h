@@ -1,0 +1,62 @@
+// ChunkCache: a bounded on-disk cache of fixed-size chunks of remote objects,
+// shared by every process on a node that uses the same directory.
+//
+// - One download per chunk per node: a per-chunk lock file (flock) is held
+//   while a chunk is fetched; other processes wait, then read the file.
+// - Every fetched chunk is verified against the manifest's xxh3 checksum; a
+//   mismatch is fetched once more, then reported as DataLoss.
+// - The chunks on disk never exceed the size limit: space is reserved under
+//   a cache-wide lock, evicting the least recently used chunks first; a chunk
+//   that a reader holds (shared flock) is not evicted.
+// Thread-safe and process-safe.
+#ifndef TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
+#define TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+class ChunkCache {
+ public:
+  // The directory is created if needed. limit_bytes must be positive.
+  static StatusOr<std::shared_ptr<ChunkCache>> Open(const std::string& dir, uint64_t limit_bytes);
+  // $TOKPACK_CACHE_DIR (default ~/.cache/tokpack) limited to
+  // $TOKPACK_CACHE_BYTES (default 64 GiB), shared per directory and limit.
+  static StatusOr<std::shared_ptr<ChunkCache>> Default();
+
+  // Fills *out with the whole chunk; used only on a miss.
+  using Fetch = std::function<Status(std::string* out)>;
+
+  // Copies bytes [offset, offset + n) of chunk `key` (`size` bytes, checksum
+  // `xxh3`) into `dst`, fetching it first if it is not cached. `name` names
+  // the chunk in errors (e.g. "s3://b/d/shard-00000.bin chunk 3").
+  Status Read(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
+              uint64_t offset, uint64_t n, char* dst, const Fetch& fetch);
+
+  const std::string& dir() const { return dir_; }
+  uint64_t limit_bytes() const { return limit_; }
+  // Chunks this process downloaded (misses), and bytes now on disk.
+  uint64_t fetches() const { return fetches_; }
+  StatusOr<uint64_t> BytesOnDisk() const;
+
+ private:
+  ChunkCache(std::string dir, uint64_t limit) : dir_(std::move(dir)), limit_(limit) {}
+  Status ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
+                    bool* hit) const;
+  Status Store(const std::string& key, const std::string& data);
+  Status EvictFor(uint64_t needed, uint64_t* ledger);
+
+  std::string dir_;
+  uint64_t limit_;
+  std::atomic<uint64_t> fetches_{0};
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_

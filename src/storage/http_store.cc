@@ -1,0 +1,230 @@
+#include "storage/http_store.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace tokpack {
+namespace {
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return (end && *end == '\0' && n > 0) ? static_cast<int>(n) : fallback;
+}
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+size_t Append(char* data, size_t size, size_t count, void* user) {
+  auto* out = static_cast<std::string*>(user);
+  out->append(data, size * count);
+  return size * count;
+}
+
+struct UploadCursor {
+  const std::string* data;
+  size_t at = 0;
+};
+
+size_t ReadUpload(char* buffer, size_t size, size_t count, void* user) {
+  auto* u = static_cast<UploadCursor*>(user);
+  const size_t n = std::min(size * count, u->data->size() - u->at);
+  std::copy_n(u->data->data() + u->at, n, buffer);
+  u->at += n;
+  return n;
+}
+
+}  // namespace
+
+HttpOptions HttpOptions::FromEnvironment() {
+  HttpOptions o;
+  o.max_attempts = EnvInt("TOKPACK_HTTP_ATTEMPTS", o.max_attempts);
+  o.stall_seconds = EnvInt("TOKPACK_HTTP_STALL_SECONDS", static_cast<int>(o.stall_seconds));
+  o.max_concurrency = EnvInt("TOKPACK_HTTP_CONCURRENCY", o.max_concurrency);
+  return o;
+}
+
+struct HttpStore::Response {
+  long code = 0;
+  CURLcode curl = CURLE_OK;
+  std::string error;
+  std::string body;
+};
+
+HttpStore::HttpStore(ObjectLocation location, HttpOptions options)
+    : location_(std::move(location)), options_(options) {
+  GlobalInit();
+}
+
+HttpStore::~HttpStore() {
+  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+uint64_t HttpStore::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+void* HttpStore::Acquire() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return active_ < options_.max_concurrency; });
+  ++active_;
+  ++requests_;
+  if (!idle_.empty()) {
+    void* h = idle_.back();
+    idle_.pop_back();
+    return h;
+  }
+  return curl_easy_init();
+}
+
+void HttpStore::Release(void* handle) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  --active_;
+  if (handle) idle_.push_back(handle);
+  cv_.notify_one();
+}
+
+Status HttpStore::Once(const std::string& url, const char* method, const std::string* upload,
+                       int64_t offset, int64_t n, Response* r) const {
+  CURL* curl = static_cast<CURL*>(Acquire());
+  if (curl == nullptr) {
+    Release(nullptr);
+    return InternalError("curl_easy_init failed");
+  }
+  curl_easy_reset(curl);
+  char error[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_seconds);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.stall_seconds);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r->body);
+  std::string range;
+  if (n >= 0) {
+    range = std::to_string(offset) + "-" + std::to_string(offset + n - 1);
+    curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  }
+  UploadCursor cursor{upload, 0};
+  if (upload) {
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, &ReadUpload);
+    curl_easy_setopt(curl, CURLOPT_READDATA, &cursor);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload->size()));
+  } else if (std::string(method) != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  }
+  struct curl_slist* headers = nullptr;
+  std::string sigv4;
+  if (location_.signed_requests()) {
+    sigv4 = "aws:amz:" + location_.region + ":s3";
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(curl, CURLOPT_USERNAME, location_.access_key.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, location_.secret_key.c_str());
+    headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (!location_.session_token.empty()) {
+      headers = curl_slist_append(
+          headers, ("x-amz-security-token: " + location_.session_token).c_str());
+    }
+  }
+  if (upload) headers = curl_slist_append(headers, "Expect:");  // No 100-continue round trip.
+  if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  r->curl = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->code);
+  r->error = error[0] ? error : curl_easy_strerror(r->curl);
+  curl_slist_free_all(headers);
+  // A handle whose transfer failed may hold a broken connection: drop it.
+  if (r->curl != CURLE_OK) {
+    curl_easy_cleanup(curl);
+    curl = nullptr;
+  }
+  Release(curl);
+  return Status::Ok();
+}
+
+Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
+                          int64_t offset, int64_t n, std::string* out) const {
+  const std::string url = location_.UrlOf(name);
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::string last;
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+    if (attempt > 0) {
+      // Full jitter: spreads the retries of many clients hitting one fault.
+      const double cap = std::min(options_.backoff_max_seconds,
+                                  options_.backoff_initial_seconds * double(1u << std::min(attempt, 20)));
+      std::uniform_real_distribution<double> wait(0, cap);
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait(rng)));
+    }
+    Response r;
+    TOKPACK_RETURN_IF_ERROR(Once(url, method, upload, offset, n, &r));
+    if (r.curl != CURLE_OK) {
+      if (r.curl == CURLE_UNSUPPORTED_PROTOCOL || r.curl == CURLE_URL_MALFORMAT) {
+        return InvalidArgumentError(url + ": " + r.error);
+      }
+      last = r.error;
+      continue;
+    }
+    if (r.code == 404) return NotFoundError(url + ": not found (HTTP 404)");
+    if (r.code == 401 || r.code == 403) {
+      return FailedPreconditionError(url + ": access denied (HTTP " + std::to_string(r.code) +
+                                     "); check the credentials");
+    }
+    if (r.code == 416) return OutOfRangeError(url + ": range past the end (HTTP 416)");
+    if (r.code == 408 || r.code == 429 || r.code >= 500) {
+      last = "HTTP " + std::to_string(r.code);
+      continue;
+    }
+    if (r.code < 200 || r.code >= 300) {
+      return IoError(url + ": HTTP " + std::to_string(r.code));
+    }
+    if (n >= 0) {
+      if (r.code == 200 && r.body.size() >= static_cast<uint64_t>(offset + n)) {
+        r.body = r.body.substr(static_cast<size_t>(offset), static_cast<size_t>(n));  // No Range.
+      }
+      if (r.body.size() != static_cast<uint64_t>(n)) {
+        last = "short body: " + std::to_string(r.body.size()) + " of " + std::to_string(n) +
+               " bytes";
+        continue;
+      }
+    }
+    if (out) *out = std::move(r.body);
+    return Status::Ok();
+  }
+  return Status(StatusCode::kUnavailable, url + ": failed after " +
+                                              std::to_string(options_.max_attempts) +
+                                              " attempts; last error: " + last);
+}
+
+StatusOr<std::string> HttpStore::Get(const std::string& name) const {
+  std::string out;
+  TOKPACK_RETURN_IF_ERROR(Request(name, "GET", nullptr, 0, -1, &out));
+  return out;
+}
+
+Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n,
+                           std::string* out) const {
+  if (n == 0) {
+    out->clear();
+    return Status::Ok();
+  }
+  return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), out);
+}
+
+Status HttpStore::Put(const std::string& name, const std::string& data) const {
+  return Request(name, "PUT", &data, 0, -1, nullptr);
+}
+
+}  // namespace tokpack

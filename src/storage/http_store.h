@@ -1,0 +1,75 @@
+// HttpStore: reads (and writes) the objects of one ObjectLocation over HTTP(S)
+// with libcurl: SigV4-signed for S3 and GCS HMAC keys, retried with
+// exponential backoff and full jitter on 5xx, 429, timeouts, stalls,
+// connection resets and short bodies; at most `max_concurrency` requests at
+// once. Thread-safe; connections are pooled and reused.
+#ifndef TOKPACK_SRC_STORAGE_HTTP_STORE_H_
+#define TOKPACK_SRC_STORAGE_HTTP_STORE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "storage/object_url.h"
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+struct HttpOptions {
+  int max_attempts = 8;
+  double backoff_initial_seconds = 0.05;
+  double backoff_max_seconds = 4.0;
+  long connect_timeout_seconds = 10;
+  // A transfer that moves no byte for this long is abandoned and retried.
+  long stall_seconds = 20;
+  int max_concurrency = 16;
+
+  // Defaults, overridden by TOKPACK_HTTP_ATTEMPTS, TOKPACK_HTTP_STALL_SECONDS
+  // and TOKPACK_HTTP_CONCURRENCY.
+  static HttpOptions FromEnvironment();
+};
+
+class HttpStore {
+ public:
+  HttpStore(ObjectLocation location, HttpOptions options);
+  ~HttpStore();
+  HttpStore(const HttpStore&) = delete;
+  HttpStore& operator=(const HttpStore&) = delete;
+
+  const ObjectLocation& location() const { return location_; }
+
+  // The whole object `name`. NotFound (naming the URL) if it does not exist;
+  // FailedPrecondition when access is denied; Unavailable once retries are
+  // exhausted, with the last error.
+  StatusOr<std::string> Get(const std::string& name) const;
+  // Exactly `n` bytes of `name` at `offset` into *out.
+  Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out) const;
+  // Writes `data` as object `name` (one PUT; see Push for large files).
+  Status Put(const std::string& name, const std::string& data) const;
+
+  // Requests made so far, counting retries (for tests and statistics).
+  uint64_t requests() const;
+
+ private:
+  struct Response;
+  Status Request(const std::string& name, const char* method, const std::string* upload,
+                 int64_t offset, int64_t n, std::string* out) const;
+  Status Once(const std::string& url, const char* method, const std::string* upload,
+              int64_t offset, int64_t n, Response* r) const;
+  void* Acquire() const;
+  void Release(void* handle) const;
+
+  ObjectLocation location_;
+  HttpOptions options_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable std::vector<void*> idle_;  // CURL easy handles, kept for connection reuse.
+  mutable int active_ = 0;
+  mutable uint64_t requests_ = 0;
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_STORAGE_HTTP_STORE_H_

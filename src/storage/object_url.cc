@@ -1,0 +1,148 @@
+#include "storage/object_url.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+namespace tokpack {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string Trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  const auto e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// The key/value pairs of section `[section]` of an AWS-style INI file.
+std::map<std::string, std::string> IniSection(const std::string& path,
+                                              const std::string& section) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    line = Trim(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[' && line.back() == ']') {
+      inside = Trim(line.substr(1, line.size() - 2)) == section;
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (inside && eq != std::string::npos) {
+      out[Trim(line.substr(0, eq))] = Trim(line.substr(eq + 1));
+    }
+  }
+  return out;
+}
+
+std::string HomeFile(const char* env, const char* relative) {
+  std::string p = Env(env);
+  if (!p.empty()) return p;
+  const std::string home = Env("HOME");
+  return home.empty() ? std::string() : home + "/" + relative;
+}
+
+void AwsCredentials(ObjectLocation* loc) {
+  loc->access_key = Env("AWS_ACCESS_KEY_ID");
+  loc->secret_key = Env("AWS_SECRET_ACCESS_KEY");
+  loc->session_token = Env("AWS_SESSION_TOKEN");
+  std::string profile = Env("AWS_PROFILE");
+  if (profile.empty()) profile = "default";
+  if (loc->access_key.empty()) {
+    auto creds = IniSection(HomeFile("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"), profile);
+    loc->access_key = creds["aws_access_key_id"];
+    loc->secret_key = creds["aws_secret_access_key"];
+    loc->session_token = creds["aws_session_token"];
+  }
+  loc->region = Env("AWS_REGION");
+  if (loc->region.empty()) loc->region = Env("AWS_DEFAULT_REGION");
+  if (loc->region.empty()) {
+    const std::string config = HomeFile("AWS_CONFIG_FILE", ".aws/config");
+    loc->region = IniSection(config, profile == "default" ? "default" : "profile " + profile)["region"];
+  }
+  if (loc->region.empty()) loc->region = "us-east-1";
+}
+
+bool Unreserved(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~' || c == '/';
+}
+
+std::string PercentEncode(std::string_view s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (Unreserved(static_cast<char>(c))) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string WithSlash(std::string s) {
+  if (s.empty() || s.back() != '/') s += '/';
+  return s;
+}
+
+}  // namespace
+
+bool IsRemoteUrl(std::string_view path) { return path.find("://") != std::string_view::npos; }
+
+std::string ObjectLocation::UrlOf(std::string_view name) const {
+  return base + PercentEncode(name);
+}
+
+StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url) {
+  ObjectLocation loc;
+  loc.url = std::string(url);
+  while (!loc.url.empty() && loc.url.back() == '/') loc.url.pop_back();
+  const auto colon = loc.url.find("://");
+  if (colon == std::string::npos) return InvalidArgumentError("'" + loc.url + "' is not a URL");
+  const std::string scheme = loc.url.substr(0, colon);
+  const std::string rest = loc.url.substr(colon + 3);
+  if (scheme == "http" || scheme == "https") {
+    loc.kind = ObjectLocation::Kind::kHttp;
+    loc.base = WithSlash(loc.url);
+    return loc;
+  }
+  if (scheme != "s3" && scheme != "gs") {
+    return InvalidArgumentError("unsupported URL scheme '" + scheme + "' in '" + loc.url +
+                                "' (s3://, gs://, http:// and https:// are)");
+  }
+  const auto slash = rest.find('/');
+  loc.bucket = rest.substr(0, slash);
+  const std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (loc.bucket.empty()) return InvalidArgumentError("'" + loc.url + "' names no bucket");
+  const std::string key_base = PercentEncode(prefix.empty() ? "" : WithSlash(prefix));
+  if (scheme == "s3") {
+    loc.kind = ObjectLocation::Kind::kS3;
+    AwsCredentials(&loc);
+    std::string endpoint = Env("AWS_ENDPOINT_URL_S3");
+    if (endpoint.empty()) endpoint = Env("AWS_ENDPOINT_URL");
+    if (!endpoint.empty()) {
+      loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket) + "/" + key_base;
+    } else {
+      loc.base = "https://" + loc.bucket + ".s3." + loc.region + ".amazonaws.com/" + key_base;
+    }
+    return loc;
+  }
+  loc.kind = ObjectLocation::Kind::kGcs;
+  loc.access_key = Env("GS_ACCESS_KEY_ID");
+  loc.secret_key = Env("GS_SECRET_ACCESS_KEY");
+  loc.region = "auto";
+  std::string endpoint = Env("TOKPACK_GCS_ENDPOINT");
+  if (endpoint.empty()) endpoint = "https://storage.googleapis.com";
+  loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket) + "/" + key_base;
+  return loc;
+}
+
+}  // namespace tokpack
