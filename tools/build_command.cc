@@ -1,11 +1,17 @@
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
+#include "io/file_system.h"
 #include "io/input_files.h"
+#include "storage/object_url.h"
 #include "tokpack/builder.h"
+#include "tokpack/dataset_ops.h"
 #include "tools/commands.h"
 #include "tools/progress_printer.h"
 
@@ -50,7 +56,7 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("-i,--input", o.inputs,
                   "Input files, directories, globs ('corpus/**/*.jsonl.zst') or - for stdin")
       ->required();
-  app->add_option("-o,--output", o.output, "Dataset directory to create")->required();
+  app->add_option("-o,--output", o.output, "Dataset directory to create, or s3:// / gs:// URL (built locally, then pushed)")->required();
   app->add_option("-t,--tokenizer", o.tokenizer_model, "sentencepiece model file")->required();
   app->add_option("--threads", o.threads, "Tokenizer threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
@@ -99,10 +105,36 @@ Runner AddBuildCommand(CLI::App* app) {
           args->progress_every > 0 ? args->progress_every : (tty ? 0.2 : 10.0);
       opts.progress = [&printer](const BuildProgress& p) { printer.Update(p); };
     }
+    // An object-store output: build in a local temporary directory, then push.
+    const std::string destination = opts.output;
+    std::string scratch;
+    if (IsRemoteUrl(destination)) {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tokpack-build-XXXXXX";
+      if (::mkdtemp(pattern.data()) == nullptr) {
+        return ReportError("build", ErrnoToStatus(errno, "mkdtemp", pattern));
+      }
+      scratch = pattern;
+      opts.output = JoinPath(scratch, "data");
+    }
     StatusOr<BuildSummary> summary = Build(opts);
     printer.Finish();
-    if (!summary.ok()) return ReportError("build", summary.status());
-    PrintSummary(*summary, opts.output);
+    if (!summary.ok()) {
+      if (!scratch.empty()) RemoveAllQuietly(scratch);
+      return ReportError("build", summary.status());
+    }
+    PrintSummary(*summary, destination);
+    if (scratch.empty()) return 0;
+    PushOptions push;
+    push.dir = opts.output;
+    push.url = destination;
+    push.force = opts.force;
+    push.cancel = &g_interrupted;
+    StatusOr<uint64_t> pushed = PushDataset(push);
+    RemoveAllQuietly(scratch);
+    if (!pushed.ok()) return ReportError("build", pushed.status());
+    std::fprintf(stderr, "pushed %s to %s\n", ProgressPrinter::Bytes(*pushed).c_str(),
+                 destination.c_str());
     return 0;
   };
 }

@@ -228,4 +228,25 @@ Runner AddShowCommand(CLI::App* app) {
   };
 }
 
+Runner AddPushCommand(CLI::App* app) {
+  auto o = std::make_shared<PushOptions>();
+  app->add_option("dir", o->dir, "Local dataset directory")->required();
+  app->add_option("url", o->url, "s3://bucket/prefix or gs://bucket/prefix")->required();
+  app->add_flag("--force", o->force, "Replace a dataset already at the URL");
+  app->add_option("--part-bytes", o->part_bytes,
+                  "Files larger than this go up in multipart uploads of this part size")
+      ->check(CLI::Range(uint64_t{5} << 20, uint64_t{5} << 30));
+  return [o]() -> int {
+    o->cancel = &g_interrupted;
+    o->on_file = [](const std::string& name, uint64_t bytes) {
+      std::fprintf(stderr, "uploaded %s (%s)\n", name.c_str(),
+                   ProgressPrinter::Bytes(bytes).c_str());
+    };
+    StatusOr<uint64_t> total = PushDataset(*o);
+    if (!total.ok()) return ReportError("push", total.status());
+    std::printf("pushed %s to %s\n", ProgressPrinter::Bytes(*total).c_str(), o->url.c_str());
+    return 0;
+  };
+}
+
 }  // namespace tokpack::cli

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
       AddImportCommand);
   add("show", "Print documents as token ids or decoded text", AddShowCommand);
   add("sample", "Print the batches a rank would train on (shuffled, resumable)", AddSampleCommand);
+  add("push", "Upload a dataset to s3:// or gs:// (manifest last)", AddPushCommand);
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, OnSignal);

@@ -1,9 +1,11 @@
-// Dataset maintenance operations behind `tokpack info`, `verify`, `merge` and
-// `import`. Each function works on directories named by path and is safe to
-// call concurrently on different datasets; none modifies an existing dataset.
+// Dataset maintenance operations behind `tokpack info`, `verify`, `merge`,
+// `import` and `push`. Each function works on directories named by path and
+// is safe to call concurrently on different datasets; none modifies an
+// existing local dataset.
 #ifndef TOKPACK_DATASET_OPS_H_
 #define TOKPACK_DATASET_OPS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -62,6 +64,24 @@ struct ImportOptions {
 // Writes a manifest over existing Megatron .bin/.idx pairs without copying
 // them, after checking each index against its data file and hashing both.
 StatusOr<Manifest> ImportMegatron(const ImportOptions& options);
+
+struct PushOptions {
+  std::string dir;  // A local dataset directory.
+  std::string url;  // s3://bucket/prefix or gs://bucket/prefix.
+  bool force = false;  // Replace a dataset already at `url`.
+  uint64_t part_bytes = uint64_t{64} << 20;  // Multipart part size for larger files.
+  const std::atomic<bool>* cancel = nullptr;
+  // Called after each file, from the calling thread.
+  std::function<void(const std::string& name, uint64_t bytes)> on_file;
+};
+
+// Uploads a dataset to an object store: the shard files and the tokenizer,
+// then manifest.json last, so readers never see an incomplete dataset.
+// Larger files go up in multipart uploads. Refuses a URL that already holds
+// a manifest unless `force`, a dataset whose files disagree with its
+// manifest (DataLoss), and one whose shards lie outside its directory.
+// Returns the bytes uploaded.
+StatusOr<uint64_t> PushDataset(const PushOptions& options);
 
 }  // namespace tokpack
 

@@ -2,7 +2,10 @@
 
 #include <curl/curl.h>
 
+#include <strings.h>
+
 #include <algorithm>
+#include <fstream>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -59,7 +62,33 @@ struct HttpStore::Response {
   CURLcode curl = CURLE_OK;
   std::string error;
   std::string body;
+  std::string etag;
 };
+
+namespace {
+
+size_t Header(char* data, size_t size, size_t count, void* user) {
+  std::string line(data, size * count);
+  auto* etag = static_cast<std::string*>(user);
+  if (line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) {
+    line = line.substr(5);
+    const auto b = line.find_first_not_of(" \t");
+    const auto e = line.find_last_not_of(" \t\r\n");
+    *etag = b == std::string::npos ? "" : line.substr(b, e - b + 1);
+  }
+  return size * count;
+}
+
+// The text of the first <tag>...</tag> in an XML response.
+std::string XmlValue(const std::string& xml, const std::string& tag) {
+  const auto b = xml.find("<" + tag + ">");
+  if (b == std::string::npos) return "";
+  const auto start = b + tag.size() + 2;
+  const auto e = xml.find("</" + tag + ">", start);
+  return e == std::string::npos ? "" : xml.substr(start, e - start);
+}
+
+}  // namespace
 
 HttpStore::HttpStore(ObjectLocation location, HttpOptions options)
     : location_(std::move(location)), options_(options) {
@@ -113,6 +142,8 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.stall_seconds);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r->body);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r->etag);
   std::string range;
   if (n >= 0) {
     range = std::to_string(offset) + "-" + std::to_string(offset + n - 1);
@@ -124,8 +155,19 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, &ReadUpload);
     curl_easy_setopt(curl, CURLOPT_READDATA, &cursor);
     curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload->size()));
+  } else if (std::string(method) == "POST") {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
   } else if (std::string(method) != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  }
+  if (upload && std::string(method) == "POST") {
+    // A POST with a body (CompleteMultipartUpload).
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 0L);
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, upload->data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(upload->size()));
   }
   struct curl_slist* headers = nullptr;
   std::string sigv4;
@@ -156,8 +198,9 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
 }
 
 Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
-                          int64_t offset, int64_t n, std::string* out) const {
-  const std::string url = location_.UrlOf(name);
+                          int64_t offset, int64_t n, std::string* out, const std::string& query,
+                          std::string* etag) const {
+  const std::string url = location_.UrlOf(name) + query;
   thread_local std::mt19937_64 rng(std::random_device{}());
   std::string last;
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
@@ -201,6 +244,7 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
       }
     }
     if (out) *out = std::move(r.body);
+    if (etag) *etag = r.etag;
     return Status::Ok();
   }
   return Status(StatusCode::kUnavailable, url + ": failed after " +
@@ -225,6 +269,57 @@ Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n,
 
 Status HttpStore::Put(const std::string& name, const std::string& data) const {
   return Request(name, "PUT", &data, 0, -1, nullptr);
+}
+
+Status HttpStore::PutFile(const std::string& name, const std::string& path,
+                          uint64_t part_bytes) const {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return NotFoundError(path + ": cannot open for upload");
+  const uint64_t size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  const auto read_part = [&](uint64_t n, std::string* buf) {
+    buf->resize(n);
+    return in.read(buf->data(), static_cast<std::streamsize>(n))
+               ? Status::Ok()
+               : IoError(path + ": read failed during upload");
+  };
+  std::string buf;
+  if (size <= part_bytes) {
+    TOKPACK_RETURN_IF_ERROR(read_part(size, &buf));
+    return Put(name, buf);
+  }
+  std::string created;
+  TOKPACK_RETURN_IF_ERROR(Request(name, "POST", nullptr, 0, -1, &created, "?uploads"));
+  const std::string upload_id = XmlValue(created, "UploadId");
+  if (upload_id.empty()) {
+    return IoError(location_.UrlOf(name) + ": no UploadId in the multipart response");
+  }
+  std::string complete = "<CompleteMultipartUpload>";
+  Status s;
+  for (uint64_t at = 0, part = 1; at < size && s.ok(); at += part_bytes, ++part) {
+    s = read_part(std::min(part_bytes, size - at), &buf);
+    std::string etag;
+    if (s.ok()) {
+      s = Request(name, "PUT", &buf, 0, -1, nullptr,
+                  "?partNumber=" + std::to_string(part) + "&uploadId=" + upload_id, &etag);
+    }
+    complete += "<Part><PartNumber>" + std::to_string(part) + "</PartNumber><ETag>" + etag +
+                "</ETag></Part>";
+  }
+  complete += "</CompleteMultipartUpload>";
+  if (s.ok()) {
+    std::string reply;
+    s = Request(name, "POST", &complete, 0, -1, &reply, "?uploadId=" + upload_id);
+    // S3 may report a failure inside a 200 response.
+    if (s.ok() && reply.find("<Error>") != std::string::npos) {
+      s = IoError(location_.UrlOf(name) + ": completing the upload failed: " +
+                  XmlValue(reply, "Message"));
+    }
+  }
+  if (!s.ok()) {
+    Request(name, "DELETE", nullptr, 0, -1, nullptr, "?uploadId=" + upload_id).IgnoreError();
+  }
+  return s;
 }
 
 }  // namespace tokpack

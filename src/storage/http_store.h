@@ -46,16 +46,23 @@ class HttpStore {
   StatusOr<std::string> Get(const std::string& name) const;
   // Exactly `n` bytes of `name` at `offset` into *out.
   Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out) const;
-  // Writes `data` as object `name` (one PUT; see Push for large files).
+  // Writes `data` as object `name` in one PUT.
   Status Put(const std::string& name, const std::string& data) const;
+  // Writes local file `path` as object `name`: one PUT up to `part_bytes`,
+  // else an S3 multipart upload (also GCS's XML API) of `part_bytes` parts,
+  // aborted on failure so no partial object remains.
+  Status PutFile(const std::string& name, const std::string& path,
+                 uint64_t part_bytes = uint64_t{64} << 20) const;
 
   // Requests made so far, counting retries (for tests and statistics).
   uint64_t requests() const;
 
  private:
   struct Response;
+  // `query` is appended to the object's URL as is (e.g. "?uploads").
   Status Request(const std::string& name, const char* method, const std::string* upload,
-                 int64_t offset, int64_t n, std::string* out) const;
+                 int64_t offset, int64_t n, std::string* out, const std::string& query = "",
+                 std::string* etag = nullptr) const;
   Status Once(const std::string& url, const char* method, const std::string* upload,
               int64_t offset, int64_t n, Response* r) const;
   void* Acquire() const;
