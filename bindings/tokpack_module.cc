@@ -339,6 +339,8 @@ LoaderOptions ParseOptions(const py::dict& kw) {
       o.threads = v.cast<int>();
     else if (key == "prefetch")
       o.prefetch = v.cast<int>();
+    else if (key == "lookahead_steps")
+      o.lookahead_steps = v.cast<int>();
     else if (key == "shuffle") {
       const std::string m = v.cast<std::string>();
       if (m == "full")

@@ -49,6 +49,12 @@ class Dataset {
   // `out` must hold count * TokenDtypeSize(dtype()) bytes.
   Status ReadStoredTokens(uint64_t begin, uint64_t count, void* out) const;
 
+  // A hint that tokens [begin, begin + count) will be read soon: shards in
+  // remote storage start fetching them in the background. Never blocks.
+  void Prefetch(uint64_t begin, uint64_t count) const;
+  // True when the shards are read from remote storage (s3://, gs://, http(s)://).
+  bool remote() const;
+
   // Appends to *starts the stream offsets of the documents that start in
   // [begin, end), in increasing order.
   void DocumentStarts(uint64_t begin, uint64_t end, std::vector<uint64_t>* starts) const;

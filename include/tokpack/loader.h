@@ -74,6 +74,9 @@ struct LoaderOptions {
   int64_t max_steps = 0;
   int threads = 2;   // Assembler threads.
   int prefetch = 4;  // Ring depth: batches assembled ahead.
+  // For remote datasets: how many steps ahead the loader tells the storage
+  // layer which chunks it will read, so fetches run ahead of need.
+  int lookahead_steps = 16;
   // Memory for the ring's buffers; null means ordinary (malloc) memory.
   std::shared_ptr<HostMemory> host_memory;
 };

@@ -117,6 +117,7 @@ class Loader:
         as_: Optional[str] = None,
         device: Any = None,
         device_prefetch: int = 3,
+        lookahead_steps: int = 16,
     ) -> None:
         if as_ is None:
             as_ = "torch" if _torch_available() else "numpy"
@@ -161,6 +162,7 @@ class Loader:
             max_steps=int(max_steps),
             threads=int(threads),
             prefetch=int(prefetch),
+            lookahead_steps=int(lookahead_steps),
         )
         self._created = time.perf_counter()
         self._first_next: Optional[float] = None

@@ -28,6 +28,7 @@ struct Dataset::Impl {
   std::vector<uint64_t> token_ends;  // token_ends[k] = first_token of shard k+1.
   std::vector<uint64_t> doc_ends;
   uint64_t fingerprint = 0;
+  bool remote = false;
 
   // Index of the shard holding stream token `t` (t < total).
   size_t ShardOfToken(uint64_t t) const {
@@ -195,6 +196,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
   std::shared_ptr<Dataset> ds(new Dataset());
   Dataset::Impl& d = *ds->impl_;
   d.path = url;
+  d.remote = true;
   TOKPACK_ASSIGN_OR_RETURN(d.manifest, remote.LoadManifest());
   for (const ShardInfo& info : d.manifest.shards) {
     TOKPACK_ASSIGN_OR_RETURN(auto idx, remote.Open(info.path + ".idx", info.idx, d.manifest.chunk_bytes, true));
@@ -223,6 +225,22 @@ Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int32_t* out) const {
 Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int64_t* out) const {
   return impl_->Read(begin, count, out);
 }
+void Dataset::Prefetch(uint64_t begin, uint64_t count) const {
+  const Impl& d = *impl_;
+  if (!d.remote || count == 0 || begin >= num_tokens()) return;
+  const uint64_t end = std::min(begin + count, num_tokens());
+  const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(d.manifest.dtype));
+  for (size_t k = d.ShardOfToken(begin); k < d.shards.size() && d.shards[k].first_token < end;
+       ++k) {
+    const Impl::Shard& s = d.shards[k];
+    const uint64_t a = std::max(begin, s.first_token) - s.first_token;
+    const uint64_t b = std::min(end, d.token_ends[k]) - s.first_token;
+    s.bin->Prefetch(a * item, (b - a) * item);
+  }
+}
+
+bool Dataset::remote() const { return impl_->remote; }
+
 Status Dataset::ReadStoredTokens(uint64_t begin, uint64_t count, void* out) const {
   return impl_->ReadStored(begin, count, out);
 }

@@ -49,7 +49,8 @@ class LoaderImpl : public Loader {
         o_(o),
         samples_(std::move(samples)),
         ring_(std::make_shared<Ring>()),
-        schedule_(Weights()) {
+        schedule_(Weights()),
+        ahead_(Weights()) {
     for (size_t s = 0; s < sources_.size(); ++s) {
       orders_.emplace_back(samples_[s], o_.shuffle, o_.seed, s, o_.block_size, o_.block_window);
     }
@@ -63,6 +64,7 @@ class LoaderImpl : public Loader {
     if (o_.max_steps > 0) limit_ = std::min(limit_, static_cast<uint64_t>(o_.max_steps) * global);
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
+    for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
   }
 
   // Allocates the ring and starts the assembler threads.
@@ -181,6 +183,7 @@ class LoaderImpl : public Loader {
       std::unique_lock<std::mutex> plan(plan_mu_);
       plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
       schedule_.Reset(counts);
+      ahead_.Reset(counts);
       planned_generation_ = generation;
       ++planned_tickets_;
       plan_cv_.notify_all();
@@ -247,6 +250,29 @@ class LoaderImpl : public Loader {
     c.block_window = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_window) : 0;
     for (const auto& s : sources_) c.sources.push_back({s.dataset->fingerprint(), s.weight, 0});
     return c;
+  }
+
+  // Under plan_mu_, after a step was planned up to global position
+  // `position`: walks the lookahead schedule to lookahead_steps steps past
+  // it, telling each dataset which of this rank's windows come next.
+  void PrefetchAhead(uint64_t position) {
+    const uint64_t target =
+        std::min(limit_, position + static_cast<uint64_t>(o_.lookahead_steps) * GlobalBatch());
+    const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
+    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
+    if (ahead_.position() < position) {
+      ahead_.Reset(schedule_.counts());  // Fell behind (or first use): catch up.
+    }
+    while (ahead_.position() < target && !stopping_.load(std::memory_order_relaxed)) {
+      // Step boundaries lie at `position` + k * GlobalBatch() (also after an
+      // elastic resume, whose positions need not be multiples of it).
+      const uint64_t j = (ahead_.position() - position) % GlobalBatch();
+      const size_t s = ahead_.Next();
+      if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
+        const uint64_t sample = orders_[s].Sample(ahead_.counts()[s] - 1);
+        sources_[s].dataset->Prefetch(sample * L, L + 1);
+      }
+    }
   }
 
   // Under plan_mu_: plans the rows of this rank for step `slot.step`.
@@ -349,7 +375,10 @@ class LoaderImpl : public Loader {
         std::unique_lock<std::mutex> plan(plan_mu_);
         plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
         // A LoadState() after the claim makes this step stale: skip it.
-        if (generation == planned_generation_ && !stopping_.load()) planned = Plan(slot);
+        if (generation == planned_generation_ && !stopping_.load()) {
+          planned = Plan(slot);
+          if (planned && lookahead_) PrefetchAhead(slot.position_after);
+        }
         ++planned_tickets_;
         plan_cv_.notify_all();
       }
@@ -382,6 +411,8 @@ class LoaderImpl : public Loader {
   std::mutex plan_mu_;
   std::condition_variable plan_cv_;
   BlendSchedule schedule_;
+  BlendSchedule ahead_;   // Runs lookahead_steps ahead of schedule_ (remote data).
+  bool lookahead_ = false;
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
   uint64_t next_ticket_ = 0;         // Under ring_->mu.
@@ -412,6 +443,7 @@ Status Validate(const std::vector<Loader::Source>& sources, const LoaderOptions&
   }
   if (o.threads < 1) return InvalidArgumentError("threads must be positive");
   if (o.prefetch < 1 || o.prefetch > 64) return InvalidArgumentError("prefetch must be 1..64");
+  if (o.lookahead_steps < 0) return InvalidArgumentError("lookahead_steps must not be negative");
   if (o.batch_size * o.seq_len >= (int64_t{1} << 31)) {
     return InvalidArgumentError("batch_size * seq_len must be below 2^31");
   }

@@ -24,6 +24,9 @@ class ByteSource {
   // name the file.
   virtual Status Read(uint64_t offset, uint64_t n, char* dst) const = 0;
   virtual const std::string& name() const = 0;
+  // A hint that [offset, offset + n) will be read soon: remote sources start
+  // fetching it in the background. Never blocks; errors surface in Read().
+  virtual void Prefetch(uint64_t /*offset*/, uint64_t /*n*/) const {}
 };
 
 // Maps a local file read-only (Boost.Interprocess). An empty file is a valid

@@ -149,7 +149,7 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
     }
   }
   TOKPACK_RETURN_IF_ERROR(Store(key, data));
-  std::copy_n(data.data() + offset, n, dst);
+  if (n > 0) std::copy_n(data.data() + offset, n, dst);
   return Status::Ok();
 }
 

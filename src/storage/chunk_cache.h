@@ -34,7 +34,8 @@ class ChunkCache {
   using Fetch = std::function<Status(std::string* out)>;
 
   // Copies bytes [offset, offset + n) of chunk `key` (`size` bytes, checksum
-  // `xxh3`) into `dst`, fetching it first if it is not cached. `name` names
+  // `xxh3`) into `dst`, fetching it first if it is not cached. With n == 0
+  // it only makes sure the chunk is cached (a prefetch). `name` names
   // the chunk in errors (e.g. "s3://b/d/shard-00000.bin chunk 3").
   Status Read(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
               uint64_t offset, uint64_t n, char* dst, const Fetch& fetch);

@@ -1,9 +1,64 @@
 #include "storage/remote_source.h"
 
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+
 #include "common/chunk_hasher.h"
 
 namespace tokpack {
 namespace {
+
+// Background fetches for Prefetch(): a few threads, a bounded queue, and no
+// chunk queued twice. Lives for the whole process (threads are detached).
+class Prefetcher {
+ public:
+  static Prefetcher& Get() {
+    static Prefetcher* p = new Prefetcher(EnvThreads());
+    return *p;
+  }
+  // Drops the task when the queue is full: prefetching is only a hint.
+  void Submit(const std::string& key, std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= kMaxQueued || !pending_.insert(key).second) return;
+    queue_.push_back({key, std::move(task)});
+    cv_.notify_one();
+  }
+
+ private:
+  static constexpr size_t kMaxQueued = 4096;
+  static int EnvThreads() {
+    const char* v = std::getenv("TOKPACK_PREFETCH_THREADS");
+    const int n = v ? std::atoi(v) : 0;
+    return n > 0 ? n : 8;
+  }
+  explicit Prefetcher(int threads) {
+    for (int i = 0; i < threads; ++i) std::thread([this] { Run(); }).detach();
+  }
+  void Run() {
+    while (true) {
+      std::pair<std::string, std::function<void()>> item;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty(); });
+        item = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      item.second();
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.erase(item.first);
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::string, std::function<void()>>> queue_;
+  std::set<std::string> pending_;
+};
 
 // A remote file read chunk by chunk through the cache; not memory-resident.
 class RemoteSource : public ByteSource {
@@ -22,6 +77,24 @@ class RemoteSource : public ByteSource {
   const char* data() const override { return nullptr; }
   const std::string& name() const override { return url_; }
 
+  void Prefetch(uint64_t offset, uint64_t n) const override {
+    if (n == 0 || offset >= digest_.bytes) return;
+    const uint64_t last = std::min(offset + n, digest_.bytes) - 1;
+    for (uint64_t k = offset / chunk_bytes_; k <= last / chunk_bytes_; ++k) {
+      const uint64_t start = k * chunk_bytes_;
+      const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
+      const std::string key = Key(k);
+      Prefetcher::Get().Submit(key, [store = store_, cache = cache_, key, name = name_,
+                                     url = url_, start, size, sum = digest_.chunk_xxh3[k], k] {
+        // Reads nothing: only makes sure the chunk is in the cache.
+        cache
+            ->Read(key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
+                   [&](std::string* out) { return store->GetRange(name, start, size, out); })
+            .IgnoreError();
+      });
+    }
+  }
+
   Status Read(uint64_t offset, uint64_t n, char* dst) const override {
     if (offset > digest_.bytes || n > digest_.bytes - offset) {
       return OutOfRangeError(url_ + ": bytes [" + std::to_string(offset) + ", " +
@@ -32,10 +105,8 @@ class RemoteSource : public ByteSource {
       const uint64_t start = k * chunk_bytes_;
       const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
       const uint64_t take = std::min(n, start + size - offset);
-      const std::string key = key_prefix_ + HashToHex(digest_.chunk_xxh3[k]) + "-" +
-                              std::to_string(k);
       TOKPACK_RETURN_IF_ERROR(cache_->Read(
-          key, url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k], offset - start,
+          Key(k), url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k], offset - start,
           take, dst,
           [&](std::string* out) { return store_->GetRange(name_, start, size, out); }));
       offset += take;
@@ -46,6 +117,12 @@ class RemoteSource : public ByteSource {
   }
 
  private:
+  // Names the chunk's content, not only its place: a changed object never
+  // hits a stale chunk.
+  std::string Key(uint64_t k) const {
+    return key_prefix_ + HashToHex(digest_.chunk_xxh3[k]) + "-" + std::to_string(k);
+  }
+
   std::shared_ptr<HttpStore> store_;
   std::shared_ptr<ChunkCache> cache_;
   std::string name_, url_;
