@@ -523,7 +523,12 @@ PYBIND11_MODULE(_core, m) {
              uint64_t offset = 0, length = 0;
              Check(ds.DocumentExtent(i, &offset, &length));
              auto copy = std::make_shared<std::vector<int32_t>>(length);
-             Check(ds.ReadTokens(offset, length, copy->data()));
+             Status read;
+             {
+               py::gil_scoped_release nogil;  // Remote reads can take a while.
+               read = ds.ReadTokens(offset, length, copy->data());
+             }
+             Check(read);
              a.owner = std::make_shared<ForkSafe<const void>>(copy);
              a.data = copy->data();
              a.shape = {static_cast<int64_t>(length)};

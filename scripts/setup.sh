@@ -34,9 +34,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # numpy is tokpack's only runtime requirement; scikit-build-core and pybind11
 # build it (pip install --no-build-isolation, so rebuilds are incremental);
-# pytest and torch run the tests. torch is large: installed once, then reused.
-PY_PACKAGES=(numpy pytest scikit-build-core pybind11 torch)
-PY_MODULES="numpy pytest scikit_build_core pybind11 torch"
+# pytest, torch and moto (a local S3 for the remote-storage tests) run the
+# tests. torch is large: installed once, then reused.
+PY_PACKAGES=(numpy pytest scikit-build-core pybind11 torch "moto[server]>=5")
+PY_MODULES="numpy pytest scikit_build_core pybind11 torch moto"
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$PY_MODULES'.split()))"; then
   echo "setup: pip installing ${PY_PACKAGES[*]} (torch is large: this takes a while once)" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <chrono>
 #include <cstdlib>
@@ -88,6 +89,21 @@ std::string XmlValue(const std::string& xml, const std::string& tag) {
   return e == std::string::npos ? "" : xml.substr(start, e - start);
 }
 
+std::string QueryEncode(const std::string& v) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : v) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 HttpStore::HttpStore(ObjectLocation location, HttpOptions options)
@@ -150,24 +166,20 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
     curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   }
   UploadCursor cursor{upload, 0};
-  if (upload) {
+  const std::string verb = method;
+  if (verb == "PUT") {
     curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, &ReadUpload);
     curl_easy_setopt(curl, CURLOPT_READDATA, &cursor);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(upload->size()));
-  } else if (std::string(method) == "POST") {
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE,
+                     static_cast<curl_off_t>(upload ? upload->size() : 0));
+  } else if (verb == "POST") {
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
-  } else if (std::string(method) != "GET") {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(upload ? upload->size() : 0));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, upload ? upload->data() : "");
+  } else if (verb != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  }
-  if (upload && std::string(method) == "POST") {
-    // A POST with a body (CompleteMultipartUpload).
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 0L);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, upload->data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(upload->size()));
   }
   struct curl_slist* headers = nullptr;
   std::string sigv4;
@@ -182,7 +194,8 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
           headers, ("x-amz-security-token: " + location_.session_token).c_str());
     }
   }
-  if (upload) headers = curl_slist_append(headers, "Expect:");  // No 100-continue round trip.
+  // Without it libcurl labels a POST body as a form, which servers parse away.
+  if (verb == "POST") headers = curl_slist_append(headers, "Content-Type: application/xml");
   if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   r->curl = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->code);
@@ -289,8 +302,10 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
     return Put(name, buf);
   }
   std::string created;
-  TOKPACK_RETURN_IF_ERROR(Request(name, "POST", nullptr, 0, -1, &created, "?uploads"));
-  const std::string upload_id = XmlValue(created, "UploadId");
+  // SigV4 signs the query as written, so it is written canonically: every
+  // parameter with '=', sorted, values percent-encoded.
+  TOKPACK_RETURN_IF_ERROR(Request(name, "POST", nullptr, 0, -1, &created, "?uploads="));
+  const std::string upload_id = QueryEncode(XmlValue(created, "UploadId"));
   if (upload_id.empty()) {
     return IoError(location_.UrlOf(name) + ": no UploadId in the multipart response");
   }

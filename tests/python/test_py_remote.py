@@ -1,0 +1,202 @@
+"""Remote datasets against real servers on loopback: an HTTP server with
+Range support, moto's S3 (checking SigV4 signatures), and a proxy that
+injects faults. Under every fault the loader delivers exactly the batches it
+delivers from local disk, and the node-shared cache stays within its limit."""
+import fcntl
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import random_text, write_jsonl
+from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer
+
+tokpack = pytest.importorskip("tokpack")
+
+CHUNK = 4096  # Small checksum chunks, so each shard spans many cache chunks.
+CACHE_LIMIT = 48 * 1024
+
+
+@pytest.fixture(scope="module")
+def chunked(tmp_path_factory, spm_model):
+    """A dataset whose shards span many 4 KiB chunks, under root/data."""
+    root = tmp_path_factory.mktemp("remote")
+    rng = random.Random(5)
+    src = write_jsonl(root / "corpus.jsonl", [random_text(rng, 5, 150) for _ in range(1200)])
+    tokpack.build(src, root / "data", spm_model, shard_tokens=30000, chunk_bytes=CHUNK,
+                  threads=2)
+    return root
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh cache directory with a small limit, and fast retries."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TOKPACK_CACHE_DIR", str(d))
+    monkeypatch.setenv("TOKPACK_CACHE_BYTES", str(CACHE_LIMIT))
+    monkeypatch.setenv("TOKPACK_HTTP_STALL_SECONDS", "1")
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "8")
+    return d
+
+
+def cache_bytes(d):
+    """Bytes of chunks on disk, read under the cache's own lock (the one its
+    writers hold while they evict and add), so the snapshot is consistent."""
+    chunks = Path(d) / "chunks"
+    if not chunks.exists():
+        return 0
+    with open(Path(d) / "cache.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return sum(p.stat().st_size for p in chunks.iterdir())
+
+
+KW = dict(seq_len=64, batch_size=4, seed=17, threads=2, prefetch=3, as_="numpy", max_steps=25)
+
+
+def local_batches(path):
+    return [b["input_ids"].copy() for b in tokpack.Loader(str(path), **KW)]
+
+
+def check_equal_within_limit(url, want, cache_dir):
+    loader = tokpack.Loader(url, **KW)
+    n = 0
+    for i, batch in enumerate(loader):
+        np.testing.assert_array_equal(batch["input_ids"], want[i], err_msg=f"step {i}")
+        assert cache_bytes(cache_dir) <= CACHE_LIMIT
+        n += 1
+    assert n == len(want)
+
+
+def test_http_dataset_reads_exactly_the_local_batches(chunked, cache):
+    want = local_batches(chunked / "data")
+    with RangeServer(chunked) as server:
+        url = server.url + "/data"
+        ds = tokpack.Dataset(url)
+        local = tokpack.Dataset(chunked / "data")
+        assert (ds.num_tokens, ds.num_documents, ds.fingerprint) == (
+            local.num_tokens, local.num_documents, local.fingerprint)
+        assert ds.doc(7).tolist() == local.doc(7).tolist()
+        check_equal_within_limit(url, want, cache)
+        ranged = [k for k in server.requests if k[1] is not None]
+        assert ranged, "reads must be ranged GETs"
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_every_fault_is_survived_without_losing_or_duplicating_anything(chunked, cache, fault):
+    want = local_batches(chunked / "data")
+    # The cache refetches a corrupt chunk once (then reports DataLoss), so a
+    # bit flip may hit the same request at most once in a row.
+    with RangeServer(chunked) as server, FaultProxy(
+            server.url, [fault], rate=0.05 if fault.startswith("stall") else 0.15, seed=3,
+            stall_s=1.5,
+            max_consecutive=1 if fault == "bitflip" else 2) as proxy:
+        check_equal_within_limit(proxy.url + "/data", want, cache)
+        assert proxy.counts[fault] > 0, proxy.counts
+
+
+def test_a_chunk_corrupt_on_every_fetch_is_a_clear_data_loss(chunked, cache):
+    with RangeServer(chunked) as server, FaultProxy(server.url, ["bitflip"], rate=1.0,
+                                                    max_consecutive=1000,
+                                                    match=r"shard-00000\.bin$") as proxy:
+        loader = tokpack.Loader(proxy.url + "/data", seq_len=64, batch_size=4, shuffle=False,
+                                as_="numpy")
+        with pytest.raises(RuntimeError, match=r"data_loss.*shard-00000\.bin chunk 0"):
+            next(loader)
+
+
+def test_unreachable_and_missing_datasets_are_named(chunked, cache, monkeypatch):
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "2")
+    with RangeServer(chunked) as server:
+        with pytest.raises(FileNotFoundError, match="nothing-here"):
+            tokpack.Dataset(server.url + "/nothing-here")
+        dead = server.url
+    with pytest.raises(RuntimeError, match=r"unavailable: " + dead):
+        tokpack.Dataset(dead + "/data")
+    with pytest.raises(ValueError, match="ftp"):
+        tokpack.Dataset("ftp://example.org/data")
+
+
+def test_four_processes_download_each_chunk_once_per_node(chunked, cache):
+    code = textwrap.dedent("""
+        import sys, tokpack
+        loader = tokpack.Loader(sys.argv[1], seq_len=64, batch_size=8, seed=int(sys.argv[2]),
+                                shuffle=False, epochs=1, as_="numpy")
+        print(sum(1 for _ in loader))
+    """)
+    # Big enough to hold the whole dataset: the test is about sharing, not eviction.
+    env = dict(os.environ, TOKPACK_CACHE_BYTES=str(64 << 20))
+    with RangeServer(chunked) as server:
+        procs = [subprocess.Popen([sys.executable, "-c", code, server.url + "/data", str(i)],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for i in range(4)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+        with server.lock:
+            data_gets = {k: n for k, n in server.requests.items()
+                         if not k[0].endswith("manifest.json")}
+    assert data_gets and max(data_gets.values()) == 1, sorted(data_gets.items())[:5]
+    # nearly every chunk was needed (an epoch drops the stream's last partial
+    # batch, so the final chunk of the last .bin may go unread)
+    ds = tokpack.Dataset(chunked / "data")
+    files = ds.manifest["shards"]
+    chunks = sum(len(s[kind]["xxh3_64"]) for s in files for kind in ("bin", "idx"))
+    assert chunks - 1 <= len(data_gets) <= chunks
+
+
+@pytest.fixture
+def moto(monkeypatch):
+    with MotoServer() as server:
+        yield server
+
+
+def test_push_then_read_s3_through_moto_with_signatures_checked(chunked, cache, moto,
+                                                                  monkeypatch, run_tokpack):
+    for k, v in moto.env().items():
+        monkeypatch.setenv(k, v)
+    moto.client().create_bucket(Bucket="corpora")
+    run_tokpack("push", chunked / "data", "s3://corpora/web/v1", env=dict(os.environ))
+    again = run_tokpack("push", chunked / "data", "s3://corpora/web/v1", check=False,
+                        env=dict(os.environ))
+    assert again.returncode == 1 and "already holds a dataset" in again.stderr
+    keys = {o["Key"] for o in moto.client().list_objects_v2(Bucket="corpora")["Contents"]}
+    assert "web/v1/manifest.json" in keys and "web/v1/tokenizer.model" in keys
+    want = local_batches(chunked / "data")
+    check_equal_within_limit("s3://corpora/web/v1", want, cache)
+    # a wrong secret is refused by the store, and the error says so
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    with pytest.raises(RuntimeError, match="access denied"):
+        tokpack.Dataset("s3://corpora/web/v1")
+
+
+def test_build_output_s3_multipart_push_and_reads_through_a_faulty_proxy(
+        chunked, cache, moto, tmp_path, monkeypatch, run_tokpack, spm_model):
+    # A file above --part-bytes goes up in parts: make a shard of more than 5 MiB.
+    rng = random.Random(8)
+    src = write_jsonl(tmp_path / "big.jsonl", [random_text(rng, 400, 900) for _ in range(4500)])
+    moto.client().create_bucket(Bucket="big")
+    for k, v in moto.env().items():
+        monkeypatch.setenv(k, v)
+    run_tokpack("build", "-i", src, "-o", "s3://big/ds", "-t", spm_model, "--quiet",
+                env=dict(os.environ))
+    run_tokpack("build", "-i", src, "-o", tmp_path / "local", "-t", spm_model, "--quiet")
+    size = (tmp_path / "local" / "shard-00000.bin").stat().st_size
+    assert size > 5 << 20
+    run_tokpack("push", tmp_path / "local", "s3://big/parts", "--part-bytes", 5 << 20,
+                env=dict(os.environ))
+    # Reads (GETs are always safe to retry) go through the faulty proxy.
+    monkeypatch.setenv("TOKPACK_CACHE_BYTES", str(64 << 20))
+    with FaultProxy(moto.url, ["http503", "reset", "truncate"], rate=0.25, seed=5) as proxy:
+        for k, v in moto.env(endpoint_url=proxy.url).items():
+            monkeypatch.setenv(k, v)
+        local = tokpack.Dataset(tmp_path / "local")
+        for url in ["s3://big/ds", "s3://big/parts"]:
+            remote = tokpack.Dataset(url)
+            assert remote.fingerprint == local.fingerprint
+            for begin in [0, local.num_tokens // 3, local.num_tokens - 3000]:
+                assert remote.tokens(begin, 3000).tolist() == local.tokens(begin, 3000).tolist()
+        assert sum(proxy.counts[f] for f in ["http503", "reset", "truncate"]) > 0, proxy.counts
