@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "storage/http_store.h"
+#include "storage/object_url.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
 #include "tokpack/device_loader.h"
@@ -647,6 +649,23 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("forked",
                              [](const DeviceLoaderHandle& h) { return getpid() != h.pid; })
       .def("stats", [](const DeviceLoaderHandle& h) { return StatsDict(h.loader->Stats()); });
+
+  m.def(
+      "read_remote_file",
+      [](const std::string& url, const std::string& name) {
+        StatusOr<std::string> data = std::string();
+        {
+          py::gil_scoped_release nogil;
+          StatusOr<ObjectLocation> location = ResolveObjectUrl(url);
+          if (!location.ok()) {
+            data = location.status();
+          } else {
+            data = HttpStore(*location, HttpOptions::FromEnvironment()).Get(name);
+          }
+        }
+        return py::bytes(Unwrap(std::move(data)));
+      },
+      py::arg("url"), py::arg("name"));
 
   m.def("cuda_available", [] {
     std::string why;

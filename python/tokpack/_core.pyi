@@ -97,6 +97,8 @@ class DeviceLoader:
 
 def cuda_available() -> Tuple[bool, str]: ...
 
+def read_remote_file(url: str, name: str) -> bytes: ...
+
 def build(
     inputs: Sequence[str],
     output: str,

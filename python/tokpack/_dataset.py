@@ -153,7 +153,19 @@ class Dataset:
         name = info.get("file") or ""
         if not name:
             raise FileNotFoundError(f"{self.path} carries no tokenizer model")
-        return Tokenizer(Path(self.path) / name)
+        if "://" not in self.path:
+            return Tokenizer(Path(self.path) / name)
+        # A remote dataset: fetch the model once per machine into a local file
+        # named by its checksum (the manifest's), written atomically.
+        import tempfile
+
+        local = Path(tempfile.gettempdir()) / f"tokpack-tokenizer-{info.get('xxh3_64', 'x')}.model"
+        if not local.exists():
+            data = _core.read_remote_file(self.path, name)
+            with tempfile.NamedTemporaryFile(dir=local.parent, delete=False) as f:
+                f.write(data)
+            os.replace(f.name, local)
+        return Tokenizer(local)
 
     def __reduce__(self):
         # Reopened by path in the receiving process (e.g. a spawned worker).

@@ -81,6 +81,7 @@ def test_http_dataset_reads_exactly_the_local_batches(chunked, cache):
         assert (ds.num_tokens, ds.num_documents, ds.fingerprint) == (
             local.num_tokens, local.num_documents, local.fingerprint)
         assert ds.doc(7).tolist() == local.doc(7).tolist()
+        assert ds.tokenizer().decode(ds.doc(7)) == local.tokenizer().decode(local.doc(7))
         check_equal_within_limit(url, want, cache)
         ranged = [k for k in server.requests if k[1] is not None]
         assert ranged, "reads must be ranged GETs"
