@@ -56,7 +56,9 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("-i,--input", o.inputs,
                   "Input files, directories, globs ('corpus/**/*.jsonl.zst') or - for stdin")
       ->required();
-  app->add_option("-o,--output", o.output, "Dataset directory to create, or s3:// / gs:// URL (built locally, then pushed)")->required();
+  app->add_option("-o,--output", o.output,
+                  "Dataset directory to create, or s3:// / gs:// URL (built locally, then pushed)")
+      ->required();
   app->add_option("-t,--tokenizer", o.tokenizer_model, "sentencepiece model file")->required();
   app->add_option("--threads", o.threads, "Tokenizer threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);

@@ -66,9 +66,9 @@ struct ImportOptions {
 StatusOr<Manifest> ImportMegatron(const ImportOptions& options);
 
 struct PushOptions {
-  std::string dir;  // A local dataset directory.
-  std::string url;  // s3://bucket/prefix or gs://bucket/prefix.
-  bool force = false;  // Replace a dataset already at `url`.
+  std::string dir;                           // A local dataset directory.
+  std::string url;                           // s3://bucket/prefix or gs://bucket/prefix.
+  bool force = false;                        // Replace a dataset already at `url`.
   uint64_t part_bytes = uint64_t{64} << 20;  // Multipart part size for larger files.
   const std::atomic<bool>* cancel = nullptr;
   // Called after each file, from the calling thread.

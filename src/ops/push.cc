@@ -41,7 +41,8 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   if (!options.force) {
     StatusOr<std::string> existing = store.Get(Manifest::kFileName);
     if (existing.ok()) {
-      return AlreadyExistsError(options.url + " already holds a dataset; use --force to replace it");
+      return AlreadyExistsError(options.url +
+                                " already holds a dataset; use --force to replace it");
     }
     if (existing.status().code() != StatusCode::kNotFound) return existing.status();
   }
@@ -49,7 +50,8 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   for (const auto& [name, bytes] : files) {
     if (options.cancel && options.cancel->load()) return CancelledError("push interrupted");
     const std::string path = JoinPath(options.dir, name);
-    TOKPACK_RETURN_IF_ERROR(store.PutFile(name, path, options.part_bytes).WithContext("uploading " + path));
+    TOKPACK_RETURN_IF_ERROR(
+        store.PutFile(name, path, options.part_bytes).WithContext("uploading " + path));
     TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(path));
     total += size;
     if (options.on_file) options.on_file(name, size);

@@ -199,9 +199,12 @@ StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
   d.remote = true;
   TOKPACK_ASSIGN_OR_RETURN(d.manifest, remote.LoadManifest());
   for (const ShardInfo& info : d.manifest.shards) {
-    TOKPACK_ASSIGN_OR_RETURN(auto idx, remote.Open(info.path + ".idx", info.idx, d.manifest.chunk_bytes, true));
-    TOKPACK_ASSIGN_OR_RETURN(auto bin, remote.Open(info.path + ".bin", info.bin, d.manifest.chunk_bytes, false));
-    TOKPACK_RETURN_IF_ERROR(AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin), &info));
+    TOKPACK_ASSIGN_OR_RETURN(
+        auto idx, remote.Open(info.path + ".idx", info.idx, d.manifest.chunk_bytes, true));
+    TOKPACK_ASSIGN_OR_RETURN(
+        auto bin, remote.Open(info.path + ".bin", info.bin, d.manifest.chunk_bytes, false));
+    TOKPACK_RETURN_IF_ERROR(
+        AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin), &info));
   }
   d.fingerprint = d.manifest.Fingerprint();
   return ds;

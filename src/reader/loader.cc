@@ -411,7 +411,7 @@ class LoaderImpl : public Loader {
   std::mutex plan_mu_;
   std::condition_variable plan_cv_;
   BlendSchedule schedule_;
-  BlendSchedule ahead_;   // Runs lookahead_steps ahead of schedule_ (remote data).
+  BlendSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
   bool lookahead_ = false;
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.

@@ -121,8 +121,7 @@ Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t
 }
 
 Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_t size,
-                        uint64_t xxh3, uint64_t offset, uint64_t n, char* dst,
-                        const Fetch& fetch) {
+                        uint64_t xxh3, uint64_t offset, uint64_t n, char* dst, const Fetch& fetch) {
   if (offset > size || n > size - offset) {
     return OutOfRangeError(name + ": bytes past the end of the chunk");
   }

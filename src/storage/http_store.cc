@@ -1,14 +1,13 @@
 #include "storage/http_store.h"
 
 #include <curl/curl.h>
-
 #include <strings.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -190,8 +189,8 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
     curl_easy_setopt(curl, CURLOPT_PASSWORD, location_.secret_key.c_str());
     headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (!location_.session_token.empty()) {
-      headers = curl_slist_append(
-          headers, ("x-amz-security-token: " + location_.session_token).c_str());
+      headers =
+          curl_slist_append(headers, ("x-amz-security-token: " + location_.session_token).c_str());
     }
   }
   // Without it libcurl labels a POST body as a form, which servers parse away.
@@ -219,8 +218,9 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     if (attempt > 0) {
       // Full jitter: spreads the retries of many clients hitting one fault.
-      const double cap = std::min(options_.backoff_max_seconds,
-                                  options_.backoff_initial_seconds * double(1u << std::min(attempt, 20)));
+      const double cap =
+          std::min(options_.backoff_max_seconds,
+                   options_.backoff_initial_seconds * double(1u << std::min(attempt, 20)));
       std::uniform_real_distribution<double> wait(0, cap);
       std::this_thread::sleep_for(std::chrono::duration<double>(wait(rng)));
     }
@@ -251,8 +251,8 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
         r.body = r.body.substr(static_cast<size_t>(offset), static_cast<size_t>(n));  // No Range.
       }
       if (r.body.size() != static_cast<uint64_t>(n)) {
-        last = "short body: " + std::to_string(r.body.size()) + " of " + std::to_string(n) +
-               " bytes";
+        last =
+            "short body: " + std::to_string(r.body.size()) + " of " + std::to_string(n) + " bytes";
         continue;
       }
     }
@@ -327,8 +327,8 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
     s = Request(name, "POST", &complete, 0, -1, &reply, "?uploadId=" + upload_id);
     // S3 may report a failure inside a 200 response.
     if (s.ok() && reply.find("<Error>") != std::string::npos) {
-      s = IoError(location_.UrlOf(name) + ": completing the upload failed: " +
-                  XmlValue(reply, "Message"));
+      s = IoError(location_.UrlOf(name) +
+                  ": completing the upload failed: " + XmlValue(reply, "Message"));
     }
   }
   if (!s.ok()) {

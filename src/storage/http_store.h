@@ -63,8 +63,8 @@ class HttpStore {
   Status Request(const std::string& name, const char* method, const std::string* upload,
                  int64_t offset, int64_t n, std::string* out, const std::string& query = "",
                  std::string* etag = nullptr) const;
-  Status Once(const std::string& url, const char* method, const std::string* upload,
-              int64_t offset, int64_t n, Response* r) const;
+  Status Once(const std::string& url, const char* method, const std::string* upload, int64_t offset,
+              int64_t n, Response* r) const;
   void* Acquire() const;
   void Release(void* handle) const;
 

@@ -19,8 +19,7 @@ std::string Trim(std::string s) {
 }
 
 // The key/value pairs of section `[section]` of an AWS-style INI file.
-std::map<std::string, std::string> IniSection(const std::string& path,
-                                              const std::string& section) {
+std::map<std::string, std::string> IniSection(const std::string& path, const std::string& section) {
   std::map<std::string, std::string> out;
   std::ifstream in(path);
   std::string line;
@@ -63,7 +62,8 @@ void AwsCredentials(ObjectLocation* loc) {
   if (loc->region.empty()) loc->region = Env("AWS_DEFAULT_REGION");
   if (loc->region.empty()) {
     const std::string config = HomeFile("AWS_CONFIG_FILE", ".aws/config");
-    loc->region = IniSection(config, profile == "default" ? "default" : "profile " + profile)["region"];
+    loc->region =
+        IniSection(config, profile == "default" ? "default" : "profile " + profile)["region"];
   }
   if (loc->region.empty()) loc->region = "us-east-1";
 }

@@ -17,10 +17,10 @@ bool IsRemoteUrl(std::string_view path);
 struct ObjectLocation {
   enum class Kind { kHttp, kS3, kGcs };
   Kind kind = Kind::kHttp;
-  std::string url;      // As given, without a trailing '/'.
-  std::string base;     // HTTP(S) URL that object names are appended to, ending in '/'.
-  std::string bucket;   // S3 and GCS.
-  std::string region;   // For SigV4 ("auto" for GCS).
+  std::string url;     // As given, without a trailing '/'.
+  std::string base;    // HTTP(S) URL that object names are appended to, ending in '/'.
+  std::string bucket;  // S3 and GCS.
+  std::string region;  // For SigV4 ("auto" for GCS).
   std::string access_key, secret_key, session_token;  // Empty: anonymous.
 
   // The HTTP(S) URL of `name` (e.g. "shard-00000.bin"), percent-encoded.

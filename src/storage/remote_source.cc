@@ -84,8 +84,8 @@ class RemoteSource : public ByteSource {
       const uint64_t start = k * chunk_bytes_;
       const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
       const std::string key = Key(k);
-      Prefetcher::Get().Submit(key, [store = store_, cache = cache_, key, name = name_,
-                                     url = url_, start, size, sum = digest_.chunk_xxh3[k], k] {
+      Prefetcher::Get().Submit(key, [store = store_, cache = cache_, key, name = name_, url = url_,
+                                     start, size, sum = digest_.chunk_xxh3[k], k] {
         // Reads nothing: only makes sure the chunk is in the cache.
         cache
             ->Read(key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
@@ -107,8 +107,7 @@ class RemoteSource : public ByteSource {
       const uint64_t take = std::min(n, start + size - offset);
       TOKPACK_RETURN_IF_ERROR(cache_->Read(
           Key(k), url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k], offset - start,
-          take, dst,
-          [&](std::string* out) { return store_->GetRange(name_, start, size, out); }));
+          take, dst, [&](std::string* out) { return store_->GetRange(name_, start, size, out); }));
       offset += take;
       dst += take;
       n -= take;
@@ -164,8 +163,8 @@ StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& 
 StatusOr<Manifest> RemoteOpener::LoadManifest() const {
   StatusOr<std::string> text = store_->Get(Manifest::kFileName);
   if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
-    return NotFoundError(store_->location().url + " is not a tokpack dataset: " +
-                         text.status().message());
+    return NotFoundError(store_->location().url +
+                         " is not a tokpack dataset: " + text.status().message());
   }
   TOKPACK_RETURN_IF_ERROR(text.status());
   return Manifest::Parse(*text, store_->location().UrlOf(Manifest::kFileName));

@@ -80,11 +80,12 @@ TEST(ChunkCache, FourProcessesDownloadEachChunkExactlyOnce) {
       for (int k : order) {
         const std::string want = ChunkBytes(k);
         std::string got(want.size(), '\0');
-        Status s = (*cache)->Read(Key(k), "c", want.size(), Xxh3(want), 0, want.size(),
-                                  got.data(), [&](std::string* data) {
+        Status s = (*cache)->Read(Key(k), "c", want.size(), Xxh3(want), 0, want.size(), got.data(),
+                                  [&](std::string* data) {
                                     // Slow, as a network fetch is, so the processes overlap.
                                     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                                    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+                                    const int fd =
+                                        ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
                                     const std::string line = Key(k) + "\n";
                                     if (::write(fd, line.data(), line.size()) < 0) _exit(3);
                                     ::close(fd);

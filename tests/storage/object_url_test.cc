@@ -39,11 +39,11 @@ class Env {
 };
 
 void ClearAws(Env& env) {
-  for (const char* v : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                        "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
-                        "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE",
-                        "AWS_CONFIG_FILE", "GS_ACCESS_KEY_ID", "GS_SECRET_ACCESS_KEY",
-                        "TOKPACK_GCS_ENDPOINT"}) {
+  for (const char* v :
+       {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+        "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE",
+        "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "GS_ACCESS_KEY_ID",
+        "GS_SECRET_ACCESS_KEY", "TOKPACK_GCS_ENDPOINT"}) {
     env.Set(v, nullptr);
   }
 }
