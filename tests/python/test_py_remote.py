@@ -201,3 +201,25 @@ def test_build_output_s3_multipart_push_and_reads_through_a_faulty_proxy(
             for begin in [0, local.num_tokens // 3, local.num_tokens - 3000]:
                 assert remote.tokens(begin, 3000).tolist() == local.tokens(begin, 3000).tolist()
         assert sum(proxy.counts[f] for f in ["http503", "reset", "truncate"]) > 0, proxy.counts
+
+
+def test_gs_urls_read_anonymously_and_with_hmac_keys(chunked, cache, moto, monkeypatch,
+                                                     tmp_path):
+    want = local_batches(chunked / "data")
+    for var in ["GS_ACCESS_KEY_ID", "GS_SECRET_ACCESS_KEY"]:
+        monkeypatch.delenv(var, raising=False)
+    # A public bucket: unsigned GETs to the XML API's bucket/object paths.
+    import shutil
+    shutil.copytree(chunked / "data", tmp_path / "public" / "corpus")
+    with RangeServer(tmp_path) as server:
+        monkeypatch.setenv("TOKPACK_GCS_ENDPOINT", server.url)
+        check_equal_within_limit("gs://public/corpus", want, cache)
+        assert all(k[0].startswith("/public/corpus/") for k in server.requests)
+    # HMAC keys: SigV4-signed requests (moto stands in for the XML API and checks them).
+    moto.client().create_bucket(Bucket="private")
+    moto.upload(chunked / "data", "s3://private/corpus")
+    monkeypatch.setenv("TOKPACK_GCS_ENDPOINT", moto.url)
+    monkeypatch.setenv("GS_ACCESS_KEY_ID", moto.access_key)
+    monkeypatch.setenv("GS_SECRET_ACCESS_KEY", moto.secret_key)
+    monkeypatch.setenv("TOKPACK_CACHE_DIR", str(tmp_path / "cache2"))
+    check_equal_within_limit("gs://private/corpus", want, tmp_path / "cache2")
