@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "storage/http_store.h"
@@ -240,39 +241,6 @@ struct LoaderHandle {
   }
 };
 
-// Next(): waits with the GIL released, waking to deliver Ctrl-C. Returns
-// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]) as
-// Arrays, or with `capsules` as DLPack capsules (torch takes those fastest).
-py::object LoaderNext(LoaderHandle& h, bool capsules) {
-  StatusOr<std::shared_ptr<const Batch>> r = std::shared_ptr<const Batch>();
-  while (true) {
-    {
-      py::gil_scoped_release nogil;
-      r = h.loader->Next(kSignalPollSeconds);
-    }
-    if (r.status().code() != StatusCode::kDeadlineExceeded) break;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  }
-  std::shared_ptr<const Batch> batch = Unwrap(std::move(r));
-  if (!batch) return py::none();
-  auto owner = std::make_shared<ForkSafe<const void>>(batch);
-  const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
-  const DLDataType t = DType('i', batch->dtype() == OutputDtype::kInt32 ? 32 : 64);
-  const py::object none = py::none();
-  const auto make = [&](const void* data, std::vector<int64_t> dims, DLDataType type) {
-    Array a = BatchArray(owner, data, std::move(dims), type);
-    return capsules ? ExportDlpack(a, none, none, none, none) : py::cast(std::move(a));
-  };
-  py::tuple out(batch->position_ids() ? 4 : 2);
-  out[0] = make(batch->inputs(), shape, t);
-  out[1] = make(batch->targets(), shape, t);
-  if (batch->position_ids()) {
-    out[2] = make(batch->position_ids(), shape, DType('i', 32));
-    out[3] = make(batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32));
-  }
-  return std::move(out);
-}
-
 // A DeviceLoader plus the process that created it.
 struct DeviceLoaderHandle {
   std::unique_ptr<DeviceLoader> loader;
@@ -282,8 +250,13 @@ struct DeviceLoaderHandle {
   }
 };
 
-py::object DeviceLoaderNext(DeviceLoaderHandle& h) {
-  StatusOr<std::shared_ptr<const DeviceBatch>> r = std::shared_ptr<const DeviceBatch>();
+// next() of a Loader (BatchT = Batch) or a DeviceLoader (DeviceBatch): waits
+// with the GIL released, waking to deliver Ctrl-C. Returns None at the end,
+// else (input_ids, labels[, position_ids, cu_seqlens]) as Arrays, or with
+// `capsules` as DLPack capsules (torch takes those fastest on the CPU).
+template <typename BatchT, typename Handle>
+py::object NextBatch(Handle& h, bool capsules) {
+  StatusOr<std::shared_ptr<const BatchT>> r = std::shared_ptr<const BatchT>();
   while (true) {
     {
       py::gil_scoped_release nogil;
@@ -292,15 +265,16 @@ py::object DeviceLoaderNext(DeviceLoaderHandle& h) {
     if (r.status().code() != StatusCode::kDeadlineExceeded) break;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
-  std::shared_ptr<const DeviceBatch> batch = Unwrap(std::move(r));
+  std::shared_ptr<const BatchT> batch = Unwrap(std::move(r));
   if (!batch) return py::none();
   auto owner = std::make_shared<ForkSafe<const void>>(batch);
   const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
   const DLDataType t = DType('i', batch->dtype() == OutputDtype::kInt32 ? 32 : 64);
+  const py::object none = py::none();
   const auto make = [&](const void* data, std::vector<int64_t> dims, DLDataType type) {
     Array a = BatchArray(owner, data, std::move(dims), type);
-    a.device_batch = batch;
-    return py::cast(std::move(a));
+    if constexpr (std::is_same_v<BatchT, DeviceBatch>) a.device_batch = batch;
+    return capsules ? ExportDlpack(a, none, none, none, none) : py::cast(std::move(a));
   };
   py::tuple out(batch->position_ids() ? 4 : 2);
   out[0] = make(batch->inputs(), shape, t);
@@ -588,7 +562,9 @@ PYBIND11_MODULE(_core, m) {
              return MakeLoader(ds, weights, kw);
            }),
            py::arg("datasets"), py::arg("weights"))
-      .def("next", &LoaderNext, py::arg("capsules") = false)
+      .def(
+          "next", [](LoaderHandle& h, bool capsules) { return NextBatch<Batch>(h, capsules); },
+          py::arg("capsules") = false)
       .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
       .def("load_state",
            [](LoaderHandle& h, const std::string& state) {
@@ -629,7 +605,7 @@ PYBIND11_MODULE(_core, m) {
              return h;
            }),
            py::arg("datasets"), py::arg("weights"), py::arg("device"), py::arg("device_prefetch"))
-      .def("next", &DeviceLoaderNext)
+      .def("next", [](DeviceLoaderHandle& h) { return NextBatch<DeviceBatch>(h, false); })
       .def("state", [](const DeviceLoaderHandle& h) { return h.loader->SaveState(); })
       .def("load_state",
            [](DeviceLoaderHandle& h, const std::string& state) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -319,10 +320,13 @@ class LoaderImpl : public Loader {
         const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
         TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, slot.inputs + b * (L + 1) * item));
       } else {
-        T* in = reinterpret_cast<T*>(slot.inputs);
-        T* tg = reinterpret_cast<T*>(slot.targets);
-        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L, in + b * L));
-        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a + 1, L, tg + b * L));
+        // One read of the window, then inputs and targets from it: half the
+        // reads (which matters when each one goes through the chunk cache).
+        thread_local std::vector<T> window;
+        window.resize(L + 1);
+        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, window.data()));
+        std::memcpy(reinterpret_cast<T*>(slot.inputs) + b * L, window.data(), L * sizeof(T));
+        std::memcpy(reinterpret_cast<T*>(slot.targets) + b * L, window.data() + 1, L * sizeof(T));
       }
       if (!o_.document_boundaries) continue;
       starts.clear();

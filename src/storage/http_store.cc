@@ -88,21 +88,6 @@ std::string XmlValue(const std::string& xml, const std::string& tag) {
   return e == std::string::npos ? "" : xml.substr(start, e - start);
 }
 
-std::string QueryEncode(const std::string& v) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : v) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 HttpStore::HttpStore(ObjectLocation location, HttpOptions options)
@@ -305,7 +290,7 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
   // SigV4 signs the query as written, so it is written canonically: every
   // parameter with '=', sorted, values percent-encoded.
   TOKPACK_RETURN_IF_ERROR(Request(name, "POST", nullptr, 0, -1, &created, "?uploads="));
-  const std::string upload_id = QueryEncode(XmlValue(created, "UploadId"));
+  const std::string upload_id = PercentEncode(XmlValue(created, "UploadId"), false);
   if (upload_id.empty()) {
     return IoError(location_.UrlOf(name) + ": no UploadId in the multipart response");
   }

@@ -1,5 +1,6 @@
 #include "storage/object_url.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -68,16 +69,19 @@ void AwsCredentials(ObjectLocation* loc) {
   if (loc->region.empty()) loc->region = "us-east-1";
 }
 
-bool Unreserved(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.' || c == '~' || c == '/';
+std::string WithSlash(std::string s) {
+  if (s.empty() || s.back() != '/') s += '/';
+  return s;
 }
 
-std::string PercentEncode(std::string_view s) {
+}  // namespace
+
+std::string PercentEncode(std::string_view s, bool keep_slash) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if (Unreserved(static_cast<char>(c))) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
       out += static_cast<char>(c);
     } else {
       out += '%';
@@ -88,17 +92,10 @@ std::string PercentEncode(std::string_view s) {
   return out;
 }
 
-std::string WithSlash(std::string s) {
-  if (s.empty() || s.back() != '/') s += '/';
-  return s;
-}
-
-}  // namespace
-
 bool IsRemoteUrl(std::string_view path) { return path.find("://") != std::string_view::npos; }
 
 std::string ObjectLocation::UrlOf(std::string_view name) const {
-  return base + PercentEncode(name);
+  return base + PercentEncode(name, true);
 }
 
 StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url) {
@@ -122,14 +119,14 @@ StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url) {
   loc.bucket = rest.substr(0, slash);
   const std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
   if (loc.bucket.empty()) return InvalidArgumentError("'" + loc.url + "' names no bucket");
-  const std::string key_base = PercentEncode(prefix.empty() ? "" : WithSlash(prefix));
+  const std::string key_base = PercentEncode(prefix.empty() ? "" : WithSlash(prefix), true);
   if (scheme == "s3") {
     loc.kind = ObjectLocation::Kind::kS3;
     AwsCredentials(&loc);
     std::string endpoint = Env("AWS_ENDPOINT_URL_S3");
     if (endpoint.empty()) endpoint = Env("AWS_ENDPOINT_URL");
     if (!endpoint.empty()) {
-      loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket) + "/" + key_base;
+      loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket, false) + "/" + key_base;
     } else {
       loc.base = "https://" + loc.bucket + ".s3." + loc.region + ".amazonaws.com/" + key_base;
     }
@@ -141,7 +138,7 @@ StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url) {
   loc.region = "auto";
   std::string endpoint = Env("TOKPACK_GCS_ENDPOINT");
   if (endpoint.empty()) endpoint = "https://storage.googleapis.com";
-  loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket) + "/" + key_base;
+  loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket, false) + "/" + key_base;
   return loc;
 }
 

@@ -10,6 +10,10 @@
 
 namespace tokpack {
 
+// RFC 3986 percent-encoding of everything but unreserved characters (and
+// '/' when `keep_slash`), as SigV4's canonical requests want it.
+std::string PercentEncode(std::string_view s, bool keep_slash);
+
 // True for "scheme://..." paths that name remote storage.
 bool IsRemoteUrl(std::string_view path);
 

@@ -1,5 +1,6 @@
 #include "storage/remote_source.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -71,7 +72,8 @@ class RemoteSource : public ByteSource {
         url_(store_->location().UrlOf(name_)),
         digest_(std::move(digest)),
         chunk_bytes_(chunk_bytes),
-        key_prefix_(HashToHex(Xxh3(url_)) + "-") {}
+        key_prefix_(HashToHex(Xxh3(url_)) + "-"),
+        cached_(new std::atomic<bool>[digest_.chunk_xxh3.size() + 1]()) {}
 
   uint64_t size() const override { return digest_.bytes; }
   const char* data() const override { return nullptr; }
@@ -81,16 +83,20 @@ class RemoteSource : public ByteSource {
     if (n == 0 || offset >= digest_.bytes) return;
     const uint64_t last = std::min(offset + n, digest_.bytes) - 1;
     for (uint64_t k = offset / chunk_bytes_; k <= last / chunk_bytes_; ++k) {
+      // Known to be cached (by this process): no hint. If another process
+      // evicted it since, the read fetches it; only the head start is lost.
+      if (cached_[k].load(std::memory_order_relaxed)) continue;
       const uint64_t start = k * chunk_bytes_;
       const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
       const std::string key = Key(k);
-      Prefetcher::Get().Submit(key, [store = store_, cache = cache_, key, name = name_, url = url_,
-                                     start, size, sum = digest_.chunk_xxh3[k], k] {
+      Prefetcher::Get().Submit(key, [store = store_, cache = cache_, cached = cached_, key,
+                                     name = name_, url = url_, start, size,
+                                     sum = digest_.chunk_xxh3[k], k] {
         // Reads nothing: only makes sure the chunk is in the cache.
-        cache
-            ->Read(key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
-                   [&](std::string* out) { return store->GetRange(name, start, size, out); })
-            .IgnoreError();
+        Status s =
+            cache->Read(key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
+                        [&](std::string* out) { return store->GetRange(name, start, size, out); });
+        if (s.ok()) cached[k].store(true, std::memory_order_relaxed);
       });
     }
   }
@@ -108,6 +114,7 @@ class RemoteSource : public ByteSource {
       TOKPACK_RETURN_IF_ERROR(cache_->Read(
           Key(k), url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k], offset - start,
           take, dst, [&](std::string* out) { return store_->GetRange(name_, start, size, out); }));
+      cached_[k].store(true, std::memory_order_relaxed);
       offset += take;
       dst += take;
       n -= take;
@@ -128,6 +135,8 @@ class RemoteSource : public ByteSource {
   FileDigest digest_;
   uint64_t chunk_bytes_;
   std::string key_prefix_;
+  // Chunks this process has seen in the cache; shared with queued prefetches.
+  std::shared_ptr<std::atomic<bool>[]> cached_;
 };
 
 // A whole file held in memory.
