@@ -362,8 +362,14 @@ py::dict StatsDict(const LoaderStats& s) {
   d["wait_seconds_total"] = s.wait_seconds_total;
   d["wait_seconds_last"] = s.wait_seconds_last;
   d["wait_seconds_max"] = s.wait_seconds_max;
+  d["wait_seconds_p50"] = s.wait_seconds_p50;
+  d["wait_seconds_p99"] = s.wait_seconds_p99;
   d["assemble_seconds_total"] = s.assemble_seconds_total;
   d["bytes_served"] = s.bytes_served;
+  d["cache_hits"] = s.cache_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["bytes_fetched"] = s.bytes_fetched;
+  d["fetch_seconds"] = s.fetch_seconds;
   return d;
 }
 

@@ -110,8 +110,18 @@ struct LoaderStats {
   double wait_seconds_total = 0;  // Time Next() blocked waiting for a batch.
   double wait_seconds_last = 0;
   double wait_seconds_max = 0;
+  // Percentiles of the wait over the last 1024 steps.
+  double wait_seconds_p50 = 0;
+  double wait_seconds_p99 = 0;
   double assemble_seconds_total = 0;  // Summed over assembler threads.
   uint64_t bytes_served = 0;          // Bytes of inputs+targets handed out.
+  // Remote storage, for the whole process: chunk cache hits and misses
+  // (downloads), bytes downloaded, and seconds spent downloading (summed
+  // over threads, prefetches included).
+  uint64_t cache_hits = 0;
+  uint64_t cache_misses = 0;
+  uint64_t bytes_fetched = 0;
+  double fetch_seconds = 0;
 };
 
 class Loader {

@@ -228,9 +228,11 @@ class Loader:
 
     def stats(self) -> Dict[str, float]:
         """Data-path statistics since creation: steps served, the consumer's
-        wait for data (total, mean, last, max, and as a fraction of wall time
-        between the first and the latest next()), assembly time, bytes and
-        throughput in samples and tokens per second."""
+        wait for data (total, mean, last, max, p50 and p99 over the last 1024
+        steps, and as a fraction of wall time between the first and the
+        latest next()), assembly time, bytes and throughput in samples and
+        tokens per second; for remote data also the process's chunk cache
+        hits and misses, bytes fetched and seconds spent fetching."""
         s = self._core.stats()
         steps = s["steps"]
         elapsed = 0.0

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "cuda/widen.h"
+#include "reader/wait_window.h"
 
 namespace tokpack {
 namespace {
@@ -217,6 +218,7 @@ class DeviceLoaderImpl : public DeviceLoader {
     s.wait_seconds_total = waits_.wait_seconds_total;
     s.wait_seconds_last = waits_.wait_seconds_last;
     s.wait_seconds_max = waits_.wait_seconds_max;
+    window_.Percentiles(&s);
     return s;
   }
 
@@ -261,10 +263,7 @@ class DeviceLoaderImpl : public DeviceLoader {
     found->state = DeviceSlot::State::kHeld;
     cursor_ = found->cursor;
     step_ = found->step + 1;
-    waits_.steps++;
-    waits_.wait_seconds_last = waited;
-    waits_.wait_seconds_total += waited;
-    waits_.wait_seconds_max = std::max(waits_.wait_seconds_max, waited);
+    window_.Record(waited, &waits_);
     return std::shared_ptr<const DeviceBatch>(std::make_shared<DeviceBatchImpl>(ring_, found, o_));
   }
 
@@ -375,6 +374,7 @@ class DeviceLoaderImpl : public DeviceLoader {
   std::string cursor_;
   int64_t step_ = 0;
   LoaderStats waits_;
+  WaitWindow window_;
   double pending_wait_ = 0;
 };
 

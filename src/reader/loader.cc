@@ -15,6 +15,8 @@
 #include "reader/blend_schedule.h"
 #include "reader/cursor.h"
 #include "reader/sample_order.h"
+#include "reader/wait_window.h"
+#include "storage/storage_counters.h"
 
 namespace tokpack {
 namespace {
@@ -140,10 +142,7 @@ class LoaderImpl : public Loader {
     consumer_counts_ = slot.counts_after;
     consumer_position_ = slot.position_after;
     ++consume_step_;
-    stats_.steps++;
-    stats_.wait_seconds_last = waited;
-    stats_.wait_seconds_total += waited;
-    stats_.wait_seconds_max = std::max(stats_.wait_seconds_max, waited);
+    waits_.Record(waited, &stats_);
     stats_.bytes_served += payload_bytes_;
     static_assert(sizeof(BatchView) <= sizeof(Slot::view_storage));
     BatchView* view = new (slot.view_storage) BatchView(&slot, o_);
@@ -207,6 +206,12 @@ class LoaderImpl : public Loader {
     std::lock_guard<std::mutex> lock(ring_->mu);
     LoaderStats s = stats_;
     s.assemble_seconds_total = assemble_seconds_;
+    waits_.Percentiles(&s);
+    const StorageCounters& c = StorageCounters::Global();
+    s.cache_hits = c.cache_hits.load();
+    s.cache_misses = c.cache_misses.load();
+    s.bytes_fetched = c.bytes_fetched.load();
+    s.fetch_seconds = static_cast<double>(c.fetch_micros.load()) * 1e-6;
     return s;
   }
 
@@ -430,6 +435,7 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> consumer_counts_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
+  WaitWindow waits_;
   size_t payload_bytes_ = 0;  // Bytes of inputs + targets per batch.
   double pending_wait_ = 0;   // Waited by Next(timeout) calls that timed out.
   double assemble_seconds_ = 0;

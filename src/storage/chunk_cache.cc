@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -16,6 +17,7 @@
 
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
+#include "storage/storage_counters.h"
 
 namespace tokpack {
 namespace {
@@ -127,19 +129,32 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
   }
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
   bool hit = false;
+  StorageCounters& counters = StorageCounters::Global();
   TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
-  if (hit) return Status::Ok();
+  if (hit) {
+    counters.cache_hits++;
+    return Status::Ok();
+  }
   // One download per node: whoever holds the chunk's lock fetches it.
   LockedFile lock;
   TOKPACK_RETURN_IF_ERROR(lock.Open(JoinPath(JoinPath(dir_, "locks"), key), O_RDWR | O_CREAT));
   TOKPACK_RETURN_IF_ERROR(lock.Lock(LOCK_EX));
   TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
-  if (hit) return Status::Ok();
+  if (hit) {
+    counters.cache_hits++;  // Another process fetched it meanwhile.
+    return Status::Ok();
+  }
   std::string data;
   for (int attempt = 0;; ++attempt) {
     data.clear();
+    const auto t0 = std::chrono::steady_clock::now();
     TOKPACK_RETURN_IF_ERROR(fetch(&data));
     fetches_++;
+    counters.cache_misses++;
+    counters.bytes_fetched += data.size();
+    counters.fetch_micros += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
     if (data.size() == size && Xxh3(data) == xxh3) break;
     if (attempt == 1) {
       return DataLossError(name + ": fetched twice and both copies fail its checksum (" +

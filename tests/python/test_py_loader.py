@@ -163,6 +163,7 @@ def test_stats_report_steps_waits_and_throughput(packed):
     assert s["steps"] == 20
     assert s["bytes_served"] == 20 * 2 * 4 * 32 * 8
     assert 0 <= s["wait_seconds_last"] <= s["wait_seconds_max"] <= s["wait_seconds_total"]
+    assert 0 <= s["wait_seconds_p50"] <= s["wait_seconds_p99"] <= s["wait_seconds_max"]
     assert s["wait_seconds_mean"] == pytest.approx(s["wait_seconds_total"] / 20)
     assert s["samples_per_second"] > 0 and s["tokens_per_second"] == pytest.approx(
         s["samples_per_second"] * 32)

@@ -64,12 +64,19 @@ def local_batches(path):
 
 def check_equal_within_limit(url, want, cache_dir):
     loader = tokpack.Loader(url, **KW)
+    before = loader.stats()
     n = 0
     for i, batch in enumerate(loader):
         np.testing.assert_array_equal(batch["input_ids"], want[i], err_msg=f"step {i}")
         assert cache_bytes(cache_dir) <= CACHE_LIMIT
         n += 1
     assert n == len(want)
+    # the loader's statistics see the downloads and the hits (process-wide counters)
+    after = loader.stats()
+    assert after["cache_misses"] > before["cache_misses"]
+    assert after["cache_hits"] > before["cache_hits"]
+    assert after["bytes_fetched"] >= before["bytes_fetched"] + CHUNK
+    assert after["fetch_seconds"] > before["fetch_seconds"]
 
 
 def test_http_dataset_reads_exactly_the_local_batches(chunked, cache):
