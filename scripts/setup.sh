@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
   libgtest-dev libbenchmark-dev libdlpack-dev python3 python3-venv python3-pip
   clang libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for scripts/fuzz.sh
+  gnuplot-nox               # tokpack profile --plot
 )
 
 missing=()

@@ -28,6 +28,7 @@ Runner AddImportCommand(CLI::App* app);
 Runner AddShowCommand(CLI::App* app);
 Runner AddSampleCommand(CLI::App* app);
 Runner AddPushCommand(CLI::App* app);
+Runner AddProfileCommand(CLI::App* app);
 
 // Prints "tokpack <command>: <status>" to stderr and returns the exit code
 // (130 when cancelled by a signal, 1 otherwise).

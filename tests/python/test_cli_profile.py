@@ -1,0 +1,44 @@
+"""tokpack profile: a simulated training loop per loader setting, a
+recommendation, JSON output and a PNG plot."""
+import json
+
+import pytest
+
+
+@pytest.fixture
+def dataset(tmp_path, run_tokpack, spm_model, corpus):
+    path, _ = corpus(400)
+    run_tokpack("build", "-i", path, "-o", tmp_path / "ds", "-t", spm_model, "--quiet")
+    return tmp_path / "ds"
+
+
+def test_profile_reports_every_setting_and_recommends_one(dataset, run_tokpack, tmp_path):
+    out = run_tokpack("profile", dataset, "--step-time", "10ms", "--steps", "15", "--warmup",
+                      "2", "--seq-len", "64", "--batch-size", "4", "--threads", "1,2",
+                      "--prefetch", "2,4", "--plot", tmp_path / "p.png").stdout
+    rows = [line.split() for line in out.splitlines() if line[:1].isdigit()]
+    assert [(r[0], r[1]) for r in rows] == [("1", "2"), ("1", "4"), ("2", "2"), ("2", "4")]
+    assert "recommended: --threads" in out and "of the 10.0 ms step" in out
+    png = (tmp_path / "p.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    assert not (tmp_path / "p.png.data").exists()
+
+
+def test_profile_json_and_a_data_bound_loop(dataset, run_tokpack):
+    out = run_tokpack("profile", dataset, "--step-time", "0ms", "--steps", "10", "--seq-len",
+                      "64", "--batch-size", "4", "--threads", "1", "--prefetch", "2",
+                      "--json").stdout
+    report = json.loads(out)
+    (config,) = report["configurations"]
+    assert config["threads"] == 1 and config["prefetch"] == 2
+    assert 0 <= config["wait_p50_seconds"] <= config["wait_p99_seconds"] <= config["wait_max_seconds"]
+    assert config["samples_per_second"] > 0
+    # with no time to hide in, the data path is the bottleneck
+    assert report["recommended"]["wait_under_1_percent"] is False
+
+
+def test_profile_refuses_bad_arguments_clearly(dataset, run_tokpack):
+    bad = run_tokpack("profile", dataset, "--step-time", "fast", check=False)
+    assert bad.returncode == 1 and "--step-time 'fast'" in bad.stderr
+    bad = run_tokpack("profile", dataset, "--threads", "0", check=False)
+    assert bad.returncode == 1 and "--threads" in bad.stderr
