@@ -4,7 +4,8 @@
 #   bench/peers_bench.sh [python_bench.py options, e.g. --write-doc docs/benchmarks-python.md]
 #
 # 1. build/bench-venv: a venv of its own with the peers from PyPI (torch,
-#    megatron-core, litdata, numpy) and tokpack built from this checkout.
+#    megatron-core, litdata, mosaicml-streaming, sentencepiece, matplotlib,
+#    numpy) and tokpack built from this checkout.
 #    None of them becomes a dependency of the project; build/ is git-ignored.
 #    Pin versions with PEERS="torch==2.15.0 megatron-core==0.16.1 ...".
 # 2. build/bench-release: reader_bench (the C++ loop) built Release, as the
@@ -14,13 +15,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=build/bench-venv
-PEERS=${PEERS:-"torch megatron-core litdata numpy"}
+PEERS=${PEERS:-"torch megatron-core litdata mosaicml-streaming sentencepiece matplotlib numpy"}
 JOBS=${JOBS:-2}
 
 if [[ ! -x $VENV/bin/python ]]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import torch, megatron.core, litdata, numpy" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import torch, megatron.core, litdata, streaming, sentencepiece, matplotlib, numpy" 2>/dev/null; then
   # shellcheck disable=SC2086  # PEERS is a list of requirements.
   "$VENV/bin/pip" install $PEERS
 fi
@@ -34,6 +35,8 @@ if [[ ! -f build/bench-release/build.ninja ]]; then
     -DTOKPACK_BUILD_TESTS=OFF -DTOKPACK_BUILD_BENCH=ON -DTOKPACK_BUILD_PYTHON=OFF >/dev/null
 fi
 cmake --build build/bench-release --target reader_bench -j "$JOBS" >/dev/null
+# SETUP_ONLY=1: stop here (scripts/bench_all.sh runs the benchmarks itself).
+[[ ${SETUP_ONLY:-0} == 1 ]] && exit 0
 
 exec "$VENV/bin/python" bench/python_bench.py \
   --reader-bench build/bench-release/bench/reader_bench "$@"

@@ -8,8 +8,10 @@
 2. Side by side on the same tokens and machine: Megatron-Core's GPTDataset
    (reading tokpack's shard .bin/.idx unchanged) through a torch DataLoader,
    LitData's TokensLoader (StreamingDataset + StreamingDataLoader over the
-   same documents converted with litdata.optimize), and a nanoGPT-style
-   get_batch (np.memmap of the same uint16 tokens, random offsets).
+   same documents converted with litdata.optimize), MosaicML Streaming's
+   StreamingDataset + StreamingDataLoader over MDS shards of the same token
+   stream (written with streaming.MDSWriter), and a nanoGPT-style get_batch
+   (np.memmap of the same uint16 tokens, random offsets).
 
 Every measurement runs in its own process; configurations are interleaved
 (rotated each round) so machine noise falls on all of them alike, and the
@@ -29,6 +31,7 @@ import functools
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -177,6 +180,57 @@ def worker_litdata(a):
     return timed(litdata_cycle(loader), a.seconds, a.warmup, consume)
 
 
+def mds_write(a):
+    """Writes the token stream as MDS shards the way MosaicML's docs and
+    llm-foundry's convert_dataset_hf --concat_tokens do for pretraining text:
+    documents concatenated (tokpack's stream already has an EOS after each),
+    cut into fixed-length samples, one ndarray column per sample. Samples are
+    seq_len + 1 tokens so that inputs and labels are both seq_len long, as
+    for LitData's block_size; the dtype stays uint16 as stored."""
+    import numpy as np
+    import tokpack
+    from streaming import MDSWriter
+
+    ds = tokpack.Dataset(a.data)
+    block = a.seq_len + 1
+    n = ds.num_tokens // block
+    t0 = time.perf_counter()
+    shutil.rmtree(Path(a.workdir) / "mds", ignore_errors=True)
+    with MDSWriter(out=str(Path(a.workdir) / "mds"), columns={"tokens": "ndarray:uint16"},
+                   compression=None) as out:
+        for i in range(n):
+            # Dataset.tokens() returns int64; the data is uint16.
+            out.write({"tokens": np.asarray(ds.tokens(i * block, block), dtype=np.uint16)})
+    return time.perf_counter() - t0, n
+
+
+def mosaic_loader(a, workers):
+    import torch
+    from streaming import StreamingDataLoader, StreamingDataset
+    from streaming.base.util import clean_stale_shared_memory
+
+    # Workers end with os._exit, which skips Streaming's shared-memory cleanup.
+    clean_stale_shared_memory()
+    ds = StreamingDataset(local=str(Path(a.workdir) / "mds"), shuffle=True, shuffle_seed=1,
+                          batch_size=a.batch_size)
+    return StreamingDataLoader(ds, batch_size=a.batch_size, num_workers=workers,
+                               pin_memory=torch.cuda.is_available(), drop_last=True)
+
+
+def worker_mosaic(a):
+    import torch
+
+    loader = mosaic_loader(a, a.workers)
+
+    def consume(batch):
+        t = batch["tokens"]
+        x = t[:, 0:a.seq_len].long()
+        y = t[:, 1:a.seq_len + 1].long()
+        assert x.shape == (a.batch_size, a.seq_len) and y.dtype == torch.int64
+
+    return timed(litdata_cycle(loader), a.seconds, a.warmup, consume)
+
+
 def worker_nanogpt(a):
     import numpy as np
     import torch
@@ -253,6 +307,10 @@ def worker_crosscheck(a):
     index = Path(a.workdir) / "litdata" / "index.json"
     if index.exists():
         out["litdata_tokens"] = sum(c["dim"] for c in json.loads(index.read_text())["chunks"])
+    mds = Path(a.workdir) / "mds" / "index.json"
+    if mds.exists():
+        samples = sum(s["samples"] for s in json.loads(mds.read_text())["shards"])
+        out["mosaic_samples"], out["mosaic_tokens"] = samples, samples * (a.seq_len + 1)
     bins = sorted(Path(a.data).glob("shard-*.bin"))
     if len(bins) == 1:
         flat = np.memmap(bins[0], dtype=np.uint16, mode="r")
@@ -293,6 +351,10 @@ def run_worker(a):
     if name == "litdata-optimize":
         print(json.dumps({"seconds": litdata_optimize(a)}))
         return
+    if name == "mds-write":
+        seconds, n = mds_write(a)
+        print(json.dumps({"seconds": seconds, "samples": n}))
+        return
     if name == "crosscheck":
         print(json.dumps(worker_crosscheck(a)))
         return
@@ -307,6 +369,7 @@ def run_worker(a):
     else:
         steps, took, first = {"megatron": worker_megatron, "litdata": worker_litdata,
                               "nanogpt": worker_nanogpt,
+                              "mosaic": worker_mosaic,
                               "dataloader-floor": worker_dataloader_floor}[name](a)
     print(json.dumps({"samples_per_s": steps * a.batch_size / took, "steps": steps,
                       "seconds": took, "first_batch_s": first,
@@ -347,6 +410,10 @@ def configurations(a):
                           f"num_workers={w}"),
         "litdata-w0": ("litdata", None, 0, "LitData StreamingDataset(TokensLoader) + "
                                            "StreamingDataLoader, num_workers=0"),
+        f"mosaic-w{w}": ("mosaic", None, w,
+                         f"MosaicML StreamingDataset(MDS) + StreamingDataLoader, num_workers={w}"),
+        "mosaic-w0": ("mosaic", None, 0, "MosaicML StreamingDataset(MDS) + "
+                                         "StreamingDataLoader, num_workers=0"),
         "nanogpt": ("nanogpt", None, None, "nanoGPT-style np.memmap get_batch (main thread)"),
         f"floor-w{w}": ("dataloader-floor", None, w,
                         f"reference: torch DataLoader of ready-made tensors, num_workers={w}"),
@@ -401,7 +468,8 @@ def versions():
     from importlib import metadata
 
     out = {"Python": platform.python_version()}
-    for dist in ("tokpack", "torch", "numpy", "megatron-core", "litdata"):
+    for dist in ("tokpack", "torch", "numpy", "megatron-core", "litdata",
+                 "mosaicml-streaming"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -432,6 +500,7 @@ def main():
     ap.add_argument("--reader-bench", default=default_reader_bench())
     ap.add_argument("--only", help="comma-separated subset of the configurations")
     ap.add_argument("--write-doc")
+    ap.add_argument("--json-out", help="also write the raw results as JSON (for bench_report.py)")
     a = ap.parse_args()
     if a.worker:
         run_worker(a)
@@ -460,6 +529,14 @@ def main():
                 setup["litdata.optimize of the documents (once)"] = r["seconds"]
             else:
                 failed.update({c: why for c in configs if table[c][0] == "litdata"})
+    if any(table[c][0] == "mosaic" for c in configs):
+        if not (work / "mds" / "index.json").exists():
+            r, why = setup_step(a, "mds-write")
+            if r:
+                setup[f"MDSWriter of the token stream ({r['samples']:,} samples, once)"] = \
+                    r["seconds"]
+            else:
+                failed.update({c: why for c in configs if table[c][0] == "mosaic"})
     if any(table[c][0] == "megatron" for c in configs):
         r, why = setup_step(a, "megatron-index")
         if r:
@@ -475,7 +552,8 @@ def main():
     results = {c: [] for c in run}
     t_all, load = time.perf_counter(), [os.getloadavg()[0]]
     for r in range(a.rounds):
-        page_in(data_files + sorted((work / "litdata").glob("*.bin")))
+        page_in(data_files + sorted((work / "litdata").glob("*.bin"))
+                + sorted((work / "mds").glob("*.mds")))
         k = r % len(run) if run else 0
         for c in run[k:] + run[:k]:
             if c in failed:
@@ -496,6 +574,14 @@ def main():
     print(doc)
     if a.write_doc:
         write_doc(Path(a.write_doc), doc)
+    if a.json_out:
+        Path(a.json_out).write_text(json.dumps({
+            "configs": {c: table[c] for c in configs}, "results": results, "failed": failed,
+            "setup": setup, "check": check, "wall": wall, "loadavg": load,
+            "unchanged": unchanged, "versions": versions(), "threads": a.threads,
+            "rounds": a.rounds, "seconds": a.seconds, "seq_len": a.seq_len,
+            "batch_size": a.batch_size, "prefetch": a.prefetch, "workers": a.workers,
+            "markdown": doc}, indent=1))
 
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"

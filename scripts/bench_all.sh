@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One command for the peer benchmarks: packing, reading and resume, on this machine,
+# one corpus and one tokenizer; writes docs/benchmarks.md and docs/benchmarks-*.png.
+#
+#   scripts/bench_all.sh            # ~15 minutes on 2 vCPUs once the peers are installed
+#
+# Peers are installed from PyPI into build/bench-venv only (bench/peers_bench.sh);
+# results go to build/bench-all/*.json, then bench/bench_report.py writes the page.
+# ROUNDS (default 3) sets the rounds of every part.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+OUT=build/bench-all
+PY=build/bench-venv/bin/python
+mkdir -p "$OUT"
+t0=$(date +%s)
+
+echo "== bench venv (peers from PyPI) and Release builds"
+SETUP_ONLY=1 bench/peers_bench.sh
+cmake --build build/bench-release --target tokpack -j "${JOBS:-2}" >/dev/null
+
+echo "== packing: tokpack build vs Megatron-style vs LitData optimize"
+"$PY" bench/packing_peers.py --work "$OUT" --tokpack build/bench-release/tokpack \
+  --rounds "$ROUNDS" --json-out "$OUT/packing.json" >/dev/null
+
+echo "== reading: tokpack vs Megatron-Core, LitData, MosaicML Streaming, nanoGPT"
+"$PY" bench/python_bench.py --reader-bench build/bench-release/bench/reader_bench \
+  --rounds "$ROUNDS" --seconds 3 --json-out "$OUT/reading.json" \
+  --only py-torch-2,megatron-w2,megatron-w0,litdata-w2,litdata-w0,mosaic-w2,mosaic-w0,nanogpt,floor-w2 \
+  >/dev/null
+
+echo "== resume at step 1e6"
+"$PY" bench/resume_bench.py --rounds "$ROUNDS" --json-out "$OUT/resume.json" >/dev/null
+
+"$PY" bench/bench_report.py --packing "$OUT/packing.json" --reading "$OUT/reading.json" \
+  --resume "$OUT/resume.json" --doc docs/benchmarks.md --seconds $(($(date +%s) - t0)) \
+  >/dev/null
+echo "wrote docs/benchmarks.md and docs/benchmarks-{packing,reading,resume}.png" \
+  "in $(($(date +%s) - t0)) s"
