@@ -343,17 +343,14 @@ LoaderOptions ParseOptions(const py::dict& kw) {
   return o;
 }
 
-std::unique_ptr<LoaderHandle> MakeLoader(const std::vector<std::shared_ptr<Dataset>>& datasets,
-                                         const std::vector<double>& weights, const py::dict& kw) {
+std::vector<Loader::Source> Sources(const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
+                                    const std::vector<double>& weights) {
   if (datasets.size() != weights.size()) {
     ThrowStatus(InvalidArgumentError("datasets and weights differ in length"));
   }
-  const LoaderOptions o = ParseOptions(kw);
   std::vector<Loader::Source> sources;
-  for (size_t i = 0; i < datasets.size(); ++i) sources.push_back({datasets[i], weights[i]});
-  auto h = std::make_unique<LoaderHandle>();
-  h->loader = Unwrap(Loader::Create(std::move(sources), o));
-  return h;
+  for (size_t i = 0; i < datasets.size(); ++i) sources.push_back({datasets[i]->get(), weights[i]});
+  return sources;
 }
 
 py::dict StatsDict(const LoaderStats& s) {
@@ -563,9 +560,16 @@ PYBIND11_MODULE(_core, m) {
   py::class_<LoaderHandle>(m, "Loader")
       .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
                        const std::vector<double>& weights, const py::kwargs& kw) {
-             std::vector<std::shared_ptr<Dataset>> ds;
-             for (const auto& d : datasets) ds.push_back(d->get());
-             return MakeLoader(ds, weights, kw);
+             std::vector<Loader::Source> sources = Sources(datasets, weights);
+             const LoaderOptions o = ParseOptions(kw);
+             auto h = std::make_unique<LoaderHandle>();
+             StatusOr<std::unique_ptr<Loader>> r = std::unique_ptr<Loader>();
+             {
+               py::gil_scoped_release nogil;
+               r = Loader::Create(std::move(sources), o);
+             }
+             h->loader = Unwrap(std::move(r));
+             return h;
            }),
            py::arg("datasets"), py::arg("weights"))
       .def(
@@ -593,13 +597,7 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
                        const std::vector<double>& weights, int device, int device_prefetch,
                        const py::kwargs& kw) {
-             if (datasets.size() != weights.size()) {
-               ThrowStatus(InvalidArgumentError("datasets and weights differ in length"));
-             }
-             std::vector<Loader::Source> sources;
-             for (size_t i = 0; i < datasets.size(); ++i) {
-               sources.push_back({datasets[i]->get(), weights[i]});
-             }
+             std::vector<Loader::Source> sources = Sources(datasets, weights);
              const LoaderOptions o = ParseOptions(kw);
              auto h = std::make_unique<DeviceLoaderHandle>();
              StatusOr<std::unique_ptr<DeviceLoader>> r = std::unique_ptr<DeviceLoader>();
