@@ -184,6 +184,7 @@ class LoaderImpl : public Loader {
       plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
       schedule_.Reset(counts);
       ahead_.Reset(counts);
+      ahead_steps_ = 0;
       planned_generation_ = generation;
       ++planned_tickets_;
       plan_cv_.notify_all();
@@ -262,8 +263,12 @@ class LoaderImpl : public Loader {
   // `position`: walks the lookahead schedule to lookahead_steps steps past
   // it, telling each dataset which of this rank's windows come next.
   void PrefetchAhead(uint64_t position) {
+    // The window opens one step per plan, up to lookahead_steps: at the start
+    // (and after a LoadState) the chunks of the first steps are asked for
+    // first, instead of sharing the bandwidth with everything ahead at once.
+    ahead_steps_ = std::min<int64_t>(ahead_steps_ + 1, o_.lookahead_steps);
     const uint64_t target =
-        std::min(limit_, position + static_cast<uint64_t>(o_.lookahead_steps) * GlobalBatch());
+        std::min(limit_, position + static_cast<uint64_t>(ahead_steps_) * GlobalBatch());
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
     const uint64_t L = static_cast<uint64_t>(o_.seq_len);
     if (ahead_.position() < position) {
@@ -422,6 +427,7 @@ class LoaderImpl : public Loader {
   BlendSchedule schedule_;
   BlendSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
   bool lookahead_ = false;
+  int64_t ahead_steps_ = 0;  // Current lookahead, growing to lookahead_steps.
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
   uint64_t next_ticket_ = 0;         // Under ring_->mu.
