@@ -64,6 +64,9 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
       root["block_window"].get_uint64().get(c.block_window) != simdjson::SUCCESS) {
     return Bad("missing or mistyped position, seed, seq_len, shuffle or block fields");
   }
+  if (shuffle != "full" && shuffle != "block" && shuffle != "none") {
+    return Bad("shuffle must be \"full\", \"block\" or \"none\"");
+  }
   c.shuffle = std::string(shuffle);
   simdjson::dom::array arr;
   if (root["sources"].get_array().get(arr) != simdjson::SUCCESS) return Bad("no sources");

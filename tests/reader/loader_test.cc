@@ -213,6 +213,13 @@ TEST_F(LoaderTest, MismatchedStatesAreRefusedClearly) {
   expect_refused(other->get(), "different dataset");
   EXPECT_FALSE(l->LoadState("{\"not\": 1}").ok());
   EXPECT_FALSE(l->LoadState("garbage").ok());
+  // An unknown shuffle mode (here with a control character, found by the
+  // cursor fuzzer) is refused, not carried into the next saved state.
+  std::string odd = state;
+  odd.replace(odd.find("\"full\""), 6, "\"\\full\"");
+  Status s = l->LoadState(odd);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("shuffle must be"), std::string::npos) << s.message();
 }
 
 TEST_F(LoaderTest, BlendRealizesTheWeights) {
