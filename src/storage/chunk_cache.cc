@@ -178,6 +178,7 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   LockedFile global;
   TOKPACK_RETURN_IF_ERROR(global.Open(JoinPath(dir_, "cache.lock"), O_RDWR | O_CREAT));
   TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX));
+  RemoveStaleTemporaries();
   TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, BytesOnDisk());
   TOKPACK_RETURN_IF_ERROR(EvictFor(data.size(), &ledger));
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
@@ -188,6 +189,18 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoToStatus(errno, "rename", tmp);
   if (!s.ok()) ::unlink(tmp.c_str());
   return s;
+}
+
+void ChunkCache::RemoveStaleTemporaries() const {
+  // Temporaries are only written under the cache-wide lock, which the caller
+  // holds: any left is from a writer that died (SIGKILL, power loss).
+  const std::string chunks = JoinPath(dir_, "chunks");
+  DIR* d = ::opendir(chunks.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = ::readdir(d)) {
+    if (std::string(e->d_name).rfind(".tmp-", 0) == 0) ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
 }
 
 StatusOr<uint64_t> ChunkCache::BytesOnDisk() const {

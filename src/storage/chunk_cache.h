@@ -52,6 +52,7 @@ class ChunkCache {
                     bool* hit) const;
   Status Store(const std::string& key, const std::string& data);
   Status EvictFor(uint64_t needed, uint64_t* ledger);
+  void RemoveStaleTemporaries() const;
 
   std::string dir_;
   uint64_t limit_;

@@ -141,6 +141,20 @@ TEST(ChunkCache, StaysWithinItsLimitEvictingTheLeastRecentlyUsedButNotChunksInUs
   ::close(fd);
 }
 
+TEST(ChunkCache, AWriterKilledMidChunkLeavesNothingThatCountsForLong) {
+  TempDir dir;
+  auto cache = ChunkCache::Open(dir.Join("c"), 3000);
+  ASSERT_TRUE(cache.ok());
+  // What a writer killed between writing and renaming leaves behind.
+  std::ofstream(dir.Join("c/chunks/.tmp-obj-9")) << std::string(2000, 'x');
+  EXPECT_EQ(*(*cache)->BytesOnDisk(), 2000u);  // Counted: the limit stays honest.
+  int fetches = 0;
+  std::string got;
+  ASSERT_TRUE(ReadChunk(**cache, 1, &fetches, &got).ok());
+  EXPECT_FALSE(FileSize(dir.Join("c/chunks/.tmp-obj-9")).ok());
+  EXPECT_EQ(*(*cache)->BytesOnDisk(), 1000u);
+}
+
 TEST(ChunkCache, ACorruptFetchIsRetriedOnceThenRefusedByName) {
   TempDir dir;
   auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20);
