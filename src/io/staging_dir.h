@@ -18,7 +18,9 @@ class StagingDir {
  public:
   // Checks `output` (refused if it exists, unless `force` and it is an empty
   // directory or a tokpack dataset), creates its parent directories and a
-  // staging directory ".<name>.tokpack-tmp-XXXXXX" beside it.
+  // staging directory ".<name>.tokpack-tmp-XXXXXX" beside it, locked while
+  // this object lives. Staging directories of earlier writers of the same
+  // output that died (their lock is free) are removed first.
   static StatusOr<std::unique_ptr<StagingDir>> Create(const std::string& output, bool force);
 
   // Removes the staging directory unless Commit() succeeded.
@@ -39,6 +41,7 @@ class StagingDir {
   std::string parent_;
   std::string staging_;
   bool committed_ = false;
+  int lock_fd_ = -1;  // flock'ed lock file inside the staging directory.
 };
 
 }  // namespace tokpack

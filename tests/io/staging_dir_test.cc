@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -33,6 +35,7 @@ TEST(StagingDir, PublishesManifestLastAndCleansUp) {
   EXPECT_EQ(testing::ReadFileOrDie(out + "/manifest.json"), "{}");
   EXPECT_TRUE(Exists(out + "/shard-00000.bin"));
   EXPECT_FALSE(Exists(out + "/manifest.json.pending"));
+  EXPECT_FALSE(Exists(out + "/.tokpack-build.lock"));
   EXPECT_EQ(CountEntries(root.Join("nested")), 1);  // No staging or old dirs left.
   struct stat st;
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
@@ -47,6 +50,30 @@ TEST(StagingDir, AbandonedStagingIsRemovedAndNothingAppears) {
     testing::WriteStringToFile((*staging)->path() + "/x", "partial");
   }
   EXPECT_EQ(CountEntries(root.path()), 0);
+}
+
+TEST(StagingDir, AKilledWritersStagingIsRemovedByTheNextButALiveOneIsKept) {
+  TempDir root;
+  const std::string out = root.Join("ds");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto staging = StagingDir::Create(out, false);
+    if (!staging.ok()) _exit(2);
+    testing::WriteStringToFile((*staging)->path() + "/shard-00000.bin", "partial");
+    _exit(0);  // Dies without cleaning up, as after SIGKILL.
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(CountEntries(root.path()), 1);     // The dead writer's staging directory.
+  auto live = StagingDir::Create(out, false);  // Removes it; is itself live.
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ(CountEntries(root.path()), 1);
+  auto another = StagingDir::Create(out, false);  // Must not touch the live one.
+  ASSERT_TRUE(another.ok());
+  EXPECT_EQ(CountEntries(root.path()), 2);
+  EXPECT_TRUE(Exists((*live)->path()));
 }
 
 TEST(StagingDir, RefusesExistingOutputUnlessForcedAndADataset) {
