@@ -85,7 +85,6 @@ class ForkSafe {
     if (getpid() != pid_) new std::shared_ptr<T>(std::move(p_));  // Leak: see the top.
   }
   const std::shared_ptr<T>& get() const { return p_; }
-  bool forked() const { return getpid() != pid_; }
 
  private:
   std::shared_ptr<T> p_;
@@ -588,8 +587,6 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("step", [](const LoaderHandle& h) { return h.loader->Step(); })
       .def_property_readonly("remaining_steps",
                              [](const LoaderHandle& h) { return h.loader->RemainingSteps(); })
-      .def_property_readonly("samples_per_source",
-                             [](const LoaderHandle& h) { return h.loader->SamplesPerSource(); })
       .def_property_readonly("forked", [](const LoaderHandle& h) { return getpid() != h.pid; })
       .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
 

@@ -427,7 +427,7 @@ class LoaderImpl : public Loader {
   BlendSchedule schedule_;
   BlendSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
   bool lookahead_ = false;
-  int64_t ahead_steps_ = 0;  // Current lookahead, growing to lookahead_steps.
+  int64_t ahead_steps_ = 0;          // Current lookahead, growing to lookahead_steps.
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
   uint64_t next_ticket_ = 0;         // Under ring_->mu.

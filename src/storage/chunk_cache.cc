@@ -149,7 +149,6 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
     data.clear();
     const auto t0 = std::chrono::steady_clock::now();
     TOKPACK_RETURN_IF_ERROR(fetch(&data));
-    fetches_++;
     counters.cache_misses++;
     counters.bytes_fetched += data.size();
     counters.fetch_micros += static_cast<uint64_t>(
@@ -178,8 +177,7 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   LockedFile global;
   TOKPACK_RETURN_IF_ERROR(global.Open(JoinPath(dir_, "cache.lock"), O_RDWR | O_CREAT));
   TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX));
-  RemoveStaleTemporaries();
-  TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, BytesOnDisk());
+  TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, RemoveTemporariesAndSum());
   TOKPACK_RETURN_IF_ERROR(EvictFor(data.size(), &ledger));
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
   const std::string tmp = JoinPath(dir_, "chunks/.tmp-" + key);
@@ -191,32 +189,41 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   return s;
 }
 
-void ChunkCache::RemoveStaleTemporaries() const {
-  // Temporaries are only written under the cache-wide lock, which the caller
-  // holds: any left is from a writer that died (SIGKILL, power loss).
-  const std::string chunks = JoinPath(dir_, "chunks");
-  DIR* d = ::opendir(chunks.c_str());
-  if (d == nullptr) return;
-  while (dirent* e = ::readdir(d)) {
-    if (std::string(e->d_name).rfind(".tmp-", 0) == 0) ::unlinkat(::dirfd(d), e->d_name, 0);
-  }
-  ::closedir(d);
-}
+namespace {
 
-StatusOr<uint64_t> ChunkCache::BytesOnDisk() const {
-  const std::string chunks = JoinPath(dir_, "chunks");
+// Sums the chunk files' sizes; with `remove_temporaries`, unlinks
+// temporaries instead of counting them.
+StatusOr<uint64_t> ScanChunks(const std::string& chunks, bool remove_temporaries) {
   DIR* d = ::opendir(chunks.c_str());
   if (d == nullptr) return ErrnoToStatus(errno, "opendir", chunks);
   uint64_t total = 0;
   while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const bool temporary = name.rfind(".tmp-", 0) == 0;
+    if (name[0] == '.' && !temporary) continue;
+    if (temporary && remove_temporaries) {
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+      continue;
+    }
     struct stat st;
-    if (e->d_name[0] == '.' && std::string(e->d_name).rfind(".tmp-", 0) != 0) continue;
     if (::fstatat(::dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
       total += static_cast<uint64_t>(st.st_size);
     }
   }
   ::closedir(d);
   return total;
+}
+
+}  // namespace
+
+StatusOr<uint64_t> ChunkCache::RemoveTemporariesAndSum() const {
+  // Temporaries are only written under the cache-wide lock, which the caller
+  // holds: any left is from a writer that died (SIGKILL, power loss).
+  return ScanChunks(JoinPath(dir_, "chunks"), true);
+}
+
+StatusOr<uint64_t> ChunkCache::BytesOnDisk() const {
+  return ScanChunks(JoinPath(dir_, "chunks"), false);
 }
 
 Status ChunkCache::EvictFor(uint64_t needed, uint64_t* ledger) {

@@ -40,10 +40,7 @@ class ChunkCache {
   Status Read(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
               uint64_t offset, uint64_t n, char* dst, const Fetch& fetch);
 
-  const std::string& dir() const { return dir_; }
-  uint64_t limit_bytes() const { return limit_; }
-  // Chunks this process downloaded (misses), and bytes now on disk.
-  uint64_t fetches() const { return fetches_; }
+  // Bytes of chunks on disk (temporaries of dead writers included).
   StatusOr<uint64_t> BytesOnDisk() const;
 
  private:
@@ -52,11 +49,12 @@ class ChunkCache {
                     bool* hit) const;
   Status Store(const std::string& key, const std::string& data);
   Status EvictFor(uint64_t needed, uint64_t* ledger);
-  void RemoveStaleTemporaries() const;
+  // One pass over the chunks: removes temporaries (the cache-wide lock must
+  // be held: any found belong to a writer that died) and sums the rest.
+  StatusOr<uint64_t> RemoveTemporariesAndSum() const;
 
   std::string dir_;
   uint64_t limit_;
-  std::atomic<uint64_t> fetches_{0};
 };
 
 }  // namespace tokpack

@@ -99,16 +99,10 @@ HttpStore::~HttpStore() {
   for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
 }
 
-uint64_t HttpStore::requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return requests_;
-}
-
 void* HttpStore::Acquire() const {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return active_ < options_.max_concurrency; });
   ++active_;
-  ++requests_;
   if (!idle_.empty()) {
     void* h = idle_.back();
     idle_.pop_back();

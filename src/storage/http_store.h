@@ -54,9 +54,6 @@ class HttpStore {
   Status PutFile(const std::string& name, const std::string& path,
                  uint64_t part_bytes = uint64_t{64} << 20) const;
 
-  // Requests made so far, counting retries (for tests and statistics).
-  uint64_t requests() const;
-
  private:
   struct Response;
   // `query` is appended to the object's URL as is (e.g. "?uploads").
@@ -74,7 +71,6 @@ class HttpStore {
   mutable std::condition_variable cv_;
   mutable std::vector<void*> idle_;  // CURL easy handles, kept for connection reuse.
   mutable int active_ = 0;
-  mutable uint64_t requests_ = 0;
 };
 
 }  // namespace tokpack
