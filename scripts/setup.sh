@@ -1,21 +1,39 @@
 #!/usr/bin/env bash
-# Installs everything tokpack needs on a fresh Debian 12 machine: compilers and
+# Installs what tokpack needs on a fresh Debian 12 machine: compilers and
 # libraries from apt, and a Python virtual environment (.venv) from PyPI.
-# Idempotent and quiet when nothing is missing. Used by demo.sh and test.sh.
+#
+#   scripts/setup.sh          what building tokpack, the CLI and `pip install .`
+#                             need (used by demo.sh): no test tools, no torch
+#   scripts/setup.sh test     that plus the test suite's tools (used by test.sh)
+#
+# Idempotent and quiet when nothing is missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PROFILE="${1:-main}"
+case "$PROFILE" in
+  main | test) ;;
+  *) echo "usage: scripts/setup.sh [main|test]" >&2; exit 2 ;;
+esac
 
-APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+APT_MAIN=(
+  build-essential cmake ninja-build pkg-config
   libboost-dev libsentencepiece-dev sentencepiece libzstd-dev zstd zlib1g-dev
   libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
-  libgtest-dev libbenchmark-dev libdlpack-dev python3 python3-venv python3-pip
+  libdlpack-dev
+  # The extension module compiles against Python's headers (python3-dev): the
+  # venv is made from Debian's python3, whose headers are not in python3 itself.
+  python3 python3-dev python3-venv python3-pip
+)
+APT_TEST=(
+  git libgtest-dev
   clang libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for scripts/fuzz.sh
   gnuplot-nox               # tokpack profile --plot
 )
+apt_packages=("${APT_MAIN[@]}")
+[ "$PROFILE" = test ] && apt_packages+=("${APT_TEST[@]}")
 
 missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
+for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
     missing+=("$pkg")
 done
@@ -33,14 +51,29 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV" >&2
   python3 -m venv "$VENV"
 fi
+# The headers the extension module is compiled against must belong to the
+# venv's interpreter; say so here rather than as a CMake error minutes later.
+if ! "$VENV/bin/python" -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"; then
+  echo "setup: $VENV's Python ($("$VENV/bin/python" -c 'import sys; print(sys.base_prefix)')) has no" \
+    "development headers (Python.h); install them (python3-dev for Debian's python3) or" \
+    "remove $VENV so that it is made again from python3" >&2
+  exit 1
+fi
+
 # numpy is tokpack's only runtime requirement; scikit-build-core and pybind11
-# build it (pip install --no-build-isolation, so rebuilds are incremental);
-# pytest, torch and moto (a local S3 for the remote-storage tests) run the
-# tests. torch is large: installed once, then reused.
-PY_PACKAGES=(numpy pytest scikit-build-core pybind11 torch "moto[server]>=5")
-PY_MODULES="numpy pytest scikit_build_core pybind11 torch moto"
-if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$PY_MODULES'.split()))"; then
-  echo "setup: pip installing ${PY_PACKAGES[*]} (torch is large: this takes a while once)" >&2
+# build it (pip install --no-build-isolation, so rebuilds are incremental).
+# The tests add pytest (with pytest-timeout, so a hang fails instead of
+# waiting forever), torch, and moto (a local S3 for the remote-storage tests).
+py_packages=(numpy "scikit-build-core>=1.0" pybind11)
+py_modules="numpy scikit_build_core pybind11"
+if [ "$PROFILE" = test ]; then
+  py_packages+=(pytest pytest-timeout torch "moto[server]>=5")
+  py_modules+=" pytest pytest_timeout torch moto"
+fi
+if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
+  note=""
+  [ "$PROFILE" = test ] && note=" (torch is large: this takes a while once)"
+  echo "setup: pip installing ${py_packages[*]}$note" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q "${PY_PACKAGES[@]}"
+  "$VENV/bin/python" -m pip install -q "${py_packages[@]}"
 fi

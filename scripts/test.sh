@@ -8,10 +8,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 JOBS="$(nproc)"
 
-"$ROOT/scripts/setup.sh"
+"$ROOT/scripts/setup.sh" test
 
 echo "== build (RelWithDebInfo)"
-"$ROOT/scripts/build.sh" "$ROOT/build"
+# demo.sh configures build/ without the tests; turn them back on.
+"$ROOT/scripts/build.sh" "$ROOT/build" -DTOKPACK_BUILD_TESTS=ON -DTOKPACK_BUILD_BENCH=ON
 echo "== C++ tests"
 ctest --test-dir "$ROOT/build" --output-on-failure -j "$JOBS"
 
