@@ -5,6 +5,7 @@ import json
 import os
 import pty
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from child import Child
 from conftest import REPO, random_text, write_jsonl
 
 
@@ -94,19 +96,18 @@ def test_existing_output_needs_force_and_is_replaced_only_when_done(tmp_path, ru
 
 
 def start_build_fed_by_stdin(tokpack_bin, out, model, first_part):
-    """A build reading stdin that has consumed `first_part` and waits for more."""
-    proc = subprocess.Popen(
-        [tokpack_bin, *build_args(["-"], out, model, "--threads", "2", "--progress-every", "0.05")],
-        stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=False)
-    proc.stdin.write(first_part)
-    proc.stdin.flush()
+    """A build (a Child) reading stdin that has consumed `first_part` and waits for more."""
+    child = Child([tokpack_bin, *build_args(["-"], out, model, "--threads", "2",
+                                            "--progress-every", "0.05")],
+                  stdin=subprocess.PIPE, text=False)
+    child.proc.stdin.write(first_part)
+    child.proc.stdin.flush()
     # Wait until the build reports progress: it is running and has staged output.
-    deadline = time.time() + 30
     line = b""
-    while time.time() < deadline and b"docs/s" not in line:
-        line = proc.stderr.readline()
-    assert b"docs/s" in line, "the build never reported progress"
-    return proc
+    while b"docs/s" not in line:
+        line = child.stderr.line(timeout=60)
+        assert line, "the build ended without reporting progress"
+    return child
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
@@ -114,25 +115,24 @@ def test_interrupted_build_never_looks_complete(tmp_path, tokpack_bin, run_tokpa
                                                 corpus, sig):
     path, _ = corpus(2000)
     out = tmp_path / "out"
-    proc = start_build_fed_by_stdin(tokpack_bin, out, spm_model, path.read_bytes())
-    staged = [p for p in tmp_path.iterdir() if ".tokpack-tmp-" in p.name]
-    assert len(staged) == 1, "the build should be writing into a staging directory"
-    # stdin stays open: the build is blocked on a pipe with no data and must
-    # notice the signal by itself.
-    proc.send_signal(sig)
-    proc.wait(timeout=10)
-    proc.stdin.close()
+    with start_build_fed_by_stdin(tokpack_bin, out, spm_model, path.read_bytes()) as child:
+        staged = [p for p in tmp_path.iterdir() if ".tokpack-tmp-" in p.name]
+        assert len(staged) == 1, "the build should be writing into a staging directory"
+        # stdin stays open: the build is blocked on a pipe with no data and must
+        # notice the signal by itself.
+        child.send_signal(sig)
+        returncode, _, stderr = child.finish()
     assert not out.exists()
     if sig == signal.SIGKILL:
-        assert proc.returncode == -signal.SIGKILL
+        assert returncode == -signal.SIGKILL
         # The hidden staging directory may remain, but it has no manifest.
         for d in staged:
             assert not (d / "manifest.json").exists()
             v = run_tokpack("verify", d, check=False)
             assert v.returncode != 0 and "no manifest.json" in v.stderr
     else:
-        assert proc.returncode == 130
-        assert b"interrupted" in proc.stderr.read()
+        assert returncode == 130
+        assert b"interrupted" in stderr
         assert leftovers(tmp_path, ".tokpack-") == []
 
 
@@ -196,10 +196,13 @@ def test_progress_is_a_live_bar_on_a_terminal_and_lines_otherwise(tmp_path, tokp
     proc = subprocess.Popen(args, stdout=slave, stderr=slave)
     os.close(slave)
     out = b""
-    while True:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not select.select([master], [], [], 1.0)[0]:
+            continue
         try:
             chunk = os.read(master, 4096)
-        except OSError:
+        except OSError:  # EIO: the child closed the terminal
             break
         if not chunk:
             break

@@ -4,11 +4,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from child import Child, wait_until
 
 tokpack = pytest.importorskip("tokpack")
 
@@ -127,21 +128,19 @@ def test_ctrl_c_cancels_a_python_build_and_leaves_nothing(tmp_path, spm_model):
             print("interrupted", flush=True)
     """)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", code, str(out), spm_model],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout.readline().strip() == "start"
-        proc.stdin.write('{"text": "one document"}\n')
-        proc.stdin.flush()
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        line = proc.stdout.readline().strip()  # stdin still open: no EOF yet
-        stdout, stderr = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
+    with Child([sys.executable, "-c", code, str(out), spm_model], stdin=subprocess.PIPE) as child:
+        assert child.stdout.line().strip() == "start"
+        child.proc.stdin.write('{"text": "one document"}\n')
+        child.proc.stdin.flush()
+        # The build has begun once its staging directory exists.
+        wait_until(lambda: any(".out.tokpack-tmp-" in p.name for p in tmp_path.iterdir()),
+                   "the build's staging directory")
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.line().strip()  # stdin still open: no EOF yet
+        child.proc.stdin.close()
+        returncode, _, stderr = child.finish()
     assert line == "interrupted", stderr
-    assert proc.returncode == 0
+    assert returncode == 0
     assert not out.exists()
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
 

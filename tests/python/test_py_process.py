@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from child import Child
 from conftest import run_python
 
 tokpack = pytest.importorskip("tokpack")
@@ -24,30 +25,25 @@ def test_ctrl_c_interrupts_a_blocked_next_and_loses_nothing(packed, packed_small
     code = textwrap.dedent(f"""
         import sys, time, tokpack
         loader = tokpack.Loader({{sys.argv[1]: 0.5, sys.argv[2]: 0.5}}, **{SLOW})
-        print("ready", flush=True)
-        t0 = time.monotonic()
         try:
+            print("ready", flush=True)  # inside the try: a signal at any time is caught
             next(loader)
             print("batch arrived", flush=True)
         except KeyboardInterrupt:
             print("interrupted", loader.stats()["steps"], loader.step, flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code, packed[0], packed_small[0]],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.0)
+    with Child([sys.executable, "-c", code, packed[0], packed_small[0]]) as child:
+        assert child.stdout.line().strip() == "ready"
+        time.sleep(1.0)  # most likely into the blocked next(); earlier is caught the same way
         sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        line = proc.stdout.readline().strip()
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.line().strip()
         reacted = time.monotonic() - sent
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
+        returncode, _, err = child.finish()
     assert line == "interrupted 0 0", (line, err)
     # the wait polls for signals every 50 ms; a step here takes many seconds
     assert reacted < 3.0
-    assert proc.returncode == 0, err
+    assert returncode == 0, err
 
 
 def test_the_gil_is_released_while_next_waits(packed, packed_small):
@@ -62,15 +58,18 @@ def test_the_gil_is_released_while_next_waits(packed, packed_small):
 
     t = threading.Thread(target=count)
     t.start()
+    # SIGINT raises KeyboardInterrupt here even when pytest was started with it ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             next(loader)
     finally:
-        stop.set()
-        t.join()
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+        stop.set()
+        t.join(timeout=60)
     # the other thread ran all along (about 1000 ticks in a second)
     assert len(ticks) > 100
 

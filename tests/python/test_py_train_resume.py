@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from child import Child
+
 pytest.importorskip("tokpack")
 pytest.importorskip("torch")
 
@@ -32,16 +34,12 @@ def test_killed_and_resumed_training_matches_the_uninterrupted_run(packed, tmp_p
     assert sorted(map(int, want)) == list(range(1, steps + 1))
 
     # Killed two steps after the checkpoint at step 15: steps 16-17 are redone.
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), data, tmp_path / "run.pt",
-                             tmp_path / "run.log", "--steps", str(steps), "--every", str(every),
-                             "--hang-after", "17"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "hanging"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    with Child([sys.executable, str(SCRIPT), data, tmp_path / "run.pt", tmp_path / "run.log",
+                "--steps", str(steps), "--every", str(every), "--hang-after", "17"]) as child:
+        assert child.stdout.line(timeout=300).strip() == "hanging"
+        child.send_signal(signal.SIGKILL)
+        returncode, _, _ = child.finish()
+    assert returncode == -signal.SIGKILL
     before = losses(tmp_path / "run.log")
     assert sorted(map(int, before)) == list(range(1, 18))
 
