@@ -12,8 +12,8 @@ set -euo pipefail
 WHAT="${1:-all}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-[ "${SKIP_SETUP:-0}" = 1 ] || "$ROOT/scripts/setup.sh"
-"$ROOT/scripts/build.sh" "$ROOT/build" -DTOKPACK_ENABLE_CUDA=ON
+[ "${SKIP_SETUP:-0}" = 1 ] || "$ROOT/scripts/setup.sh" test
+"$ROOT/scripts/build.sh" "$ROOT/build" -DTOKPACK_ENABLE_CUDA=ON -DTOKPACK_BUILD_TESTS=ON
 nvidia-smi -L
 
 FILTER='*DeviceLoader*'

@@ -25,7 +25,7 @@ APT_MAIN=(
   python3 python3-dev python3-venv python3-pip
 )
 APT_TEST=(
-  git libgtest-dev
+  libgtest-dev
   clang libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for scripts/fuzz.sh
   gnuplot-nox               # tokpack profile --plot
 )
