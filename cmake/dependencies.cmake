@@ -29,8 +29,14 @@ if(PKG_CONFIG_FOUND)
   _tokpack_need(XXHASH_FOUND libxxhash-dev)
   pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
   _tokpack_need(SENTENCEPIECE_FOUND libsentencepiece-dev)
+  # Byte-level BPE (src/tokenizer/): pre-tokenizer regexes and Unicode normalization.
+  pkg_check_modules(PCRE2 QUIET IMPORTED_TARGET libpcre2-8)
+  _tokpack_need(PCRE2_FOUND libpcre2-dev)
+  pkg_check_modules(UTF8PROC QUIET IMPORTED_TARGET libutf8proc)
+  _tokpack_need(UTF8PROC_FOUND libutf8proc-dev)
 else()
-  list(APPEND _tokpack_missing libzstd-dev libxxhash-dev libsentencepiece-dev)
+  list(APPEND _tokpack_missing libzstd-dev libxxhash-dev libsentencepiece-dev libpcre2-dev
+       libutf8proc-dev)
 endif()
 find_library(SENTENCEPIECE_TRAIN_LIB sentencepiece_train)
 

@@ -19,7 +19,7 @@ APT_MAIN=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libsentencepiece-dev sentencepiece libzstd-dev zstd zlib1g-dev
   libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
-  libdlpack-dev
+  libdlpack-dev libpcre2-dev libutf8proc-dev
   # The extension module compiles against Python's headers (python3-dev): the
   # venv is made from Debian's python3, whose headers are not in python3 itself.
   python3 python3-dev python3-venv python3-pip

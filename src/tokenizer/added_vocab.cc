@@ -1,0 +1,117 @@
+#include "tokenizer/added_vocab.h"
+
+#include "tokenizer/unicode.h"
+
+namespace tokpack {
+namespace {
+
+bool EndsWithWord(std::string_view s) {
+  if (s.empty()) return false;
+  size_t len = 0;
+  return IsWordChar(DecodeUtf8(s, PreviousCharStart(s, s.size()), &len));
+}
+
+bool StartsWithWord(std::string_view s) {
+  size_t len = 0;
+  return !s.empty() && IsWordChar(DecodeUtf8(s, 0, &len));
+}
+
+// Where the run of white space that ends `s` starts.
+size_t TrailingSpaceStart(std::string_view s) {
+  size_t i = s.size();
+  while (i > 0) {
+    size_t p = PreviousCharStart(s, i);
+    size_t len = 0;
+    if (!IsWhiteSpace(DecodeUtf8(s, p, &len))) break;
+    i = p;
+  }
+  return i;
+}
+
+// Length of the run of white space that starts `s`.
+size_t LeadingSpaceLength(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t len = 0;
+    if (!IsWhiteSpace(DecodeUtf8(s, i, &len))) break;
+    i += len;
+  }
+  return i;
+}
+
+}  // namespace
+
+void AddedVocab::Add(Set set, std::string_view pattern, const AddedToken& token) {
+  if (pattern.empty()) return;
+  Trie& trie = tries_[Index(set)];
+  int32_t node = 0;
+  for (char c : pattern) {
+    uint64_t key = (static_cast<uint64_t>(node) << 8) | static_cast<unsigned char>(c);
+    auto it = trie.edges.find(key);
+    if (it == trie.edges.end()) {
+      int32_t child = static_cast<int32_t>(trie.nodes.size());
+      trie.nodes.push_back(-1);
+      it = trie.edges.emplace(key, child).first;
+    }
+    node = it->second;
+  }
+  trie.first_byte[static_cast<unsigned char>(pattern[0])] = true;
+  trie.nodes[node] = static_cast<int32_t>(tokens_.size());
+  tokens_.push_back(token);
+}
+
+int32_t AddedVocab::LongestAt(const Trie& trie, std::string_view text, size_t pos,
+                              size_t* end) const {
+  int32_t node = 0;
+  int32_t found = -1;
+  for (size_t i = pos; i < text.size(); ++i) {
+    auto it =
+        trie.edges.find((static_cast<uint64_t>(node) << 8) | static_cast<unsigned char>(text[i]));
+    if (it == trie.edges.end()) break;
+    node = it->second;
+    if (trie.nodes[node] >= 0) {
+      found = trie.nodes[node];
+      *end = i + 1;
+    }
+  }
+  return found;
+}
+
+void AddedVocab::Split(Set set, std::string_view text, std::vector<AddedSplit>* out) const {
+  out->clear();
+  const Trie& trie = tries_[Index(set)];
+  size_t done = 0;  // tokenizers' start_offset: the end of the last split.
+  size_t pos = 0;
+  while (pos < text.size() && trie.nodes.size() > 1) {
+    if (!trie.first_byte[static_cast<unsigned char>(text[pos])]) {
+      ++pos;
+      continue;
+    }
+    size_t stop = 0;
+    int32_t index = LongestAt(trie, text, pos, &stop);
+    if (index < 0) {
+      ++pos;
+      continue;
+    }
+    size_t start = pos;
+    pos = stop;  // The match is consumed even when single_word drops it.
+    const AddedToken& token = tokens_[index];
+    if (token.single_word) {
+      bool start_space = start == 0 || !EndsWithWord(text.substr(0, start));
+      bool stop_space = stop == text.size() || !StartsWithWord(text.substr(stop));
+      if (!start_space || !stop_space) continue;
+    }
+    if (token.lstrip) {
+      // Spaces an earlier split already took stay there.
+      size_t new_start = TrailingSpaceStart(text.substr(0, start));
+      start = new_start > done ? new_start : done;
+    }
+    if (token.rstrip) stop += LeadingSpaceLength(text.substr(stop));
+    if (done < start) out->push_back({done, start, -1});
+    out->push_back({start, stop, token.id});
+    done = stop;
+  }
+  if (done < text.size()) out->push_back({done, text.size(), -1});
+}
+
+}  // namespace tokpack

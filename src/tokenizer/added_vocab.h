@@ -1,0 +1,68 @@
+// AddedVocab: finds the added tokens of a tokenizer.json in text the way
+// tokenizers' AddedVocabulary::find_matches does: non-overlapping
+// leftmost-longest matches of the tokens' patterns; a single_word token is
+// dropped where a word character touches it (its text stays plain text);
+// lstrip/rstrip tokens take the white space beside them.
+//
+// Two sets: tokens with normalized=false match the raw text, those with
+// normalized=true match (their normalized content) in normalized text.
+// Immutable after building; safe to share between threads.
+#ifndef TOKPACK_SRC_TOKENIZER_ADDED_VOCAB_H_
+#define TOKPACK_SRC_TOKENIZER_ADDED_VOCAB_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace tokpack {
+
+struct AddedToken {
+  std::string content;
+  int id = -1;
+  bool special = false;
+  bool single_word = false;
+  bool lstrip = false;
+  bool rstrip = false;
+  bool normalized = true;
+};
+
+// [start, end) of a segment: an added token's id, or -1 for text between.
+struct AddedSplit {
+  size_t start;
+  size_t end;
+  int id;
+};
+
+class AddedVocab {
+ public:
+  enum class Set { kRaw, kNormalized };
+
+  // Matches `pattern` (non-empty) as `token` within `set`.
+  void Add(Set set, std::string_view pattern, const AddedToken& token);
+  bool empty(Set set) const { return tries_[Index(set)].nodes.size() <= 1; }
+
+  // Replaces *out with splits covering `text` in order; empty ones left out.
+  void Split(Set set, std::string_view text, std::vector<AddedSplit>* out) const;
+
+ private:
+  struct Trie {
+    Trie() : nodes(1, -1) { first_byte.fill(false); }
+    std::vector<int32_t> nodes;  // Per node: index into tokens_ of the pattern ending here, or -1.
+    std::unordered_map<uint64_t, int32_t> edges;  // (node << 8 | byte) -> child.
+    std::array<bool, 256> first_byte;
+  };
+  static size_t Index(Set set) { return set == Set::kRaw ? 0 : 1; }
+  // Longest pattern at text[pos]: its end and token index, or -1.
+  int32_t LongestAt(const Trie& trie, std::string_view text, size_t pos, size_t* end) const;
+
+  std::array<Trie, 2> tries_;
+  std::vector<AddedToken> tokens_;
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_TOKENIZER_ADDED_VOCAB_H_

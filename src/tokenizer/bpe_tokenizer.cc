@@ -1,0 +1,308 @@
+#include "tokenizer/bpe_tokenizer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <iterator>
+
+#include "common/utf8.h"
+#include "tokenizer/bpe_merge.h"
+#include "tokenizer/unicode.h"
+
+namespace tokpack {
+namespace {
+
+// A direct-mapped cache of piece -> ids. Entries are one cache line; pieces
+// longer than the key or encoding to more ids than fit are not cached (they
+// are rare in text, and merging them is what the cache would save anyway).
+struct CacheEntry {
+  uint64_t hash;
+  uint8_t key_len;  // 0: empty (pieces are never empty).
+  uint8_t n_ids;
+  char key[22];
+  int32_t ids[8];
+};
+static_assert(sizeof(CacheEntry) == 64, "one cache line");
+constexpr size_t kCacheEntries = size_t{1} << 15;  // 2 MiB per tokenizer per thread.
+constexpr size_t kCacheSlots = 4;                  // Tokenizers a thread caches at once.
+
+struct PieceCache {
+  uint64_t owner = 0;  // Serial of the tokenizer whose pieces these are; 0: none.
+  std::unique_ptr<CacheEntry[]> entries;
+};
+
+std::atomic<uint64_t> next_serial{1};
+
+void AppendCodepoint(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    *out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out += static_cast<char>(0xC0 | (cp >> 6));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out += static_cast<char>(0xE0 | (cp >> 12));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace
+
+struct BpeTokenizer::ThreadState {
+  std::array<PieceCache, kCacheSlots> caches;
+  size_t next_victim = 0;
+  CacheEntry* cache = nullptr;  // The current tokenizer's.
+  std::vector<int> symbols;
+  MergeScratch merge;
+  std::vector<AddedSplit> raw_splits, normalized_splits;
+  std::string normalized, prefixed, unit;
+  std::vector<std::vector<SplitEvent>> events;                // Per stage.
+  std::vector<std::vector<std::pair<size_t, size_t>>> spans;  // Per stage.
+
+  void Select(uint64_t serial) {
+    for (PieceCache& c : caches) {
+      if (c.owner == serial) {
+        cache = c.entries.get();
+        return;
+      }
+    }
+    PieceCache& c = caches[next_victim++ % kCacheSlots];
+    if (!c.entries) c.entries.reset(new CacheEntry[kCacheEntries]);
+    std::memset(static_cast<void*>(c.entries.get()), 0, sizeof(CacheEntry) * kCacheEntries);
+    c.owner = serial;
+    cache = c.entries.get();
+  }
+};
+
+BpeTokenizer::BpeTokenizer() : serial_(next_serial.fetch_add(1)) {
+  byte_ids_.fill(-1);
+  fallback_ids_.fill(-1);
+}
+BpeTokenizer::~BpeTokenizer() = default;
+
+Status BpeTokenizer::Encode(std::string_view text, std::vector<int>* ids,
+                            BpeEncodeStats* stats) const {
+  ids->clear();
+  BpeEncodeStats local;
+  if (stats == nullptr) stats = &local;
+  *stats = BpeEncodeStats();
+  if (!IsValidUtf8(text)) return InvalidArgumentError("text to encode is not valid UTF-8");
+  if (text.empty()) return Status::Ok();
+  thread_local ThreadState ts;
+  ts.Select(serial_);
+  if (ts.events.size() < stages_.size()) {
+    ts.events.resize(stages_.size());
+    ts.spans.resize(stages_.size());
+  }
+  if (tiktoken_ || added_.empty(AddedVocab::Set::kRaw)) {
+    return EncodeSegment(text, &ts, ids, stats);
+  }
+  added_.Split(AddedVocab::Set::kRaw, text, &ts.raw_splits);
+  for (const AddedSplit& s : ts.raw_splits) {
+    if (s.id >= 0) {
+      ids->push_back(s.id);
+    } else {
+      TOKPACK_RETURN_IF_ERROR(
+          EncodeSegment(text.substr(s.start, s.end - s.start), &ts, ids, stats));
+    }
+  }
+  return Status::Ok();
+}
+
+Status BpeTokenizer::EncodeSegment(std::string_view segment, ThreadState* ts, std::vector<int>* ids,
+                                   BpeEncodeStats* stats) const {
+  std::string_view text = segment;
+  if (!normalizer_.empty()) {
+    TOKPACK_RETURN_IF_ERROR(normalizer_.Apply(segment, &ts->normalized));
+    text = ts->normalized;
+  }
+  if (text.empty()) return Status::Ok();
+  if (added_.empty(AddedVocab::Set::kNormalized)) return RunStage(0, text, ts, ids, stats);
+  added_.Split(AddedVocab::Set::kNormalized, text, &ts->normalized_splits);
+  for (const AddedSplit& s : ts->normalized_splits) {
+    if (s.id >= 0) {
+      ids->push_back(s.id);
+    } else {
+      TOKPACK_RETURN_IF_ERROR(RunStage(0, text.substr(s.start, s.end - s.start), ts, ids, stats));
+    }
+  }
+  return Status::Ok();
+}
+
+Status BpeTokenizer::RunStage(size_t stage, std::string_view piece, ThreadState* ts,
+                              std::vector<int>* ids, BpeEncodeStats* stats) const {
+  if (stage == stages_.size()) return EncodeFinal(piece, ts, ids, stats);
+  const PreTokenizerStage& st = stages_[stage];
+  std::vector<SplitEvent>& events = ts->events[stage];
+  std::vector<std::pair<size_t, size_t>>& spans = ts->spans[stage];
+  TOKPACK_RETURN_IF_ERROR(st.Events(piece, &events));
+  spans.clear();
+  ApplySplitBehavior(events, st.behavior, &spans);
+  for (const auto& [start, end] : spans) {
+    TOKPACK_RETURN_IF_ERROR(RunStage(stage + 1, piece.substr(start, end - start), ts, ids, stats));
+  }
+  return Status::Ok();
+}
+
+Status BpeTokenizer::EncodeFinal(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
+                                 BpeEncodeStats* stats) const {
+  if (!byte_level_stage_.present) return EncodePiece(piece, ts, ids, stats);
+  std::string_view p = piece;
+  if (byte_level_stage_.add_prefix_space && p[0] != ' ') {
+    ts->prefixed.assign(" ");
+    ts->prefixed.append(piece);
+    p = ts->prefixed;
+  }
+  if (byte_level_stage_.regex == nullptr) return EncodePiece(p, ts, ids, stats);
+  // Isolated: matches and the text between them are pieces alike.
+  Status status;
+  size_t prev = 0;
+  auto emit = [&](size_t s, size_t e) {
+    if (s < e && status.ok()) status = EncodePiece(p.substr(s, e - s), ts, ids, stats);
+  };
+  TOKPACK_RETURN_IF_ERROR(byte_level_stage_.regex->ForEachMatch(p, [&](size_t s, size_t e) {
+    emit(prev, s);
+    emit(s, e);
+    prev = e;
+  }));
+  emit(prev, p.size());
+  return status;
+}
+
+Status BpeTokenizer::AddUnknownUnit(std::string_view unit, std::vector<int>* symbols,
+                                    int* pending_unk, BpeEncodeStats* stats) const {
+  // tokenizers' merge_word: byte fallback first (which, as there, does not
+  // flush a pending unk), then unk (fused with a pending one if fuse_unk),
+  // else the character is dropped.
+  if (byte_fallback_) {
+    bool all = true;
+    for (char c : unit) all = all && fallback_ids_[static_cast<unsigned char>(c)] >= 0;
+    if (all) {
+      for (char c : unit) symbols->push_back(fallback_ids_[static_cast<unsigned char>(c)]);
+      stats->byte_fallback_tokens += static_cast<int64_t>(unit.size());
+      return Status::Ok();
+    }
+  }
+  if (!has_unk_token_) {
+    ++stats->dropped_chars;
+    return Status::Ok();
+  }
+  if (unk_id_ < 0) {
+    return InvalidArgumentError("model.unk_token '" + unk_token_ +
+                                "' is needed but is not in model.vocab");
+  }
+  if (*pending_unk && !fuse_unk_) {
+    symbols->push_back(unk_id_);
+    ++stats->unk_tokens;
+  }
+  *pending_unk = 1;
+  return Status::Ok();
+}
+
+Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
+                                 BpeEncodeStats* stats) const {
+  const uint64_t hash = HashBytes(piece);
+  if (ignore_merges_) {
+    int id = vocab_.Find(piece, hash);
+    if (id >= 0) {
+      ids->push_back(id);
+      return Status::Ok();
+    }
+  }
+  CacheEntry* entry = nullptr;
+  if (piece.size() <= sizeof(entry->key)) {
+    entry = &ts->cache[hash & (kCacheEntries - 1)];
+    if (entry->hash == hash && entry->key_len == piece.size() &&
+        std::memcmp(entry->key, piece.data(), piece.size()) == 0) {
+      ids->insert(ids->end(), entry->ids, entry->ids + entry->n_ids);
+      return Status::Ok();
+    }
+  }
+  std::vector<int>& symbols = ts->symbols;
+  symbols.clear();
+  bool clean = true;  // Only pieces without unknowns are cached, so stats stay exact.
+  int pending_unk = 0;
+  auto known = [&](int id) {
+    if (pending_unk) {
+      symbols.push_back(unk_id_);
+      ++stats->unk_tokens;
+      pending_unk = 0;
+    }
+    symbols.push_back(id);
+  };
+  if (byte_level_) {
+    for (char c : piece) {
+      auto b = static_cast<unsigned char>(c);
+      if (byte_ids_[b] >= 0) {
+        known(byte_ids_[b]);
+        continue;
+      }
+      clean = false;
+      if (tiktoken_) {
+        static const char kHex[] = "0123456789abcdef";
+        return InvalidArgumentError(std::string("the tiktoken file has no rank for byte 0x") +
+                                    kHex[b >> 4] + kHex[b & 15]);
+      }
+      // The unit tokenizers sees is the byte's stand-in character.
+      ts->unit.clear();
+      AppendCodepoint(ByteLevelCodepoint(b), &ts->unit);
+      TOKPACK_RETURN_IF_ERROR(AddUnknownUnit(ts->unit, &symbols, &pending_unk, stats));
+    }
+  } else {
+    for (size_t i = 0; i < piece.size();) {
+      size_t len = 0;
+      DecodeUtf8(piece, i, &len);
+      std::string_view unit = piece.substr(i, len);
+      i += len;
+      int id = vocab_.Find(unit);
+      if (id >= 0) {
+        known(id);
+        continue;
+      }
+      clean = false;
+      TOKPACK_RETURN_IF_ERROR(AddUnknownUnit(unit, &symbols, &pending_unk, stats));
+    }
+  }
+  if (pending_unk) {
+    symbols.push_back(unk_id_);
+    ++stats->unk_tokens;
+  }
+  MergeSymbols(merges_, &symbols, &ts->merge);
+  ids->insert(ids->end(), symbols.begin(), symbols.end());
+  if (entry != nullptr && clean && symbols.size() <= std::size(entry->ids)) {
+    entry->hash = hash;
+    entry->key_len = static_cast<uint8_t>(piece.size());
+    entry->n_ids = static_cast<uint8_t>(symbols.size());
+    std::memcpy(entry->key, piece.data(), piece.size());
+    std::copy(symbols.begin(), symbols.end(), entry->ids);
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> BpeTokenizer::Decode(const std::vector<int>& ids) const {
+  std::string out;
+  for (int id : ids) {
+    if (id < 0 || id >= vocab_size_ || !has_id_[id]) {
+      return OutOfRangeError("token id " + std::to_string(id) + " is not in the vocabulary (size " +
+                             std::to_string(vocab_size_) + ")");
+    }
+    out += id_bytes_[id];
+  }
+  return out;
+}
+
+int BpeTokenizer::TokenId(std::string_view token_text) const {
+  return literal_vocab_.Find(token_text);
+}
+
+void BpeTokenizer::SetIdBytes(int id, std::string bytes) {
+  if (static_cast<size_t>(id) >= id_bytes_.size()) {
+    id_bytes_.resize(static_cast<size_t>(id) + 1);
+    has_id_.resize(static_cast<size_t>(id) + 1, false);
+  }
+  id_bytes_[id] = std::move(bytes);
+  has_id_[id] = true;
+  vocab_size_ = static_cast<int>(id_bytes_.size());
+}
+
+}  // namespace tokpack

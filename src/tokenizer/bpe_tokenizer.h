@@ -1,0 +1,145 @@
+// BpeTokenizer: byte-level BPE as Hugging Face tokenizers and tiktoken run it,
+// loaded from a tokenizer.json or a tiktoken ranks file, encoding to exactly
+// the ids of the reference implementations:
+//   tokenizer.json: tokenizers' Tokenizer.encode(text, add_special_tokens=False).ids
+//   tiktoken:       tiktoken's Encoding.encode_ordinary(text), given the same
+//                   ranks, split pattern and special tokens.
+//
+// Encode() runs, for tokenizer.json: added tokens that are not normalized are
+// split out of the raw text; each remaining segment is normalized and the
+// normalized added tokens are split out of it; the pre-tokenizers cut the
+// rest into pieces; and each piece is merged by BPE. For tiktoken: the split
+// pattern's matches are the pieces (special tokens in the text are ordinary
+// text). Pieces are merged with the same algorithm (bpe_merge.h); tiktoken's
+// rank of a byte string is modelled as a merge table over all token pairs
+// that concatenate to a token, with whole-piece lookup first (ignore_merges).
+//
+// Thread-safe: all methods are const and may run on many threads at once.
+// Each thread keeps a bounded cache of recent pieces per tokenizer (so the hot
+// path takes no lock and allocates nothing for cached pieces).
+#ifndef TOKPACK_SRC_TOKENIZER_BPE_TOKENIZER_H_
+#define TOKPACK_SRC_TOKENIZER_BPE_TOKENIZER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tokenizer/added_vocab.h"
+#include "tokenizer/flat_map.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+// Options a tiktoken ranks file does not carry itself.
+struct TiktokenOptions {
+  // A regex (fancy-regex syntax) or a preset name (see SplitPatternFor).
+  std::string pattern;
+  // (text, id) pairs, e.g. {"<|endoftext|>", 100257}. Encode() does not match
+  // them in text (encode_ordinary); TokenId() and Decode() know them.
+  std::vector<std::pair<std::string, int>> special_tokens;
+};
+
+// What one Encode() call produced that does not carry its text exactly.
+struct BpeEncodeStats {
+  int64_t unk_tokens = 0;            // The model's unk token: the text is lost.
+  int64_t byte_fallback_tokens = 0;  // <0xXX> tokens: the text is kept as bytes.
+  int64_t dropped_chars = 0;         // Characters with no token, fallback or unk:
+                                     // tokenizers drops them silently.
+};
+
+class BpeTokenizer {
+ public:
+  // `json` is the file's contents; `name` (its path) prefixes every error,
+  // which also names the field path, e.g. "pre_tokenizer.pretokenizers[0]".
+  static StatusOr<std::unique_ptr<BpeTokenizer>> FromHuggingFaceJson(std::string_view json,
+                                                                     const std::string& name);
+  // `ranks` holds lines "base64(token bytes) rank"; the rank is the id.
+  static StatusOr<std::unique_ptr<BpeTokenizer>> FromTiktoken(std::string_view ranks,
+                                                              const TiktokenOptions& options,
+                                                              const std::string& name);
+  ~BpeTokenizer();
+  BpeTokenizer(const BpeTokenizer&) = delete;
+  BpeTokenizer& operator=(const BpeTokenizer&) = delete;
+
+  // Replaces *ids with the ids of `text`, which must be valid UTF-8. `stats`,
+  // if given, receives this call's counts (it is overwritten, not added to).
+  Status Encode(std::string_view text, std::vector<int>* ids,
+                BpeEncodeStats* stats = nullptr) const;
+
+  // The bytes of `ids` concatenated: added and special tokens as their text,
+  // vocabulary tokens as their bytes (byte-level tokens mapped back to raw
+  // bytes; <0xXX> byte-fallback tokens as the byte). Equals tiktoken's
+  // decode_bytes, and tokenizers' decode(ids, skip_special_tokens=False) for
+  // byte-level files except that the bytes are not repaired to valid UTF-8.
+  StatusOr<std::string> Decode(const std::vector<int>& ids) const;
+
+  // Max id + 1 over the vocabulary and the added/special tokens.
+  int vocab_size() const { return vocab_size_; }
+  // The id of an added/special token or, failing that, of a vocabulary entry,
+  // by its text as the file writes it (tokenizer.json: as in model.vocab, e.g.
+  // "Ġthe" for byte-level files; tiktoken: the raw bytes). -1 if none.
+  int TokenId(std::string_view token_text) const;
+  // The model's unk token id (tokenizer.json model.unk_token), or -1.
+  int unk_id() const { return unk_id_; }
+  // Added tokens of a tokenizer.json (both special and not) or the special
+  // tokens of a tiktoken file, by increasing id. tokenizer.json files do not
+  // say reliably which is BOS or EOS: the caller picks by content.
+  const std::vector<AddedToken>& added_tokens() const { return added_tokens_; }
+  // "huggingface" or "tiktoken".
+  std::string_view format() const { return tiktoken_ ? "tiktoken" : "huggingface"; }
+
+ private:
+  BpeTokenizer();
+  struct ThreadState;
+  Status EncodeSegment(std::string_view segment, ThreadState* ts, std::vector<int>* ids,
+                       BpeEncodeStats* stats) const;
+  Status RunStage(size_t stage, std::string_view piece, ThreadState* ts, std::vector<int>* ids,
+                  BpeEncodeStats* stats) const;
+  Status EncodeFinal(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
+                     BpeEncodeStats* stats) const;
+  Status EncodePiece(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
+                     BpeEncodeStats* stats) const;
+  Status AddUnknownUnit(std::string_view unit, std::vector<int>* symbols, int* pending_unk,
+                        BpeEncodeStats* stats) const;
+  // Records what Decode() gives for `id` (and grows vocab_size_).
+  void SetIdBytes(int id, std::string bytes);
+
+  const uint64_t serial_;  // Keys this instance's per-thread piece caches.
+  bool tiktoken_ = false;
+
+  // Model. In byte-level mode (ByteLevel pre-tokenizer, or tiktoken) pieces
+  // are raw bytes and vocab_ is keyed by raw bytes; otherwise pieces are
+  // characters and vocab_ holds the file's strings.
+  bool byte_level_ = false;
+  bool ignore_merges_ = false;
+  bool byte_fallback_ = false;
+  bool fuse_unk_ = false;
+  std::string unk_token_;  // Empty: none.
+  bool has_unk_token_ = false;
+  int unk_id_ = -1;
+  BytesToIdMap vocab_;
+  BytesToIdMap literal_vocab_;  // The file's strings, for TokenId().
+  PairMap merges_;
+  std::array<int, 256> byte_ids_{};      // Byte-level: id of each single byte, or -1.
+  std::array<int, 256> fallback_ids_{};  // Id of "<0xXX>", or -1.
+  std::vector<std::string> id_bytes_;    // Decode table; empty string + !has_id_: none.
+  std::vector<bool> has_id_;
+  int vocab_size_ = 0;
+
+  // Pipeline.
+  AddedVocab added_;
+  std::vector<AddedToken> added_tokens_;
+  Normalizer normalizer_;
+  std::vector<PreTokenizerStage> stages_;
+  ByteLevelStage byte_level_stage_;
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_TOKENIZER_BPE_TOKENIZER_H_

@@ -1,0 +1,172 @@
+#include "tokenizer/regex.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+namespace tokpack {
+namespace {
+
+// Unicode's White_Space has U+0085 (NEXT LINE); PCRE2's \s under UCP does not.
+// Inside a class the addition is spliced in; outside, \s becomes a class.
+std::string TranslatePattern(std::string_view p) {
+  std::string out;
+  out.reserve(p.size() + 16);
+  bool in_class = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      char d = p[++i];
+      if (d == 's') {
+        out += in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
+      } else if (d == 'S' && !in_class) {
+        out += "[^\\s\\x{85}]";
+      } else {
+        out += c;
+        out += d;
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member.
+      if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
+      if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') {
+      size_t end = p.find(":]", i + 2);  // POSIX class such as [:alpha:].
+      if (end != std::string_view::npos) {
+        out.append(p.substr(i, end + 2 - i));
+        i = end + 1;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+// Per-thread match state, shared by every Regex: match data with room for
+// the whole match only (lookarounds need no captures), and a JIT stack large
+// enough for 10 MB subjects.
+struct ThreadMatchState {
+  ThreadMatchState()
+      : data(pcre2_match_data_create(1, nullptr)),
+        context(pcre2_match_context_create(nullptr)),
+        jit_stack(pcre2_jit_stack_create(64 * 1024, 256 * 1024 * 1024, nullptr)) {
+    if (jit_stack != nullptr) pcre2_jit_stack_assign(context, nullptr, jit_stack);
+    pcre2_set_match_limit(context, UINT32_MAX);
+    pcre2_set_depth_limit(context, UINT32_MAX);
+  }
+  ~ThreadMatchState() {
+    pcre2_match_data_free(data);
+    pcre2_match_context_free(context);
+    if (jit_stack != nullptr) pcre2_jit_stack_free(jit_stack);
+  }
+  pcre2_match_data* data;
+  pcre2_match_context* context;
+  pcre2_jit_stack* jit_stack;
+};
+
+ThreadMatchState& MatchState() {
+  thread_local ThreadMatchState state;
+  return state;
+}
+
+std::string Pcre2Message(int code) {
+  PCRE2_UCHAR buf[256];
+  if (pcre2_get_error_message(code, buf, sizeof(buf)) < 0) return "error " + std::to_string(code);
+  return reinterpret_cast<const char*>(buf);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern, RegexDialect dialect) {
+  std::unique_ptr<Regex> re(new Regex());
+  re->translated_ = TranslatePattern(pattern);
+  pcre2_compile_context* cc = pcre2_compile_context_create(nullptr);
+  pcre2_set_newline(cc, PCRE2_NEWLINE_LF);
+  uint32_t options = PCRE2_UTF | PCRE2_UCP;
+  options |= dialect == RegexDialect::kOniguruma ? PCRE2_MULTILINE : PCRE2_DOLLAR_ENDONLY;
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re->translated_.data()),
+                                   re->translated_.size(), options, &error, &offset, cc);
+  pcre2_compile_context_free(cc);
+  if (code == nullptr) {
+    return InvalidArgumentError("regex '" + std::string(pattern) +
+                                "' does not compile: " + Pcre2Message(error) + " (at offset " +
+                                std::to_string(offset) + " of '" + re->translated_ + "')");
+  }
+  re->code_ = code;
+  // Without JIT (e.g. on a platform PCRE2's JIT does not support) matching
+  // is slower but gives the same matches.
+  re->jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+  return re;
+}
+
+Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
+
+StatusOr<bool> Regex::Search(std::string_view subject, size_t start, size_t* match_start,
+                             size_t* match_end) const {
+  ThreadMatchState& st = MatchState();
+  auto* code = static_cast<const pcre2_code*>(code_);
+  auto subj = reinterpret_cast<PCRE2_SPTR>(subject.data());
+  int rc = jit_ ? pcre2_jit_match(code, subj, subject.size(), start, 0, st.data, st.context)
+                : pcre2_match(code, subj, subject.size(), start, PCRE2_NO_UTF_CHECK, st.data,
+                              st.context);
+  if (rc == PCRE2_ERROR_NOMATCH) return false;
+  if (rc < 0) {
+    return InternalError("regex '" + translated_ + "' failed on a " +
+                         std::to_string(subject.size()) + "-byte text: " + Pcre2Message(rc));
+  }
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(st.data);
+  *match_start = ov[0];
+  *match_end = ov[1] < ov[0] ? ov[0] : ov[1];  // \K can put the start past the end.
+  return true;
+}
+
+std::string Regex::Escape(std::string_view literal) {
+  std::string out;
+  out.reserve(literal.size() * 2);
+  for (char c : literal) {
+    auto u = static_cast<unsigned char>(c);
+    bool word = (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') ||
+                u == '_' || u >= 0x80;
+    // A backslash before any other ASCII character makes it literal in PCRE2.
+    if (!word) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+const char* SplitPatternPreset(std::string_view name) {
+  // tiktoken_ext/openai_public.py (tiktoken 0.14).
+  if (name == "gpt2" || name == "r50k_base" || name == "p50k_base") {
+    return R"('(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s)";
+  }
+  if (name == "cl100k_base") {
+    return R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s)";
+  }
+  if (name == "o200k_base") {
+    return R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  }
+  // Meta's llama3 tokenizer.py (also the Split regex of its tokenizer.json).
+  if (name == "llama3") {
+    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  }
+  // Qwen2/Qwen3 tokenizer.json: like llama3 but single digits.
+  if (name == "qwen2") {
+    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  }
+  return nullptr;
+}
+
+std::string SplitPatternFor(std::string_view name_or_regex) {
+  const char* preset = SplitPatternPreset(name_or_regex);
+  return preset != nullptr ? std::string(preset) : std::string(name_or_regex);
+}
+
+}  // namespace tokpack

@@ -1,0 +1,93 @@
+// Regex: a PCRE2 pattern (8-bit, UTF + UCP, JIT-compiled) that runs the
+// pre-tokenizer regexes of tokenizer.json files (written for Oniguruma) and
+// tiktoken (written for Rust's fancy-regex) with the same matches.
+//
+// Dialect differences that matter for the patterns models use are rewritten
+// at compile time: `\s` also matches U+0085 (both references use Unicode's
+// White_Space; PCRE2's \s does not include NEL), and `$` means end of line
+// (Oniguruma's Ruby syntax) or end of text (Rust). Matches always start and
+// end on UTF-8 character boundaries.
+//
+// Immutable after Compile(); safe to share between threads. Matching uses
+// per-thread match data and JIT stack, so it takes no lock and, after a
+// thread's first match, allocates nothing.
+#ifndef TOKPACK_SRC_TOKENIZER_REGEX_H_
+#define TOKPACK_SRC_TOKENIZER_REGEX_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+enum class RegexDialect {
+  kOniguruma,  // tokenizer.json (Hugging Face tokenizers).
+  kRust,       // tiktoken (fancy-regex).
+};
+
+class Regex {
+ public:
+  // Errors quote PCRE2's message and the offset in the pattern.
+  static StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern, RegexDialect dialect);
+  ~Regex();
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+
+  // The leftmost match in `subject` (valid UTF-8) at or after `start`, which
+  // lookarounds may see behind. Returns false when there is none.
+  StatusOr<bool> Search(std::string_view subject, size_t start, size_t* match_start,
+                        size_t* match_end) const;
+
+  // Calls fn(start, end) for each match, left to right, with the find_iter
+  // rule of both references: an empty match right where the previous match
+  // ended is skipped.
+  template <typename Fn>
+  Status ForEachMatch(std::string_view subject, Fn&& fn) const {
+    size_t pos = 0;
+    size_t last_end = SIZE_MAX;
+    while (pos <= subject.size()) {
+      size_t s = 0, e = 0;
+      StatusOr<bool> found = Search(subject, pos, &s, &e);
+      if (!found.ok()) return found.status();
+      if (!*found) break;
+      if (s == e && e == last_end) {
+        if (pos == subject.size()) break;
+        pos += Utf8SequenceLength(static_cast<unsigned char>(subject[pos]));
+        continue;
+      }
+      fn(s, e);
+      last_end = e;
+      pos = e;
+    }
+    return Status::Ok();
+  }
+
+  // `literal` as a pattern that matches exactly it.
+  static std::string Escape(std::string_view literal);
+  // The pattern after the dialect rewrite (for tests and error messages).
+  const std::string& translated() const { return translated_; }
+
+  static size_t Utf8SequenceLength(unsigned char lead) {
+    return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+  }
+
+ private:
+  Regex() = default;
+  void* code_ = nullptr;  // pcre2_code_8*; void keeps pcre2.h out of this header.
+  bool jit_ = false;
+  std::string translated_;
+};
+
+// Split patterns by name: "cl100k_base", "o200k_base", "llama3", "gpt2"
+// (also tiktoken's r50k_base/p50k_base), and "qwen2". Returns nullptr for other names.
+const char* SplitPatternPreset(std::string_view name);
+// The preset named `name_or_regex`, or the argument itself as a regex.
+std::string SplitPatternFor(std::string_view name_or_regex);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_TOKENIZER_REGEX_H_
