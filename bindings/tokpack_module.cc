@@ -540,16 +540,47 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<Tokenizer>(m, "Tokenizer")
-      .def(py::init([](const std::string& path) { return Unwrap(Tokenizer::Load(path)); }),
-           py::arg("model_path"))
+      .def(py::init([](const std::string& path, const std::string& pattern,
+                       const std::vector<std::pair<std::string, int64_t>>& special,
+                       const std::string& eos_token, const std::string& bos_token) {
+             TokenizerOptions o{pattern, special, eos_token, bos_token};
+             StatusOr<std::unique_ptr<Tokenizer>> t = std::unique_ptr<Tokenizer>();
+             {
+               py::gil_scoped_release release;  // Unwrap raises: only with the GIL.
+               t = Tokenizer::Load(path, o);
+             }
+             return Unwrap(std::move(t));
+           }),
+           py::arg("path"), py::arg("pattern"), py::arg("special"), py::arg("eos_token"),
+           py::arg("bos_token"))
+      .def_static(
+          "load_recorded",
+          [](const std::string& path, const std::shared_ptr<ForkSafe<Dataset>>& ds) {
+            const TokenizerInfo recorded = ds->get()->manifest().tokenizer;
+            StatusOr<std::unique_ptr<Tokenizer>> t = std::unique_ptr<Tokenizer>();
+            {
+              py::gil_scoped_release release;
+              t = Tokenizer::LoadRecorded(path, recorded);
+            }
+            return Unwrap(std::move(t));
+          },
+          py::arg("path"), py::arg("dataset"))
       .def("encode",
            [](const Tokenizer& t, const std::string& text) {
              std::vector<int> ids;
-             Check(t.Encode(text, &ids));
+             Status st;
+             {
+               py::gil_scoped_release release;
+               st = t.Encode(text, &ids);
+             }
+             Check(st);
              return ids;
            })
-      .def("decode",
-           [](const Tokenizer& t, const std::vector<int>& ids) { return Unwrap(t.Decode(ids)); })
+      .def("decode_bytes",
+           [](const Tokenizer& t, const std::vector<int>& ids) {
+             return py::bytes(Unwrap(t.Decode(ids)));
+           })
+      .def_property_readonly("kind", [](const Tokenizer& t) { return t.info().type; })
       .def_property_readonly("vocab_size", [](const Tokenizer& t) { return t.info().vocab_size; })
       .def_property_readonly("bos_id", [](const Tokenizer& t) { return t.info().bos_id; })
       .def_property_readonly("eos_id", [](const Tokenizer& t) { return t.info().eos_id; })
@@ -653,7 +684,9 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "build",
       [](const std::vector<std::string>& inputs, const std::string& output,
-         const std::string& tokenizer_model, const std::string& text_key,
+         const std::string& tokenizer_model, const std::string& pattern,
+         const std::vector<std::pair<std::string, int64_t>>& special,
+         const std::string& eos_token, const std::string& bos_token, const std::string& text_key,
          const std::string& input_format, bool text_per_line, bool add_bos, bool add_eos,
          const std::string& invalid_utf8, bool skip_bad_lines, uint64_t shard_tokens,
          uint64_t chunk_bytes, int threads, bool force, const py::object& progress) {
@@ -661,6 +694,7 @@ PYBIND11_MODULE(_core, m) {
         o.inputs = inputs;
         o.output = output;
         o.tokenizer_model = tokenizer_model;
+        o.tokenizer_options = TokenizerOptions{pattern, special, eos_token, bos_token};
         o.settings.text_key = text_key;
         o.settings.input_format = input_format;
         o.settings.text_per_line = text_per_line;
@@ -674,7 +708,8 @@ PYBIND11_MODULE(_core, m) {
         o.force = force;
         return RunBuild(std::move(o), progress);
       },
-      py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("text_key"),
+      py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("pattern"),
+      py::arg("special"), py::arg("eos_token"), py::arg("bos_token"), py::arg("text_key"),
       py::arg("input_format"), py::arg("text_per_line"), py::arg("add_bos"), py::arg("add_eos"),
       py::arg("invalid_utf8"), py::arg("skip_bad_lines"), py::arg("shard_tokens"),
       py::arg("chunk_bytes"), py::arg("threads"), py::arg("force"), py::arg("progress"));

@@ -63,12 +63,14 @@ fi
 # numpy is tokpack's only runtime requirement; scikit-build-core and pybind11
 # build it (pip install --no-build-isolation, so rebuilds are incremental).
 # The tests add pytest (with pytest-timeout, so a hang fails instead of
-# waiting forever), torch, and moto (a local S3 for the remote-storage tests).
+# waiting forever), torch, moto (a local S3 for the remote-storage tests), and
+# the reference encoders tokpack's tokenizers are checked against (tokenizers,
+# tiktoken).
 py_packages=(numpy "scikit-build-core>=1.0" pybind11)
 py_modules="numpy scikit_build_core pybind11"
 if [ "$PROFILE" = test ]; then
-  py_packages+=(pytest pytest-timeout torch "moto[server]>=5")
-  py_modules+=" pytest pytest_timeout torch moto"
+  py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken)
+  py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken"
 fi
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
   note=""

@@ -34,6 +34,7 @@ void PrintSummary(const BuildSummary& s, const std::string& output) {
                "tokpack build: wrote %s: %llu documents, %llu tokens (%s) in %zu shard(s)\n"
                "  skipped: %llu empty, %llu bad lines, %llu invalid UTF-8; "
                "%llu documents had invalid UTF-8 replaced\n"
+               "  tokens that lost text: %llu unknown; %llu byte-fallback tokens kept bytes\n"
                "  read %.1f MB (%.1f MB of text) in %.2f s: %.1f MB/s of text, %s tokens/s\n",
                output.c_str(), static_cast<unsigned long long>(c.documents),
                static_cast<unsigned long long>(c.tokens),
@@ -41,7 +42,9 @@ void PrintSummary(const BuildSummary& s, const std::string& output) {
                static_cast<unsigned long long>(c.skipped_empty),
                static_cast<unsigned long long>(c.bad_lines),
                static_cast<unsigned long long>(c.skipped_invalid_utf8),
-               static_cast<unsigned long long>(c.utf8_repaired), mb, text_mb, s.seconds,
+               static_cast<unsigned long long>(c.utf8_repaired),
+               static_cast<unsigned long long>(c.unknown_tokens),
+               static_cast<unsigned long long>(c.byte_fallback_tokens), mb, text_mb, s.seconds,
                s.seconds > 0 ? text_mb / s.seconds : 0.0,
                ProgressPrinter::Count(s.seconds > 0 ? c.tokens / s.seconds : 0).c_str());
 }
@@ -59,7 +62,11 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("-o,--output", o.output,
                   "Dataset directory to create, or s3:// / gs:// URL (built locally, then pushed)")
       ->required();
-  app->add_option("-t,--tokenizer", o.tokenizer_model, "sentencepiece model file")->required();
+  app->add_option("-t,--tokenizer", o.tokenizer_model,
+                  "Tokenizer file: sentencepiece .model, Hugging Face tokenizer.json (BPE) or "
+                  "tiktoken ranks (with --pattern)")
+      ->required();
+  auto parse_tokenizer_options = AddTokenizerOptions(app, &o.tokenizer_options);
   app->add_option("--threads", o.threads, "Tokenizer threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--text-key", s.text_key,
@@ -92,9 +99,10 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("--progress-every", args->progress_every,
                   "Seconds between progress reports (default: 0.2 on a terminal, else 10)");
 
-  return [args]() -> int {
+  return [args, parse_tokenizer_options]() -> int {
     BuildOptions& opts = args->options;
     opts.settings.add_eos = !args->no_eos;
+    if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("build", st);
     if (!args->part.empty()) {
       Status st = ParsePart(args->part, &opts.part_index, &opts.part_count);
       if (!st.ok()) return ReportError("build", st);

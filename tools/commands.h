@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "tokpack/status.h"
+#include "tokpack/tokenizer.h"
 
 namespace CLI {
 class App;
@@ -29,6 +30,11 @@ Runner AddShowCommand(CLI::App* app);
 Runner AddSampleCommand(CLI::App* app);
 Runner AddPushCommand(CLI::App* app);
 Runner AddProfileCommand(CLI::App* app);
+
+// Registers --pattern, --special, --eos-token and --bos-token, which fill
+// `options` (the tokenizer file's kind decides which apply). Call the returned
+// function before using `options`: it parses --special TEXT=ID.
+std::function<Status()> AddTokenizerOptions(CLI::App* app, TokenizerOptions* options);
 
 // Prints "tokpack <command>: <status>" to stderr and returns the exit code
 // (130 when cancelled by a signal, 1 otherwise).

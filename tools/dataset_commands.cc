@@ -46,9 +46,11 @@ void PrintInfoText(const std::string& dir, const DatasetInfo& info) {
     const BuildCounts& c = p.counts;
     std::printf(
         "inputs       %zu file(s); skipped %llu empty, %llu bad lines, %llu invalid "
-        "UTF-8; %llu repaired\n",
+        "UTF-8; %llu repaired\n"
+        "lost text    %llu unknown tokens; %llu byte-fallback tokens\n",
         p.inputs.size(), static_cast<ull>(c.skipped_empty), static_cast<ull>(c.bad_lines),
-        static_cast<ull>(c.skipped_invalid_utf8), static_cast<ull>(c.utf8_repaired));
+        static_cast<ull>(c.skipped_invalid_utf8), static_cast<ull>(c.utf8_repaired),
+        static_cast<ull>(c.unknown_tokens), static_cast<ull>(c.byte_fallback_tokens));
     std::printf("settings     text_key=%s bos=%s eos=%s invalid_utf8=%s shard_tokens=%llu\n",
                 p.settings.text_key.c_str(), p.settings.add_bos ? "yes" : "no",
                 p.settings.add_eos ? "yes" : "no", p.settings.invalid_utf8.c_str(),
@@ -156,12 +158,14 @@ Runner AddImportCommand(CLI::App* app) {
       ->required();
   app->add_option("-o,--output", o->output, "Dataset directory to create")->required();
   app->add_option("-t,--tokenizer", o->tokenizer_model,
-                  "sentencepiece model the data was tokenized with (optional)");
+                  "Tokenizer file the data was tokenized with (optional; any kind build takes)");
+  auto parse_tokenizer_options = AddTokenizerOptions(app, &o->tokenizer_options);
   app->add_option("--chunk-bytes", o->chunk_bytes, "Checksum chunk size in bytes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app->add_flag("--force", o->force, "Replace an existing dataset at --output");
-  return [o]() -> int {
+  return [o, parse_tokenizer_options]() -> int {
+    if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("import", st);
     StatusOr<Manifest> m = ImportMegatron(*o);
     if (!m.ok()) return ReportError("import", m.status());
     std::printf("imported %zu prefix(es) into %s: %llu documents, %llu tokens (%s)\n",
@@ -192,15 +196,15 @@ Runner AddShowCommand(CLI::App* app) {
     const Manifest* m = &(*ds)->manifest();
     std::unique_ptr<Tokenizer> tok;
     if (a->decode) {
-      std::string model = a->tokenizer;
-      if (model.empty()) {
-        if (m->tokenizer.file.empty()) {
-          return ReportError(
-              "show", InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));
-        }
-        model = JoinPath(a->dir, m->tokenizer.file);
+      StatusOr<std::unique_ptr<Tokenizer>> loaded = InvalidArgumentError("");
+      if (!a->tokenizer.empty()) {
+        loaded = Tokenizer::Load(a->tokenizer);
+      } else if (m->tokenizer.file.empty()) {
+        return ReportError("show",
+                           InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));
+      } else {
+        loaded = Tokenizer::LoadRecorded(JoinPath(a->dir, m->tokenizer.file), m->tokenizer);
       }
-      StatusOr<std::unique_ptr<Tokenizer>> loaded = Tokenizer::Load(model);
       if (!loaded.ok()) return ReportError("show", loaded.status());
       tok = std::move(*loaded);
     }

@@ -63,7 +63,8 @@ int Run(SampleArgs& a) {
       return ReportError("sample",
                          InvalidArgumentError("the dataset holds no tokenizer to decode with"));
     }
-    auto t = Tokenizer::Load(JoinPath(sources[0].dataset->path(), m.tokenizer.file));
+    auto t = Tokenizer::LoadRecorded(JoinPath(sources[0].dataset->path(), m.tokenizer.file),
+                                     m.tokenizer);
     if (!t.ok()) return ReportError("sample", t.status());
     tok = std::move(*t);
   }

@@ -19,6 +19,7 @@
 
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
+#include "tokpack/tokenizer.h"
 
 namespace tokpack {
 
@@ -35,8 +36,11 @@ struct BuildOptions {
   std::vector<std::string> inputs;
   // The dataset directory to create.
   std::string output;
-  // A sentencepiece model file. Copied into the dataset as tokenizer.model.
+  // A tokenizer file (sentencepiece .model, tokenizer.json or tiktoken
+  // ranks), copied into the dataset as tokenizer.model/.json/.tiktoken.
   std::string tokenizer_model;
+  // What the tokenizer file does not say itself (tiktoken pattern, EOS name).
+  TokenizerOptions tokenizer_options;
   // text_key, input format, BOS/EOS, UTF-8 policy, bad-line policy, shard size.
   BuildSettings settings;
   // Checksum chunk size recorded in the manifest.

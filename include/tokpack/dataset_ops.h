@@ -13,6 +13,7 @@
 
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
+#include "tokpack/tokenizer.h"
 
 namespace tokpack {
 
@@ -56,7 +57,8 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
 struct ImportOptions {
   std::vector<std::string> prefixes;  // Megatron prefixes (".bin"/".idx" optional).
   std::string output;
-  std::string tokenizer_model;  // Optional sentencepiece model to record.
+  std::string tokenizer_model;  // Optional tokenizer file to record (any kind).
+  TokenizerOptions tokenizer_options;
   uint64_t chunk_bytes = Manifest::kDefaultChunkBytes;
   bool force = false;
 };

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokpack/status.h"
@@ -51,7 +52,9 @@ struct ShardInfo {
 };
 
 struct TokenizerInfo {
-  std::string type;         // "sentencepiece", or empty when unknown.
+  // "sentencepiece", "huggingface" (a tokenizer.json) or "tiktoken"; empty
+  // when unknown.
+  std::string type;
   std::string file;         // Copy of the model inside the dataset, or empty.
   uint64_t model_xxh3 = 0;  // XXH3_64bits of the model file; 0 when unknown.
   int64_t vocab_size = -1;  // -1 when unknown.
@@ -59,6 +62,10 @@ struct TokenizerInfo {
   int64_t eos_id = -1;
   int64_t pad_id = -1;
   int64_t unk_id = -1;
+  // tiktoken only (the ranks file does not carry them): the split regex and
+  // the special tokens as (text, id).
+  std::string pattern;
+  std::vector<std::pair<std::string, int64_t>> special_tokens;
 };
 
 // The packer settings that shaped the token stream.
@@ -86,6 +93,8 @@ struct BuildCounts {
   uint64_t bad_lines = 0;      // Skipped with --skip-bad-lines.
   uint64_t utf8_repaired = 0;  // Documents whose invalid UTF-8 was replaced.
   uint64_t skipped_invalid_utf8 = 0;
+  uint64_t unknown_tokens = 0;        // The tokenizer's unknown token: text lost.
+  uint64_t byte_fallback_tokens = 0;  // Byte tokens (<0xXX>): text kept as bytes.
 };
 
 struct Provenance {

@@ -1,7 +1,12 @@
-// Tokenizer: a loaded sentencepiece model, the one a dataset was built with
-// (every tokpack dataset carries a copy as tokenizer.model). Encode() and
-// Decode() are const and safe to call from many threads at once
-// (sentencepiece's processor is read-only after loading).
+// Tokenizer: a loaded tokenizer file, the one a dataset is built with (every
+// tokpack dataset keeps a copy). Three kinds, told apart by the file's
+// content, not its name:
+//   - a sentencepiece .model: ids exactly as SentencePieceProcessor::Encode;
+//   - a Hugging Face tokenizer.json with a BPE model (byte-level or not): ids
+//     exactly as tokenizers' encode(text, add_special_tokens=False).ids;
+//   - a tiktoken ranks file ("base64 rank" lines) with a split pattern from
+//     TokenizerOptions: ids exactly as tiktoken's encode_ordinary.
+// Encode() and Decode() are const and safe to call from many threads at once.
 #ifndef TOKPACK_TOKENIZER_H_
 #define TOKPACK_TOKENIZER_H_
 
@@ -9,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokpack/manifest.h"
@@ -16,18 +22,48 @@
 
 namespace tokpack {
 
+// What a tokenizer file does not say about itself. Empty fields mean: what
+// the file (or, for a tokenizer.json, the tokenizer_config.json beside it)
+// defines.
+struct TokenizerOptions {
+  // tiktoken files only (required there): the split regex, or a preset name
+  // that also brings its special tokens: cl100k_base, o200k_base, llama3.
+  std::string pattern;
+  // tiktoken files only: special tokens as (text, id), added to a preset's.
+  std::vector<std::pair<std::string, int64_t>> special_tokens;
+  // The text of the token that ends (begins) each document, e.g.
+  // "<|endoftext|>"; it must be a token of the file.
+  std::string eos_token;
+  std::string bos_token;
+};
+
+// Tokens of one Encode() call that do not carry their text exactly.
+struct EncodeCounts {
+  int64_t unknown = 0;        // The unknown token: the text is lost.
+  int64_t byte_fallback = 0;  // Byte tokens (<0xXX>): the text is kept as bytes.
+};
+
 class Tokenizer {
  public:
-  // Loads a sentencepiece model file; errors name the file.
-  static StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_path);
+  // Loads the tokenizer file at `path`; errors name the file and, for a
+  // tokenizer.json, the unsupported component or bad field.
+  static StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path,
+                                                   const TokenizerOptions& options = {});
+  // Loads a dataset's copy at `path` as its manifest recorded it (`recorded`:
+  // kind, pattern, special tokens, BOS/EOS), and checks the file's hash.
+  static StatusOr<std::unique_ptr<Tokenizer>> LoadRecorded(const std::string& path,
+                                                           const TokenizerInfo& recorded);
   ~Tokenizer();
 
-  // Token ids of `text`, exactly as SentencePieceProcessor::Encode gives them.
-  Status Encode(std::string_view text, std::vector<int>* ids) const;
-  // Text of `ids`.
+  // Replaces *ids with the token ids of `text` (valid UTF-8). `counts`, if
+  // given, is overwritten with this call's unknown and byte-fallback tokens.
+  Status Encode(std::string_view text, std::vector<int>* ids,
+                EncodeCounts* counts = nullptr) const;
+  // Text of `ids` (special tokens as their text).
   StatusOr<std::string> Decode(const std::vector<int>& ids) const;
 
-  // type, vocab size, special ids and model hash (file is left empty).
+  // Kind, vocab size, special ids, model hash, the name its copy takes in a
+  // dataset (`file`), and for tiktoken the pattern and special tokens.
   const TokenizerInfo& info() const { return info_; }
 
  private:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -14,19 +14,61 @@ from . import _core
 StrPath = Union[str, "os.PathLike[str]"]
 
 
-class Tokenizer:
-    """A sentencepiece model, as the packer used it. Thread-safe."""
+def _specials(special: Optional[Dict[str, int]]) -> List[Tuple[str, int]]:
+    return [(str(text), int(i)) for text, i in (special or {}).items()]
 
-    def __init__(self, model_path: StrPath) -> None:
-        self._core = _core.Tokenizer(os.fspath(model_path))
-        self.model_path = os.fspath(model_path)
+
+class Tokenizer:
+    """A tokenizer file, as the packer uses it. Thread-safe.
+
+    The kind is told from the file's content: a sentencepiece ``.model``, a
+    Hugging Face ``tokenizer.json`` (BPE), or a tiktoken ranks file, which
+    needs ``pattern`` (a regex, or a preset: ``"cl100k_base"``,
+    ``"o200k_base"``, ``"llama3"``, which also brings its special tokens) and
+    may take ``special`` tokens ``{text: id}``. ``eos_token``/``bos_token``
+    name the tokens used as EOS/BOS when the file's own are not wanted.
+    """
+
+    def __init__(self, path: StrPath, *, pattern: Optional[str] = None,
+                 special: Optional[Dict[str, int]] = None, eos_token: Optional[str] = None,
+                 bos_token: Optional[str] = None) -> None:
+        self._core = _core.Tokenizer(os.fspath(path), pattern or "", _specials(special),
+                                     eos_token or "", bos_token or "")
+        self.path = os.fspath(path)
+
+    @classmethod
+    def _recorded(cls, path: StrPath, dataset: Any) -> "Tokenizer":
+        # A dataset's copy, read as its manifest recorded it (hash checked).
+        t = cls.__new__(cls)
+        t._core = _core.Tokenizer.load_recorded(os.fspath(path), dataset)
+        t.path = os.fspath(path)
+        return t
+
+    @property
+    def model_path(self) -> str:
+        """The file's path (the name predates tokenizers other than sentencepiece)."""
+        return self.path
+
+    @property
+    def kind(self) -> str:
+        """"sentencepiece", "huggingface" or "tiktoken"."""
+        return self._core.kind
 
     def encode(self, text: str) -> List[int]:
-        """Token ids exactly as sentencepiece's Encode gives them (no BOS/EOS)."""
+        """Token ids exactly as the reference implementation of the file's kind
+        gives them, without BOS/EOS: sentencepiece's Encode, tokenizers'
+        ``encode(text, add_special_tokens=False).ids``, tiktoken's
+        ``encode_ordinary``."""
         return self._core.encode(text)
 
+    def decode_bytes(self, ids: Any) -> bytes:
+        """The bytes of ``ids`` (special tokens as their text)."""
+        return self._core.decode_bytes([int(i) for i in np.asarray(ids).ravel()])
+
     def decode(self, ids: Any) -> str:
-        return self._core.decode([int(i) for i in np.asarray(ids).ravel()])
+        """The text of ``ids``; bytes that are not valid UTF-8 (a character
+        split across tokens) become U+FFFD, as tokenizers' decode does."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     @property
     def vocab_size(self) -> int:
@@ -50,7 +92,7 @@ class Tokenizer:
         return self._core.unk_id
 
     def __repr__(self) -> str:
-        return f"tokpack.Tokenizer({self.model_path!r}, vocab_size={self.vocab_size})"
+        return f"tokpack.Tokenizer({self.path!r}, kind={self.kind!r}, vocab_size={self.vocab_size})"
 
 
 class Dataset:
@@ -154,18 +196,18 @@ class Dataset:
         if not name:
             raise FileNotFoundError(f"{self.path} carries no tokenizer model")
         if "://" not in self.path:
-            return Tokenizer(Path(self.path) / name)
+            return Tokenizer._recorded(Path(self.path) / name, self._core)
         # A remote dataset: fetch the model once per machine into a local file
         # named by its checksum (the manifest's), written atomically.
         import tempfile
 
-        local = Path(tempfile.gettempdir()) / f"tokpack-tokenizer-{info.get('xxh3_64', 'x')}.model"
+        local = Path(tempfile.gettempdir()) / f"tokpack-tokenizer-{info.get('xxh3_64', 'x')}-{name}"
         if not local.exists():
             data = _core.read_remote_file(self.path, name)
             with tempfile.NamedTemporaryFile(dir=local.parent, delete=False) as f:
                 f.write(data)
             os.replace(f.name, local)
-        return Tokenizer(local)
+        return Tokenizer._recorded(local, self._core)
 
     def __reduce__(self):
         # Reopened by path in the receiving process (e.g. a spawned worker).
@@ -183,6 +225,10 @@ def build(
     output: StrPath,
     tokenizer: StrPath,
     *,
+    pattern: Optional[str] = None,
+    special: Optional[Dict[str, int]] = None,
+    eos_token: Optional[str] = None,
+    bos_token: Optional[str] = None,
     text_key: str = "text",
     input_format: str = "auto",
     text_per_line: bool = False,
@@ -200,7 +246,9 @@ def build(
     does (same options, byte-identical output), and opens it.
 
     ``inputs`` are files, directories, globs or "-" (stdin): JSONL or text,
-    plain, .gz or .zst. ``progress`` is called with a dict (bytes_read,
+    plain, .gz or .zst. ``tokenizer`` is any file ``Tokenizer`` reads;
+    ``pattern``, ``special``, ``eos_token`` and ``bos_token`` are as there
+    (``--pattern``, ``--special``, ``--eos``, ``--bos-token`` of the CLI). ``progress`` is called with a dict (bytes_read,
     bytes_total, documents, tokens, elapsed_seconds) about twice a second.
     Ctrl-C cancels the build and leaves nothing at ``output``. Errors name
     the file and line (ValueError for bad input, FileNotFoundError for a
@@ -213,6 +261,10 @@ def build(
         [os.fspath(p) for p in inputs],
         os.fspath(output),
         os.fspath(tokenizer),
+        pattern=pattern or "",
+        special=_specials(special),
+        eos_token=eos_token or "",
+        bos_token=bos_token or "",
         text_key=text_key,
         input_format=input_format,
         text_per_line=text_per_line,

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tokpack/tokenizer.h"
+
 namespace tokpack {
 
 // A run of consecutive input records: JSONL lines or text documents.
@@ -40,6 +42,7 @@ struct EncodedBatch {
   std::string tokens;                // All documents' tokens in the shard dtype.
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
   uint64_t utf8_repaired = 0;        // Documents written whose invalid UTF-8 was replaced.
+  EncodeCounts lossy;                // Unknown and byte-fallback tokens written.
   struct Dropped {
     uint32_t record;  // Index of the record in its RawBatch.
     Drop why;

@@ -48,6 +48,7 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
   out->doc_tokens.clear();
   out->dropped.clear();
   out->utf8_repaired = 0;
+  out->lossy = EncodeCounts();
   const TokenizerInfo& tok = tokenizer_->info();
   for (size_t i = 0; i < in.records.size(); ++i) {
     const RawBatch::Record& rec = in.records[i];
@@ -77,11 +78,14 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
       }
     }
     ids_.clear();
-    TOKPACK_RETURN_IF_ERROR(tokenizer_->Encode(text, &ids_));
+    EncodeCounts lossy;
+    TOKPACK_RETURN_IF_ERROR(tokenizer_->Encode(text, &ids_, &lossy));
     if (ids_.empty()) {
       drop(Drop::kEmpty, "");
       continue;
     }
+    out->lossy.unknown += lossy.unknown;
+    out->lossy.byte_fallback += lossy.byte_fallback;
     if (settings_.add_bos) ids_.insert(ids_.begin(), static_cast<int>(tok.bos_id));
     if (settings_.add_eos) ids_.push_back(static_cast<int>(tok.eos_id));
     const size_t old = out->tokens.size();

@@ -188,6 +188,8 @@ Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
     }
   }
   counts->utf8_repaired += batch.utf8_repaired;
+  counts->unknown_tokens += static_cast<uint64_t>(batch.lossy.unknown);
+  counts->byte_fallback_tokens += static_cast<uint64_t>(batch.lossy.byte_fallback);
   const size_t item = TokenDtypeSize(dtype_);
   size_t offset = 0;
   for (uint32_t n : batch.doc_tokens) {
@@ -276,7 +278,7 @@ StatusOr<BuildSummary> Build(const BuildOptions& options) {
 StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs) {
   const auto t0 = Clock::now();
   TOKPACK_RETURN_IF_ERROR(ValidateOptions(o));
-  TOKPACK_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(o.tokenizer_model));
+  TOKPACK_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(o.tokenizer_model, o.tokenizer_options));
   const TokenizerInfo& tok = tokenizer->info();
   if (o.settings.add_bos && tok.bos_id < 0) {
     return InvalidArgumentError("--bos: tokenizer '" + o.tokenizer_model + "' has no BOS id");
@@ -304,7 +306,6 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   m.dtype = DtypeForVocab(tok.vocab_size);
   m.chunk_bytes = o.chunk_bytes;
   m.tokenizer = tok;
-  m.tokenizer.file = "tokenizer.model";
   m.provenance.version = Version();
   m.provenance.kind = "build";
   m.provenance.part_index = o.part_index;

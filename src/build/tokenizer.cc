@@ -1,41 +1,206 @@
 #include "tokpack/tokenizer.h"
 
 #include <sentencepiece_processor.h>
+#include <simdjson.h>
 
+#include <initializer_list>
+
+#include "build/tokenizer_kind.h"
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
+#include "tokenizer/bpe_tokenizer.h"
 
 namespace tokpack {
 
 struct Tokenizer::Impl {
-  sentencepiece::SentencePieceProcessor sp;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp;
+  std::unique_ptr<BpeTokenizer> bpe;
 };
 
 Tokenizer::Tokenizer() : impl_(std::make_unique<Impl>()) {}
 Tokenizer::~Tokenizer() = default;
 
-StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& model_path) {
-  TOKPACK_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(model_path));
-  std::unique_ptr<Tokenizer> t(new Tokenizer());
-  auto st = t->impl_->sp.LoadFromSerializedProto(bytes);
+namespace {
+
+// The "eos_token" (or bos/pad) of the tokenizer_config.json beside a
+// tokenizer.json, as Hugging Face model repositories ship it: a string or
+// {"content": ...}. Empty when there is no such file or field.
+std::string ConfigToken(const std::string& tokenizer_json_path, const char* field) {
+  const size_t slash = tokenizer_json_path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? std::string(".") : tokenizer_json_path.substr(0, slash);
+  StatusOr<std::string> text = ReadFileToString(JoinPath(dir, "tokenizer_config.json"));
+  if (!text.ok()) return "";
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(*text).get(root) != simdjson::SUCCESS) return "";
+  std::string_view value;
+  if (root[field].get_string().get(value) == simdjson::SUCCESS) return std::string(value);
+  if (root[field]["content"].get_string().get(value) == simdjson::SUCCESS) {
+    return std::string(value);
+  }
+  return "";
+}
+
+// The first of `names` that is a token of `bpe`, or -1.
+int64_t FirstKnown(const BpeTokenizer& bpe, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (int id = bpe.TokenId(name); id >= 0) return id;
+  }
+  return -1;
+}
+
+// The id of the token named by `chosen` (an option or the config), else the
+// first well-known name the vocabulary has. `what` names the role in errors.
+StatusOr<int64_t> SpecialId(const BpeTokenizer& bpe, const std::string& path,
+                            const std::string& chosen, const char* what,
+                            std::initializer_list<const char*> well_known) {
+  if (chosen.empty()) return FirstKnown(bpe, well_known);
+  const int id = bpe.TokenId(chosen);
+  if (id < 0) {
+    return InvalidArgumentError("tokenizer '" + path + "' has no token '" + chosen +
+                                "' to use as " + what);
+  }
+  return int64_t{id};
+}
+
+Status LoadSentencepiece(const std::string& path, const std::string& bytes,
+                         const TokenizerOptions& o, sentencepiece::SentencePieceProcessor* sp,
+                         TokenizerInfo* info) {
+  auto st = sp->LoadFromSerializedProto(bytes);
   if (!st.ok()) {
-    return InvalidArgumentError("'" + model_path + "' is not a sentencepiece model (" +
+    return InvalidArgumentError("'" + path + "' is not a sentencepiece model (" +
                                 st.ToString() + ")");
   }
-  const auto& sp = t->impl_->sp;
-  t->info_.type = "sentencepiece";
-  t->info_.model_xxh3 = Xxh3(bytes);
-  t->info_.vocab_size = sp.GetPieceSize();
-  t->info_.bos_id = sp.bos_id();
-  t->info_.eos_id = sp.eos_id();
-  t->info_.pad_id = sp.pad_id();
-  t->info_.unk_id = sp.unk_id();
+  if (!o.pattern.empty() || !o.special_tokens.empty()) {
+    return InvalidArgumentError("tokenizer '" + path +
+                                "' is a sentencepiece model: a split pattern and special "
+                                "tokens apply to tiktoken files only");
+  }
+  info->type = "sentencepiece";
+  info->file = "tokenizer.model";
+  info->vocab_size = sp->GetPieceSize();
+  info->bos_id = sp->bos_id();
+  info->eos_id = sp->eos_id();
+  info->pad_id = sp->pad_id();
+  info->unk_id = sp->unk_id();
+  for (auto [name, id] : {std::pair{&o.eos_token, &info->eos_id}, {&o.bos_token, &info->bos_id}}) {
+    if (name->empty()) continue;
+    *id = sp->PieceToId(*name);
+    if (*id == sp->unk_id() && *name != sp->IdToPiece(sp->unk_id())) {
+      return InvalidArgumentError("tokenizer '" + path + "' has no piece '" + *name + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
+                                                     const TokenizerOptions& o) {
+  TOKPACK_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  TokenizerInfo& info = t->info_;
+  info.model_xxh3 = Xxh3(bytes);
+  switch (DetectTokenizerKind(bytes)) {
+    case TokenizerKind::kSentencepiece:
+      t->impl_->sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
+      TOKPACK_RETURN_IF_ERROR(LoadSentencepiece(path, bytes, o, t->impl_->sp.get(), &info));
+      return t;
+    case TokenizerKind::kHuggingFaceJson: {
+      if (!o.pattern.empty() || !o.special_tokens.empty()) {
+        return InvalidArgumentError("tokenizer '" + path +
+                                    "' is a tokenizer.json, which defines its own pre-tokenizer "
+                                    "and special tokens: --pattern and --special apply to "
+                                    "tiktoken files only");
+      }
+      TOKPACK_ASSIGN_OR_RETURN(t->impl_->bpe, BpeTokenizer::FromHuggingFaceJson(bytes, path));
+      const BpeTokenizer& bpe = *t->impl_->bpe;
+      info.type = "huggingface";
+      info.file = "tokenizer.json";
+      info.vocab_size = bpe.vocab_size();
+      info.unk_id = bpe.unk_id();
+      const std::string eos = o.eos_token.empty() ? ConfigToken(path, "eos_token") : o.eos_token;
+      const std::string bos = o.bos_token.empty() ? ConfigToken(path, "bos_token") : o.bos_token;
+      TOKPACK_ASSIGN_OR_RETURN(info.eos_id,
+                               SpecialId(bpe, path, eos, "EOS",
+                                         {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>",
+                                          "<｜end▁of▁sentence｜>"}));
+      TOKPACK_ASSIGN_OR_RETURN(info.bos_id,
+                               SpecialId(bpe, path, bos, "BOS",
+                                         {"<|begin_of_text|>", "<s>", "<bos>",
+                                          "<｜begin▁of▁sentence｜>"}));
+      TOKPACK_ASSIGN_OR_RETURN(info.pad_id,
+                               SpecialId(bpe, path, ConfigToken(path, "pad_token"), "PAD", {}));
+      return t;
+    }
+    case TokenizerKind::kTiktoken: {
+      TOKPACK_ASSIGN_OR_RETURN(TiktokenSetup setup, ResolveTiktokenOptions(path, o));
+      TOKPACK_ASSIGN_OR_RETURN(t->impl_->bpe,
+                               BpeTokenizer::FromTiktoken(bytes, setup.options, path));
+      const BpeTokenizer& bpe = *t->impl_->bpe;
+      info.type = "tiktoken";
+      info.file = "tokenizer.tiktoken";
+      info.vocab_size = bpe.vocab_size();
+      info.pattern = setup.options.pattern;
+      for (const auto& [text, id] : setup.options.special_tokens) {
+        info.special_tokens.emplace_back(text, id);
+      }
+      TOKPACK_ASSIGN_OR_RETURN(info.eos_id, SpecialId(bpe, path, setup.eos, "EOS", {}));
+      TOKPACK_ASSIGN_OR_RETURN(info.bos_id, SpecialId(bpe, path, setup.bos, "BOS", {}));
+      return t;
+    }
+    case TokenizerKind::kUnknown:
+      break;
+  }
+  return InvalidArgumentError("'" + path +
+                              "' is not a tokenizer file tokpack reads: expected a "
+                              "sentencepiece .model, a Hugging Face tokenizer.json or a "
+                              "tiktoken ranks file (lines of base64 token and rank)");
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadRecorded(const std::string& path,
+                                                             const TokenizerInfo& recorded) {
+  TokenizerOptions o;
+  if (recorded.type == "tiktoken") {
+    o.pattern = recorded.pattern;
+    o.special_tokens = recorded.special_tokens;
+  }
+  TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> t, Load(path, o));
+  if (recorded.model_xxh3 != 0 && t->info_.model_xxh3 != recorded.model_xxh3) {
+    return DataLossError("tokenizer '" + path + "' does not match the hash its manifest records");
+  }
+  if (!recorded.type.empty() && t->info_.type != recorded.type) {
+    return DataLossError("tokenizer '" + path + "' is a " + t->info_.type +
+                         " file; its manifest records " + recorded.type);
+  }
+  // The ids chosen at build time (by option or config) are the dataset's.
+  t->info_.bos_id = recorded.bos_id;
+  t->info_.eos_id = recorded.eos_id;
+  t->info_.pad_id = recorded.pad_id;
   return t;
 }
 
-Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids) const {
-  auto st = impl_->sp.Encode(text, ids);
+Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids,
+                         EncodeCounts* counts) const {
+  if (impl_->bpe) {
+    BpeEncodeStats stats;
+    TOKPACK_RETURN_IF_ERROR(impl_->bpe->Encode(text, ids, counts ? &stats : nullptr));
+    if (counts) {
+      counts->unknown = stats.unk_tokens + stats.dropped_chars;
+      counts->byte_fallback = stats.byte_fallback_tokens;
+    }
+    return Status::Ok();
+  }
+  auto st = impl_->sp->Encode(text, ids);
   if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
+  if (counts) {
+    *counts = EncodeCounts();
+    for (int id : *ids) {
+      counts->unknown += impl_->sp->IsUnknown(id);
+      counts->byte_fallback += impl_->sp->IsByte(id);
+    }
+  }
   return Status::Ok();
 }
 
@@ -46,8 +211,9 @@ StatusOr<std::string> Tokenizer::Decode(const std::vector<int>& ids) const {
                              std::to_string(info_.vocab_size));
     }
   }
+  if (impl_->bpe) return impl_->bpe->Decode(ids);
   std::string text;
-  auto st = impl_->sp.Decode(ids, &text);
+  auto st = impl_->sp->Decode(ids, &text);
   if (!st.ok()) return InternalError("sentencepiece Decode failed: " + st.ToString());
   return text;
 }

@@ -175,7 +175,13 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
   TOKPACK_RETURN_IF_ERROR(c.Get("skipped_empty", &p->counts.skipped_empty));
   TOKPACK_RETURN_IF_ERROR(c.Get("bad_lines", &p->counts.bad_lines));
   TOKPACK_RETURN_IF_ERROR(c.Get("utf8_repaired", &p->counts.utf8_repaired));
-  return c.Get("skipped_invalid_utf8", &p->counts.skipped_invalid_utf8);
+  TOKPACK_RETURN_IF_ERROR(c.Get("skipped_invalid_utf8", &p->counts.skipped_invalid_utf8));
+  // Written since tokenizers other than sentencepiece arrived; absent before.
+  for (auto [key, out] : {std::pair{"unknown_tokens", &p->counts.unknown_tokens},
+                          std::pair{"byte_fallback_tokens", &p->counts.byte_fallback_tokens}}) {
+    if (c.Has(key)) TOKPACK_RETURN_IF_ERROR(c.Get(key, out));
+  }
+  return Status::Ok();
 }
 
 void WriteDigest(JsonWriter* w, std::string_view key, const FileDigest& d) {
@@ -260,6 +266,17 @@ std::string Manifest::ToJson() const {
   w.Int("eos_id", tokenizer.eos_id);
   w.Int("pad_id", tokenizer.pad_id);
   w.Int("unk_id", tokenizer.unk_id);
+  if (!tokenizer.pattern.empty()) w.String("pattern", tokenizer.pattern);
+  if (!tokenizer.special_tokens.empty()) {
+    w.BeginArray("special_tokens");
+    for (const auto& [text, id] : tokenizer.special_tokens) {
+      w.BeginObject();
+      w.String("text", text);
+      w.Int("id", id);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
   w.EndObject();
   w.BeginArray("shards");
   for (const ShardInfo& s : shards) {
@@ -309,6 +326,8 @@ std::string Manifest::ToJson() const {
   w.UInt("bad_lines", p.counts.bad_lines);
   w.UInt("utf8_repaired", p.counts.utf8_repaired);
   w.UInt("skipped_invalid_utf8", p.counts.skipped_invalid_utf8);
+  w.UInt("unknown_tokens", p.counts.unknown_tokens);
+  w.UInt("byte_fallback_tokens", p.counts.byte_fallback_tokens);
   w.EndObject();
   w.EndObject();
   w.EndObject();
@@ -369,6 +388,25 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
   TOKPACK_RETURN_IF_ERROR(t.Get("eos_id", &m.tokenizer.eos_id));
   TOKPACK_RETURN_IF_ERROR(t.Get("pad_id", &m.tokenizer.pad_id));
   TOKPACK_RETURN_IF_ERROR(t.Get("unk_id", &m.tokenizer.unk_id));
+  // pattern and special_tokens are present for tiktoken tokenizers only.
+  if (t.Has("pattern")) TOKPACK_RETURN_IF_ERROR(t.Get("pattern", &m.tokenizer.pattern));
+  if (t.Has("special_tokens")) {
+    simdjson::dom::array specials;
+    TOKPACK_RETURN_IF_ERROR(t.Array("special_tokens", &specials));
+    size_t k = 0;
+    for (element e : specials) {
+      const std::string where = t.Path("special_tokens[" + std::to_string(k++) + "]");
+      object so;
+      if (e.get_object().get(so) != simdjson::SUCCESS) {
+        return InvalidArgumentError(std::string(source) + ": " + where + " is not an object");
+      }
+      FieldReader st(so, where, source);
+      std::pair<std::string, int64_t> token;
+      TOKPACK_RETURN_IF_ERROR(st.Get("text", &token.first));
+      TOKPACK_RETURN_IF_ERROR(st.Get("id", &token.second));
+      m.tokenizer.special_tokens.push_back(std::move(token));
+    }
+  }
 
   simdjson::dom::array shards;
   TOKPACK_RETURN_IF_ERROR(r.Array("shards", &shards));

@@ -17,7 +17,7 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
   m.provenance.kind = "import";
   std::unique_ptr<Tokenizer> tokenizer;
   if (!o.tokenizer_model.empty()) {
-    TOKPACK_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Load(o.tokenizer_model));
+    TOKPACK_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Load(o.tokenizer_model, o.tokenizer_options));
     m.tokenizer = tokenizer->info();
   }
   for (size_t i = 0; i < o.prefixes.size(); ++i) {
@@ -65,7 +65,6 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
   }
   TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
   if (tokenizer) {
-    m.tokenizer.file = "tokenizer.model";
     TOKPACK_RETURN_IF_ERROR(CopyFile(PosixFileSystem(), o.tokenizer_model,
                                      JoinPath(staging->path(), m.tokenizer.file)));
   }
