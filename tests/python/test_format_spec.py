@@ -273,7 +273,8 @@ def test_build_output_follows_the_spec(tmp_path, run_tokpack, spm_model, corpus)
     assert p["settings"]["bos"] is False and p["settings"]["eos"] is True
     assert p["settings"]["shard_tokens"] == 2 ** 29
     assert p["counts"] == {"documents": 300, "tokens": m["total_tokens"], "skipped_empty": 0,
-                           "bad_lines": 0, "utf8_repaired": 0, "skipped_invalid_utf8": 0}
+                           "bad_lines": 0, "utf8_repaired": 0, "skipped_invalid_utf8": 0,
+                           "unknown_tokens": 0, "byte_fallback_tokens": 0}
 
 
 @pytest.mark.parametrize("budget", [500, 20])
