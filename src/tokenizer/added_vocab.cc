@@ -1,5 +1,7 @@
 #include "tokenizer/added_vocab.h"
 
+#include <algorithm>
+
 #include "tokenizer/unicode.h"
 
 namespace tokpack {
@@ -16,10 +18,12 @@ bool StartsWithWord(std::string_view s) {
   return !s.empty() && IsWordChar(DecodeUtf8(s, 0, &len));
 }
 
-// Where the run of white space that ends `s` starts.
-size_t TrailingSpaceStart(std::string_view s) {
+// Where the run of white space that ends `s` starts, or `floor` if it starts
+// earlier (tokenizers then takes `floor` anyway; stopping there keeps many
+// lstrip tokens in a long run of spaces linear).
+size_t TrailingSpaceStart(std::string_view s, size_t floor) {
   size_t i = s.size();
-  while (i > 0) {
+  while (i > floor) {
     size_t p = PreviousCharStart(s, i);
     size_t len = 0;
     if (!IsWhiteSpace(DecodeUtf8(s, p, &len))) break;
@@ -82,6 +86,7 @@ void AddedVocab::Split(Set set, std::string_view text, std::vector<AddedSplit>* 
   const Trie& trie = tries_[Index(set)];
   size_t done = 0;  // tokenizers' start_offset: the end of the last split.
   size_t pos = 0;
+  size_t space_from = 1, space_to = 0;  // Empty: nothing scanned yet.
   while (pos < text.size() && trie.nodes.size() > 1) {
     if (!trie.first_byte[static_cast<unsigned char>(text[pos])]) {
       ++pos;
@@ -103,10 +108,17 @@ void AddedVocab::Split(Set set, std::string_view text, std::vector<AddedSplit>* 
     }
     if (token.lstrip) {
       // Spaces an earlier split already took stay there.
-      size_t new_start = TrailingSpaceStart(text.substr(0, start));
-      start = new_start > done ? new_start : done;
+      start = std::max(TrailingSpaceStart(text.substr(0, start), done), done);
     }
-    if (token.rstrip) stop += LeadingSpaceLength(text.substr(stop));
+    if (token.rstrip) {
+      // [space_from, space_to) is known white space ending before a non-space
+      // (or the end): reuse it rather than rescan a long run for each token.
+      if (stop < space_from || stop > space_to) {
+        space_from = stop;
+        space_to = stop + LeadingSpaceLength(text.substr(stop));
+      }
+      stop = space_to;
+    }
     if (done < start) out->push_back({done, start, -1});
     out->push_back({start, stop, token.id});
     done = stop;

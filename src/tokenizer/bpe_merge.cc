@@ -12,8 +12,15 @@ MergeRule RuleOf(const PairMap& merges, int left, int right) {
 }
 
 // Min-heap order on (rank, pos): std::push_heap builds a max-heap, so invert.
-bool HeapAfter(const MergeScratch::HeapEntry& a, const MergeScratch::HeapEntry& b) {
-  return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
+// A functor (not a function pointer) so that the heap code inlines it.
+struct HeapAfter {
+  bool operator()(const MergeScratch::HeapEntry& a, const MergeScratch::HeapEntry& b) const {
+    return a.order > b.order;
+  }
+};
+
+uint64_t Order(int32_t rank, int32_t pos) {
+  return (static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(pos);
 }
 
 }  // namespace
@@ -72,32 +79,33 @@ void MergeSymbolsHeap(const PairMap& merges, std::vector<int>* symbols, MergeScr
   }
   for (int32_t i = 0; i + 1 < n; ++i) {
     MergeRule r = RuleOf(merges, s[i], s[i + 1]);
-    if (r.rank >= 0) heap.push_back({r.rank, i, r.id});
+    if (r.rank >= 0) heap.push_back({Order(r.rank, i), r.id});
   }
-  std::make_heap(heap.begin(), heap.end(), HeapAfter);
+  std::make_heap(heap.begin(), heap.end(), HeapAfter());
   // A merged-away symbol is marked by prev == -2.
   auto push = [&](int32_t pos) {
     MergeRule r = RuleOf(merges, s[pos], s[next[pos]]);
     if (r.rank < 0) return;
-    heap.push_back({r.rank, pos, r.id});
-    std::push_heap(heap.begin(), heap.end(), HeapAfter);
+    heap.push_back({Order(r.rank, pos), r.id});
+    std::push_heap(heap.begin(), heap.end(), HeapAfter());
   };
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), HeapAfter);
-    MergeScratch::HeapEntry top = heap.back();
+    std::pop_heap(heap.begin(), heap.end(), HeapAfter());
+    const MergeScratch::HeapEntry top = heap.back();
     heap.pop_back();
     ++scratch->steps;
-    if (prev[top.pos] == -2 || next[top.pos] == -1) continue;
-    const int32_t right = next[top.pos];
+    const auto pos = static_cast<int32_t>(top.order & 0xFFFFFFFFu);
+    if (prev[pos] == -2 || next[pos] == -1) continue;
+    const int32_t right = next[pos];
     // Stale entry: the pair here changed since it was queued.
-    const MergeRule* now = merges.Find(s[top.pos], s[right]);
+    const MergeRule* now = merges.Find(s[pos], s[right]);
     if (now == nullptr || now->id != top.id) continue;
-    s[top.pos] = top.id;
+    s[pos] = top.id;
     prev[right] = -2;
-    next[top.pos] = next[right];
-    if (next[right] >= 0) prev[next[right]] = top.pos;
-    if (prev[top.pos] >= 0) push(prev[top.pos]);
-    if (next[top.pos] >= 0) push(top.pos);
+    next[pos] = next[right];
+    if (next[right] >= 0) prev[next[right]] = pos;
+    if (prev[pos] >= 0) push(prev[pos]);
+    if (next[pos] >= 0) push(pos);
   }
   int32_t out = 0;
   for (int32_t i = 0; i >= 0; i = next[i]) s[out++] = s[i];

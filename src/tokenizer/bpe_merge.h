@@ -23,8 +23,7 @@ namespace tokpack {
 // thread; not shareable.
 struct MergeScratch {
   struct HeapEntry {
-    int32_t rank;
-    int32_t pos;
+    uint64_t order;  // rank << 32 | position: one compare orders by both.
     int32_t id;
   };
   std::vector<MergeRule> rules;  // Quadratic: rule of pair (i, i+1), rank -1 if none.

@@ -23,7 +23,7 @@ struct CacheEntry {
   int32_t ids[8];
 };
 static_assert(sizeof(CacheEntry) == 64, "one cache line");
-constexpr size_t kCacheEntries = size_t{1} << 15;  // 2 MiB per tokenizer per thread.
+constexpr size_t kCacheEntries = size_t{1} << 14;  // 1 MiB per tokenizer per thread.
 constexpr size_t kCacheSlots = 4;                  // Tokenizers a thread caches at once.
 
 struct PieceCache {
@@ -74,6 +74,13 @@ struct BpeTokenizer::ThreadState {
   }
 };
 
+BpeTokenizer::ThreadState& BpeTokenizer::ThisThread() {
+  thread_local ThreadState state;
+  return state;
+}
+
+uint64_t BpeTokenizer::MergeStepsForTesting() { return ThisThread().merge.steps; }
+
 BpeTokenizer::BpeTokenizer() : serial_(next_serial.fetch_add(1)) {
   byte_ids_.fill(-1);
   fallback_ids_.fill(-1);
@@ -88,7 +95,7 @@ Status BpeTokenizer::Encode(std::string_view text, std::vector<int>* ids,
   *stats = BpeEncodeStats();
   if (!IsValidUtf8(text)) return InvalidArgumentError("text to encode is not valid UTF-8");
   if (text.empty()) return Status::Ok();
-  thread_local ThreadState ts;
+  ThreadState& ts = ThisThread();
   ts.Select(serial_);
   if (ts.events.size() < stages_.size()) {
     ts.events.resize(stages_.size());
@@ -133,6 +140,25 @@ Status BpeTokenizer::RunStage(size_t stage, std::string_view piece, ThreadState*
                               std::vector<int>* ids, BpeEncodeStats* stats) const {
   if (stage == stages_.size()) return EncodeFinal(piece, ts, ids, stats);
   const PreTokenizerStage& st = stages_[stage];
+  if (st.kind == PreTokenizerStage::Kind::kSplit &&
+      (st.behavior == SplitBehavior::kIsolated || st.behavior == SplitBehavior::kRemoved)) {
+    // These behaviours never join parts: stream them (the common case, and
+    // tiktoken's), without the event list the folds need.
+    const bool removed = st.behavior == SplitBehavior::kRemoved;
+    Status status;
+    size_t prev = 0;
+    auto emit = [&](size_t s, size_t e, bool is_match) {
+      if (s >= e || !status.ok() || (removed && is_match)) return;
+      status = RunStage(stage + 1, piece.substr(s, e - s), ts, ids, stats);
+    };
+    TOKPACK_RETURN_IF_ERROR(st.regex->ForEachMatch(piece, [&](size_t s, size_t e) {
+      emit(prev, s, st.invert);
+      emit(s, e, !st.invert);
+      prev = e;
+    }));
+    emit(prev, piece.size(), st.invert);
+    return status;
+  }
   std::vector<SplitEvent>& events = ts->events[stage];
   std::vector<std::pair<size_t, size_t>>& spans = ts->spans[stage];
   TOKPACK_RETURN_IF_ERROR(st.Events(piece, &events));
@@ -202,19 +228,30 @@ Status BpeTokenizer::AddUnknownUnit(std::string_view unit, std::vector<int>* sym
 Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
                                  BpeEncodeStats* stats) const {
   const uint64_t hash = HashBytes(piece);
-  if (ignore_merges_) {
-    int id = vocab_.Find(piece, hash);
-    if (id >= 0) {
-      ids->push_back(id);
-      return Status::Ok();
-    }
-  }
+  // The cache comes first, also for pieces that are whole tokens: its entry is
+  // one cache line, while a vocabulary probe touches a slot and the key arena.
   CacheEntry* entry = nullptr;
   if (piece.size() <= sizeof(entry->key)) {
     entry = &ts->cache[hash & (kCacheEntries - 1)];
     if (entry->hash == hash && entry->key_len == piece.size() &&
         std::memcmp(entry->key, piece.data(), piece.size()) == 0) {
       ids->insert(ids->end(), entry->ids, entry->ids + entry->n_ids);
+      return Status::Ok();
+    }
+  }
+  auto remember = [&](const int* begin, size_t n) {
+    if (entry == nullptr || n > std::size(entry->ids)) return;
+    entry->hash = hash;
+    entry->key_len = static_cast<uint8_t>(piece.size());
+    entry->n_ids = static_cast<uint8_t>(n);
+    std::memcpy(entry->key, piece.data(), piece.size());
+    std::copy(begin, begin + n, entry->ids);
+  };
+  if (ignore_merges_) {
+    int id = vocab_.Find(piece, hash);
+    if (id >= 0) {
+      ids->push_back(id);
+      remember(&id, 1);
       return Status::Ok();
     }
   }
@@ -269,13 +306,7 @@ Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::v
   }
   MergeSymbols(merges_, &symbols, &ts->merge);
   ids->insert(ids->end(), symbols.begin(), symbols.end());
-  if (entry != nullptr && clean && symbols.size() <= std::size(entry->ids)) {
-    entry->hash = hash;
-    entry->key_len = static_cast<uint8_t>(piece.size());
-    entry->n_ids = static_cast<uint8_t>(symbols.size());
-    std::memcpy(entry->key, piece.data(), piece.size());
-    std::copy(symbols.begin(), symbols.end(), entry->ids);
-  }
+  if (clean) remember(symbols.data(), symbols.size());
   return Status::Ok();
 }
 

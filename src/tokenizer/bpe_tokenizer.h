@@ -94,9 +94,14 @@ class BpeTokenizer {
   // "huggingface" or "tiktoken".
   std::string_view format() const { return tiktoken_ ? "tiktoken" : "huggingface"; }
 
+  // Merge-loop iterations this thread has run, over all tokenizers: lets tests
+  // assert that a long piece is merged in O(n log n), not O(n^2).
+  static uint64_t MergeStepsForTesting();
+
  private:
   BpeTokenizer();
   struct ThreadState;
+  static ThreadState& ThisThread();
   Status EncodeSegment(std::string_view segment, ThreadState* ts, std::vector<int>* ids,
                        BpeEncodeStats* stats) const;
   Status RunStage(size_t stage, std::string_view piece, ThreadState* ts, std::vector<int>* ids,

@@ -263,8 +263,11 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
                                 DescribeOffset(json, JsonErrorOffset(json)) + ": " +
                                 simdjson::error_message(error));
   }
-  Fields root(object(), "", name);
-  TOKPACK_RETURN_IF_ERROR(AsObject(root_element, "(top level)", name, &root));
+  object root_object;
+  if (root_element.get_object().get(root_object) != simdjson::SUCCESS) {
+    return InvalidArgumentError(name + ": is not a JSON object");
+  }
+  const Fields root(root_object, "", name);
   for (const char* key : {"truncation", "padding"}) {
     if (root.IsSet(key)) {
       return root.Error(key, "is not supported (tokpack encodes whole documents); set it to null");
