@@ -258,8 +258,14 @@ TEST_F(BuilderTest, RejectsBadOptionsBeforeWork) {
   o.inputs.push_back(dir_.Join("missing.jsonl"));
   EXPECT_EQ(Build(o).status().code(), StatusCode::kNotFound);
   o = Options(dir_.Join("out"));
-  o.tokenizer_model = dir_.Join("a.jsonl");
-  EXPECT_NE(Build(o).status().message().find("not a sentencepiece model"), std::string::npos);
+  o.tokenizer_model = dir_.Join("a.jsonl");  // JSON, but not a tokenizer.json
+  Status bad_tokenizer = Build(o).status();
+  EXPECT_EQ(bad_tokenizer.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_tokenizer.message().find(o.tokenizer_model), std::string::npos);
+  o.tokenizer_model = dir_.Join("out-of-nowhere.bin");
+  WriteStringToFile(o.tokenizer_model, std::string("\x01\x02 binary"));
+  EXPECT_NE(Build(o).status().message().find("not a tokenizer file tokpack reads"),
+            std::string::npos);
   EXPECT_FALSE(Exists(dir_.Join("out")));
 }
 
