@@ -23,8 +23,8 @@ struct CacheEntry {
   int32_t ids[8];
 };
 static_assert(sizeof(CacheEntry) == 64, "one cache line");
-constexpr size_t kCacheEntries = size_t{1} << 14;  // 1 MiB per tokenizer per thread.
-constexpr size_t kCacheSlots = 4;                  // Tokenizers a thread caches at once.
+constexpr size_t kCacheEntries = size_t{1} << 16;  // 4 MiB per tokenizer per thread.
+constexpr size_t kCacheSlots = 2;                  // Tokenizers a thread caches at once.
 
 struct PieceCache {
   uint64_t owner = 0;  // Serial of the tokenizer whose pieces these are; 0: none.
@@ -227,6 +227,15 @@ Status BpeTokenizer::AddUnknownUnit(std::string_view unit, std::vector<int>* sym
 
 Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
                                  BpeEncodeStats* stats) const {
+  if (piece.size() == 1 && byte_level_) {
+    // A one-byte piece is its byte's token (a merge needs two symbols): no
+    // hashing. Punctuation and spaces make these common.
+    const int id = byte_ids_[static_cast<unsigned char>(piece[0])];
+    if (id >= 0) {
+      ids->push_back(id);
+      return Status::Ok();
+    }
+  }
   const uint64_t hash = HashBytes(piece);
   // The cache comes first, also for pieces that are whole tokens: its entry is
   // one cache line, while a vocabulary probe touches a slot and the key arena.

@@ -15,8 +15,15 @@
 // that concatenate to a token, with whole-piece lookup first (ignore_merges).
 //
 // Thread-safe: all methods are const and may run on many threads at once.
-// Each thread keeps a bounded cache of recent pieces per tokenizer (so the hot
-// path takes no lock and allocates nothing for cached pieces).
+// Each thread keeps a direct-mapped cache of recent pieces (4 MiB, for the
+// last two tokenizers it used), so the hot path takes no lock and allocates
+// nothing for cached pieces.
+//
+// Exactness was checked against tokenizers 0.23 and tiktoken 0.14 with
+// tests/tokenizer/compare_reference.py. Known limits: Unicode tables come
+// from utf8proc and PCRE2 (Unicode 15 / 14), so characters assigned in later
+// Unicode versions may normalize or split differently; Oniguruma syntax that
+// PCRE2 lacks (e.g. nested classes) is refused at load.
 #ifndef TOKPACK_SRC_TOKENIZER_BPE_TOKENIZER_H_
 #define TOKPACK_SRC_TOKENIZER_BPE_TOKENIZER_H_
 

@@ -5,6 +5,9 @@
 #ifndef TOKPACK_SRC_TOKENIZER_FLAT_MAP_H_
 #define TOKPACK_SRC_TOKENIZER_FLAT_MAP_H_
 
+// Inlined: pieces are short, and a call through the PLT costs more than
+// hashing them.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <cstdint>
