@@ -159,6 +159,29 @@ Status BpeTokenizer::RunStage(size_t stage, std::string_view piece, ThreadState*
     emit(prev, piece.size(), st.invert);
     return status;
   }
+  if (st.kind == PreTokenizerStage::Kind::kDigits) {
+    // Streamed too, so a long run of digits needs no per-digit event list.
+    // Contiguous: cut where numeric and non-numeric characters meet;
+    // Isolated: also between two numeric characters.
+    const bool isolated = st.behavior == SplitBehavior::kIsolated;
+    size_t start = 0;
+    bool prev_numeric = false;
+    for (size_t i = 0; i < piece.size();) {
+      size_t len = 0;
+      const bool numeric = IsNumeric(DecodeUtf8(piece, i, &len));
+      if (i > start && (numeric != prev_numeric || (numeric && isolated))) {
+        TOKPACK_RETURN_IF_ERROR(
+            RunStage(stage + 1, piece.substr(start, i - start), ts, ids, stats));
+        start = i;
+      }
+      prev_numeric = numeric;
+      i += len;
+    }
+    if (start < piece.size()) {
+      TOKPACK_RETURN_IF_ERROR(RunStage(stage + 1, piece.substr(start), ts, ids, stats));
+    }
+    return Status::Ok();
+  }
   std::vector<SplitEvent>& events = ts->events[stage];
   std::vector<std::pair<size_t, size_t>>& spans = ts->spans[stage];
   TOKPACK_RETURN_IF_ERROR(st.Events(piece, &events));

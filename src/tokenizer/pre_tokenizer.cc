@@ -1,7 +1,5 @@
 #include "tokenizer/pre_tokenizer.h"
 
-#include "tokenizer/unicode.h"
-
 namespace tokpack {
 namespace {
 
@@ -81,23 +79,6 @@ void ApplySplitBehavior(const std::vector<SplitEvent>& events, SplitBehavior beh
 
 Status PreTokenizerStage::Events(std::string_view piece, std::vector<SplitEvent>* events) const {
   events->clear();
-  if (kind == Kind::kDigits) {
-    // tokenizers' Pattern for a char predicate: each numeric character is its
-    // own match; Contiguous/Isolated then joins or keeps them.
-    size_t gap = 0;
-    for (size_t i = 0; i < piece.size();) {
-      size_t len = 0;
-      uint32_t cp = DecodeUtf8(piece, i, &len);
-      if (IsNumeric(cp)) {
-        if (gap < i) events->push_back({gap, i, false});
-        events->push_back({i, i + len, true});
-        gap = i + len;
-      }
-      i += len;
-    }
-    if (gap < piece.size()) events->push_back({gap, piece.size(), false});
-    return Status::Ok();
-  }
   size_t prev = 0;
   TOKPACK_RETURN_IF_ERROR(regex->ForEachMatch(piece, [&](size_t s, size_t e) {
     if (prev != s) events->push_back({prev, s, invert});

@@ -39,7 +39,9 @@ struct PreTokenizerStage {
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool invert = false;  // kSplit: the pattern marks what to keep.
 
-  // Events of `piece` (valid UTF-8) for this stage, replacing *events.
+  // kSplit: events of `piece` (valid UTF-8), replacing *events. (Digits
+  // stages are cut by BpeTokenizer directly: each numeric character is its
+  // own match, as tokenizers' char-predicate Pattern makes them.)
   Status Events(std::string_view piece, std::vector<SplitEvent>* events) const;
 };
 

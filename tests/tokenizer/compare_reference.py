@@ -30,6 +30,11 @@ LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
 QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
          r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
+DEEPSEEK_V3 = [
+    r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|"
+    r" ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"]
+
 # tiktoken_ext/openai_public.py (tiktoken 0.14) and Meta's/Qwen's patterns.
 TIKTOKEN_PATTERNS = {
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
@@ -161,6 +166,11 @@ def variants(gpt2, llama):
                           added("<pad>", True, lstrip=True, rstrip=True),
                           added("world", normalized=False)]
     out.append(("prefix-nfkc-lower-added", v))
+    v = copy.deepcopy(llama)
+    v["pre_tokenizer"]["pretokenizers"][0:1] = [  # DeepSeek V3's split sequence.
+        {"type": "Split", "pattern": {"Regex": p}, "behavior": "Isolated", "invert": False}
+        for p in DEEPSEEK_V3]
+    out.append(("deepseek-v3", v))
     v = copy.deepcopy(llama)
     v["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {"Regex": QWEN2}
     v["added_tokens"] += [added("<|im_start|>", True), added("Hello", single_word=True,
