@@ -7,7 +7,7 @@ token option) and as tiktoken ranks files (with the cl100k/o200k/llama3/gpt2
 split patterns), encodes generated documents with the reference and with
 bpe_encode_tool, and reports every difference.
 
-  python compare_reference.py BPE_ENCODE_TOOL [--docs N] [--seed S] [--workdir DIR]
+  python compare_reference.py build/tests/bpe_encode_tool [--docs N] [--seed S] [--workdir DIR]
 
 Exits 1 on any mismatch. Needs `pip install tokenizers tiktoken`.
 """
