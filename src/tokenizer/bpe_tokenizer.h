@@ -47,6 +47,11 @@
 
 namespace tokpack {
 
+// The largest token id tokpack accepts. Real vocabularies are dense and far
+// smaller; the bound keeps a file with one huge id from sizing the decode
+// table to billions of entries.
+inline constexpr int kMaxTokenId = (1 << 24) - 1;
+
 // Options a tiktoken ranks file does not carry itself.
 struct TiktokenOptions {
   // A regex (fancy-regex syntax) or a preset name (see SplitPatternFor).

@@ -316,9 +316,9 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
   std::string bytes;
   for (auto [key, value] : vocab.obj()) {
     int64_t id = -1;
-    if (value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
-      return vocab.Error(Quote(key), "is not a token id in [0, 2147483647]: " +
-                                         simdjson::minify(value).substr(0, 40));
+    if (value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > kMaxTokenId) {
+      return vocab.Error(Quote(key), "is not a token id in [0, " + std::to_string(kMaxTokenId) +
+                                         "]: " + simdjson::minify(value).substr(0, 40));
     }
     const int i = static_cast<int>(id);
     t->literal_vocab_.Insert(key, i);
@@ -408,6 +408,10 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
       auto it = added_ids.find(token.content);
       int id = it != added_ids.end() ? it->second : t->literal_vocab_.Find(token.content);
       if (id < 0) id = next_id++;
+      if (id > kMaxTokenId) {
+        return f.SelfError("would get id " + std::to_string(id) + ", above " +
+                           std::to_string(kMaxTokenId));
+      }
       token.id = id;
       added_ids[token.content] = id;
       by_id[id] = token;

@@ -82,9 +82,10 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
     int64_t rank = -1;
     auto [end, ec] = std::from_chars(rank_text.data(), rank_text.data() + rank_text.size(), rank);
     if (ec != std::errc() || end != rank_text.data() + rank_text.size() || rank < 0 ||
-        rank > INT32_MAX) {
+        rank > kMaxTokenId) {
       return InvalidArgumentError(where + ": rank '" + std::string(rank_text.substr(0, 40)) +
-                                  "' is not a token id in [0, 2147483647]");
+                                  "' is not a token id in [0, " + std::to_string(kMaxTokenId) +
+                                  "]");
     }
     const int id = static_cast<int>(rank);
     if (id < t->vocab_size_ && t->has_id_[id]) {
@@ -111,9 +112,10 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
     }
   }
   for (const auto& [text, id] : options.special_tokens) {
-    if (id < 0) {
-      return InvalidArgumentError(name + ": special token '" + text + "' has negative id " +
-                                  std::to_string(id));
+    if (id < 0 || id > kMaxTokenId) {
+      return InvalidArgumentError(name + ": special token '" + text + "' has id " +
+                                  std::to_string(id) + ", not in [0, " +
+                                  std::to_string(kMaxTokenId) + "]");
     }
     if (id < t->vocab_size_ && t->has_id_[id]) {
       return InvalidArgumentError(name + ": special token '" + text + "' has id " +

@@ -316,9 +316,11 @@ TEST(HfJsonTest, MalformedFilesNameFileAndPlace) {
 
   Spec s;
   s.vocab = R"({"a":0,"b":2147483648})";
-  EXPECT_NE(LoadError(s).find("model.vocab.'b': is not a token id in [0, 2147483647]"),
+  EXPECT_NE(LoadError(s).find("model.vocab.'b': is not a token id in [0, 16777215]"),
             std::string::npos)
       << LoadError(s);
+  s.vocab = R"({"a":0,"b":16777216})";  // Below INT32_MAX, but not a real vocabulary.
+  EXPECT_NE(LoadError(s).find("is not a token id"), std::string::npos);
   s.vocab = R"({"a":0,"b":-1})";
   EXPECT_NE(LoadError(s).find("is not a token id"), std::string::npos);
   s = CharLevel(R"({"a":0,"b":1})", R"(["a b"])");

@@ -103,7 +103,7 @@ TEST(TiktokenTest, MalformedRanksNameFileLineAndColumn) {
   EXPECT_EQ(t.status().message(), "r.tiktoken: line 2, column 3 (byte 9): invalid base64 'YW$j'");
   t = BpeTokenizer::FromTiktoken("YQ== 3000000000\n", options, "r.tiktoken");
   EXPECT_EQ(t.status().message(),
-            "r.tiktoken: line 1: rank '3000000000' is not a token id in [0, 2147483647]");
+            "r.tiktoken: line 1: rank '3000000000' is not a token id in [0, 16777215]");
   t = BpeTokenizer::FromTiktoken("YQ== 0\nYg== 0\n", options, "r.tiktoken");
   EXPECT_EQ(t.status().message(), "r.tiktoken: line 2: rank 0 appears twice");
   t = BpeTokenizer::FromTiktoken("YQ==\n", options, "r.tiktoken");
