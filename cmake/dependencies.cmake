@@ -22,23 +22,26 @@ find_package(Boost QUIET)
 _tokpack_need(Boost_FOUND libboost-dev)
 find_package(CURL QUIET)
 _tokpack_need(CURL_FOUND libcurl4-openssl-dev)
+# sentencepiece is built from its PyPI sdist (cmake/sentencepiece.cmake)
+# against Debian's Abseil and protobuf-lite, with Debian's protoc.
+find_package(absl CONFIG QUIET)
+_tokpack_need(absl_FOUND libabsl-dev)
+find_package(Protobuf QUIET)
+_tokpack_need(Protobuf_FOUND libprotobuf-dev)
+_tokpack_need(Protobuf_PROTOC_EXECUTABLE protobuf-compiler)
 if(PKG_CONFIG_FOUND)
   pkg_check_modules(ZSTD QUIET IMPORTED_TARGET libzstd)
   _tokpack_need(ZSTD_FOUND libzstd-dev)
   pkg_check_modules(XXHASH QUIET IMPORTED_TARGET libxxhash)
   _tokpack_need(XXHASH_FOUND libxxhash-dev)
-  pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
-  _tokpack_need(SENTENCEPIECE_FOUND libsentencepiece-dev)
   # Byte-level BPE (src/tokenizer/): pre-tokenizer regexes and Unicode normalization.
   pkg_check_modules(PCRE2 QUIET IMPORTED_TARGET libpcre2-8)
   _tokpack_need(PCRE2_FOUND libpcre2-dev)
   pkg_check_modules(UTF8PROC QUIET IMPORTED_TARGET libutf8proc)
   _tokpack_need(UTF8PROC_FOUND libutf8proc-dev)
 else()
-  list(APPEND _tokpack_missing libzstd-dev libxxhash-dev libsentencepiece-dev libpcre2-dev
-       libutf8proc-dev)
+  list(APPEND _tokpack_missing libzstd-dev libxxhash-dev libpcre2-dev libutf8proc-dev)
 endif()
-find_library(SENTENCEPIECE_TRAIN_LIB sentencepiece_train)
 
 if(TOKPACK_BUILD_PYTHON)
   find_package(Python 3.9 QUIET COMPONENTS Interpreter Development.Module)
@@ -51,9 +54,18 @@ endif()
 if(TOKPACK_BUILD_TESTS)
   find_package(GTest QUIET)
   _tokpack_need(GTest_FOUND libgtest-dev)
+  # The C++ tests train their models with Debian's SentencePieceTrainer
+  # (0.1.97); tokpack itself encodes with the sentencepiece built here.
+  find_library(SENTENCEPIECE_TRAIN_LIB sentencepiece_train)
+  find_library(SENTENCEPIECE_LIB sentencepiece)
+  find_path(SENTENCEPIECE_TRAINER_INCLUDE_DIR sentencepiece_trainer.h)
+  _tokpack_need(SENTENCEPIECE_TRAIN_LIB libsentencepiece-dev)
+  _tokpack_need(SENTENCEPIECE_LIB libsentencepiece-dev)
+  _tokpack_need(SENTENCEPIECE_TRAINER_INCLUDE_DIR libsentencepiece-dev)
 endif()
 
 if(_tokpack_missing)
+  list(REMOVE_DUPLICATES _tokpack_missing)
   list(JOIN _tokpack_missing " " _tokpack_missing_text)
   message(FATAL_ERROR
     "tokpack needs these Debian packages, which are not installed:\n"
@@ -62,3 +74,5 @@ if(_tokpack_missing)
     "  sudo apt-get update && sudo apt-get install -y ${_tokpack_missing_text}\n"
     "(scripts/setup.sh installs everything the build and the tests need.)")
 endif()
+
+include(${CMAKE_CURRENT_LIST_DIR}/sentencepiece.cmake)

@@ -17,15 +17,21 @@ esac
 
 APT_MAIN=(
   build-essential cmake ninja-build pkg-config
-  libboost-dev libsentencepiece-dev sentencepiece libzstd-dev zstd zlib1g-dev
+  libboost-dev libzstd-dev zstd zlib1g-dev
   libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
   libdlpack-dev libpcre2-dev libutf8proc-dev
+  # sentencepiece's encoder is built from its PyPI sdist (cmake/sentencepiece.cmake,
+  # which pip downloads) against Debian's Abseil and protobuf; Debian's own
+  # sentencepiece (0.1.97) gives other ids. spm_train (sentencepiece) trains the
+  # demo's model.
+  libabsl-dev libprotobuf-dev protobuf-compiler sentencepiece
   # The extension module compiles against Python's headers (python3-dev): the
   # venv is made from Debian's python3, whose headers are not in python3 itself.
   python3 python3-dev python3-venv python3-pip
 )
 APT_TEST=(
   libgtest-dev
+  libsentencepiece-dev      # SentencePieceTrainer, which the C++ tests train models with
   clang libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for scripts/fuzz.sh
   gnuplot-nox               # tokpack profile --plot
 )
@@ -65,12 +71,12 @@ fi
 # The tests add pytest (with pytest-timeout, so a hang fails instead of
 # waiting forever), torch, moto (a local S3 for the remote-storage tests), and
 # the reference encoders tokpack's tokenizers are checked against (tokenizers,
-# tiktoken).
+# tiktoken, sentencepiece).
 py_packages=(numpy "scikit-build-core>=1.0" pybind11)
 py_modules="numpy scikit_build_core pybind11"
 if [ "$PROFILE" = test ]; then
-  py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken)
-  py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken"
+  py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece)
+  py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece"
 fi
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
   note=""

@@ -192,7 +192,8 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids,
     }
     return Status::Ok();
   }
-  auto st = impl_->sp->Encode(text, ids);
+  // Abseil's string_view is its own class in Debian's build, not std's.
+  auto st = impl_->sp->Encode(absl::string_view(text.data(), text.size()), ids);
   if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
   if (counts) {
     *counts = EncodeCounts();
