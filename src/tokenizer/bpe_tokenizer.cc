@@ -24,7 +24,9 @@ struct CacheEntry {
 };
 static_assert(sizeof(CacheEntry) == 64, "one cache line");
 constexpr size_t kCacheEntries = size_t{1} << 16;  // 4 MiB per tokenizer per thread.
-constexpr size_t kCacheSlots = 2;                  // Tokenizers a thread caches at once.
+// Merge buffers larger than this are freed after use.
+constexpr size_t kKeepScratchSymbols = size_t{1} << 20;
+constexpr size_t kCacheSlots = 2;  // Tokenizers a thread caches at once.
 
 struct PieceCache {
   uint64_t owner = 0;  // Serial of the tokenizer whose pieces these are; 0: none.
@@ -339,6 +341,14 @@ Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::v
   MergeSymbols(merges_, &symbols, &ts->merge);
   ids->insert(ids->end(), symbols.begin(), symbols.end());
   if (clean) remember(symbols.data(), symbols.size());
+  if (symbols.capacity() > kKeepScratchSymbols) {
+    // A huge piece (a long run without boundaries) grew the buffers to
+    // hundreds of MB; do not hold that for the thread's lifetime.
+    std::vector<int>().swap(symbols);
+    const uint64_t steps = ts->merge.steps;
+    ts->merge = MergeScratch();
+    ts->merge.steps = steps;
+  }
   return Status::Ok();
 }
 
