@@ -268,11 +268,8 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
     return InvalidArgumentError(name + ": is not a JSON object");
   }
   const Fields root(root_object, "", name);
-  for (const char* key : {"truncation", "padding"}) {
-    if (root.IsSet(key)) {
-      return root.Error(key, "is not supported (tokpack encodes whole documents); set it to null");
-    }
-  }
+  // "truncation" and "padding" are ignored: a packer encodes whole documents,
+  // so the reference is tokenizers with no_truncation() and no_padding().
   std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
   if (root.IsSet("normalizer")) {
     TOKPACK_RETURN_IF_ERROR(

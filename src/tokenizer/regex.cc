@@ -20,6 +20,14 @@ std::string TranslatePattern(std::string_view p) {
         out += in_class ? "\\s\\x{85}" : "[\\s\\x{85}]";
       } else if (d == 'S' && !in_class) {
         out += "[^\\s\\x{85}]";
+      } else if (d == 'u' && i + 4 < p.size() &&
+                 p.substr(i + 1, 4).find_first_not_of("0123456789abcdefABCDEF") ==
+                     std::string_view::npos) {
+        // Oniguruma's \uHHHH (tokenizers' patterns use it); PCRE2 spells it \x{HHHH}.
+        out += "\\x{";
+        out.append(p.substr(i + 1, 4));
+        out += '}';
+        i += 4;
       } else {
         out += c;
         out += d;

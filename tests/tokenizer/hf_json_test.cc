@@ -298,13 +298,20 @@ TEST(HfJsonTest, RefusesWhatItCannotReproduce) {
   EXPECT_EQ(t.status().message(),
             "t.json: model.type: model type WordPiece is not supported (tokpack reads BPE "
             "tokenizer.json files)");
-  json = Spec().Json();
-  json.replace(json.find(R"("truncation":null)"), 17, R"("truncation":{"max_length":5})");
-  EXPECT_NE(BpeTokenizer::FromHuggingFaceJson(json, "t.json")
-                .status()
-                .message()
-                .find("truncation: is not supported"),
-            std::string::npos);
+}
+
+TEST(HfJsonTest, TruncationAndPaddingAreIgnoredForWholeDocuments) {
+  std::string json = Spec().Json();
+  auto plain = BpeTokenizer::FromHuggingFaceJson(json, "t.json");
+  json.replace(json.find(R"("truncation":null)"), 17, R"("truncation":{"max_length":1})");
+  json.replace(json.find(R"("padding":null)"), 14, R"("padding":{"length":64})");
+  auto truncating = BpeTokenizer::FromHuggingFaceJson(json, "t.json");
+  ASSERT_TRUE(plain.ok() && truncating.ok()) << truncating.status().ToString();
+  std::vector<int> a, b;
+  ASSERT_TRUE((*plain)->Encode("hello hello world", &a).ok());
+  ASSERT_TRUE((*truncating)->Encode("hello hello world", &b).ok());
+  EXPECT_GT(a.size(), 1u);
+  EXPECT_EQ(a, b);
 }
 
 TEST(HfJsonTest, MalformedFilesNameFileAndPlace) {

@@ -32,6 +32,14 @@ TEST(RegexTest, WhiteSpaceIncludesNextLine) {
   EXPECT_EQ(Matches(R"(\s+(?!\S))", "a  \xC2\x85"), Spans({{1, 5}}));
 }
 
+TEST(RegexTest, OnigurumaUnicodeEscapesWork) {
+  // "[\u4e00-\u9fa5]+" as a tokenizer.json may carry it (Oniguruma syntax).
+  const auto dialect = RegexDialect::kOniguruma;
+  EXPECT_EQ(Matches(R"([\u4e00-\u9fa5]+)", "ab\xE4\xB8\x9C\xE4\xBA\xAC!", dialect),
+            Spans({{2, 8}}));
+  EXPECT_EQ(Matches(R"(\\u0041)", "\\u0041A", dialect), Spans({{0, 6}}));  // Escaped: literal.
+}
+
 TEST(RegexTest, DollarFollowsTheDialect) {
   EXPECT_EQ(Matches("a$", "a\nb", RegexDialect::kOniguruma), Spans({{0, 1}}));
   EXPECT_EQ(Matches("a$", "a\nb", RegexDialect::kRust), Spans());
