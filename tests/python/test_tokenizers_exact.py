@@ -5,6 +5,7 @@ tokenizers are trained here on generated text that covers many scripts,
 digits, whitespace runs, CRLF, emoji and combining marks."""
 import json
 import subprocess
+import sys
 
 import pytest
 import tiktoken
@@ -204,3 +205,20 @@ def test_the_cli_reads_a_tokenizer_json_from_stdin_build(tmp_path, trained, tokp
     assert proc.returncode == 0, proc.stderr
     ds = tokpack.Dataset(tmp_path / "ds")
     assert ds.doc(0).tolist()[:-1] == ref.encode(text, add_special_tokens=False).ids
+
+
+def test_every_supported_component_matches_the_references():
+    """tests/tokenizer/compare_reference.py: 18 tokenizer.json variants (every
+    normalizer, pre-tokenizer, Split behaviour and added-token option tokpack
+    reads) and 5 tiktoken patterns, through the C++ core's test tool."""
+    from conftest import REPO
+
+    tool = REPO / "build" / "tests" / "bpe_encode_tool"
+    if not tool.exists():
+        pytest.fail(f"{tool} is missing: build the C++ tests (scripts/build.sh)")
+    proc = subprocess.run([sys.executable, str(REPO / "tests" / "tokenizer" /
+                                               "compare_reference.py"), str(tool),
+                           "--docs", "400", "--seed", "7"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "0 mismatches" in proc.stdout.splitlines()[-1]
