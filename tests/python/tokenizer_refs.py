@@ -92,8 +92,9 @@ def train_deepseek_style(texts, path):
     return _train(tok, texts, path)
 
 
-def _byte_decoder():
-    # ByteLevel's alphabet: printable bytes map to themselves, the rest to 256+.
+def byte_decoder():
+    """ByteLevel's alphabet back to bytes: printable bytes stand for themselves,
+    the others for the characters from U+0100 on, in byte order."""
     bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) +
           list(range(ord("®"), ord("ÿ") + 1)))
     cs = bs[:]
@@ -109,7 +110,7 @@ def _byte_decoder():
 def tiktoken_from(trained, path):
     """Writes `trained`'s byte-level vocabulary as a tiktoken ranks file (ranks
     in id order, special tokens left out); returns the ranks."""
-    dec = _byte_decoder()
+    dec = byte_decoder()
     specials = {t.content for t in trained.get_added_tokens_decoder().values()}
     vocab = sorted((i, t) for t, i in trained.get_vocab(with_added_tokens=False).items()
                    if t not in specials)

@@ -25,8 +25,11 @@ import tempfile
 import tiktoken
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
-          r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# The byte-level alphabet and the Llama 3 pattern are shared with the pytest suite.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import tokenizer_refs  # noqa: E402
+
+LLAMA3 = tokenizer_refs.LLAMA3_PATTERN
 QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
          r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
@@ -227,23 +230,8 @@ def variants(gpt2, llama):
     return out
 
 
-_BYTES_TO_UNICODE = None
-
-
 def bytes_to_unicode():
-    global _BYTES_TO_UNICODE
-    if _BYTES_TO_UNICODE is None:
-        bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) +
-              list(range(ord("®"), ord("ÿ") + 1)))
-        cs = bs[:]
-        n = 0
-        for b in range(256):
-            if b not in bs:
-                bs.append(b)
-                cs.append(256 + n)
-                n += 1
-        _BYTES_TO_UNICODE = {chr(c): b for b, c in zip(bs, cs)}
-    return _BYTES_TO_UNICODE
+    return tokenizer_refs.byte_decoder()
 
 
 def is_bl(c):
