@@ -52,16 +52,19 @@ function(_tokpack_pip_download_sentencepiece out_path)
   file(WRITE "${requirements}"
        "sentencepiece==${TOKPACK_SPM_VERSION} --hash=sha256:${TOKPACK_SPM_SHA256}\n")
   set(errors "")
+  set(with_pip "")
   foreach(python IN LISTS pythons)
-    if(NOT EXISTS "${python}")
-      continue()
+    if(EXISTS "${python}")
+      execute_process(COMMAND "${python}" -m pip --version RESULT_VARIABLE rc
+                      OUTPUT_QUIET ERROR_QUIET)
+      if(rc EQUAL 0)
+        list(APPEND with_pip "${python}")
+      endif()
     endif()
-    execute_process(COMMAND "${python}" -m pip --version RESULT_VARIABLE rc
-                    OUTPUT_QUIET ERROR_QUIET)
-    if(NOT rc EQUAL 0)
-      continue()
-    endif()
-    foreach(isolation --no-build-isolation "")
+  endforeach()
+  # Every interpreter without isolation first: the fast way, where it works.
+  foreach(isolation --no-build-isolation "")
+    foreach(python IN LISTS with_pip)
       message(STATUS "Downloading ${TOKPACK_SPM_SDIST_NAME} with ${python} -m pip ${isolation}")
       execute_process(
         COMMAND "${python}" -m pip download --quiet --no-deps --no-binary :all:
