@@ -148,8 +148,8 @@ def generate_corpus(path, target_bytes, seed):
     return docs
 
 
-def train_model(corpus, prefix, vocab_size, sample_bytes):
-    """Trains a unigram sentencepiece model on the first sample_bytes of the corpus."""
+def train_model(corpus, prefix, vocab_size, sample_bytes, model_type="unigram"):
+    """Trains a sentencepiece model (unigram or bpe) on the first sample_bytes of the corpus."""
     sample = prefix + ".train.txt"
     got = 0
     with open(corpus, encoding="utf-8") as src, open(sample, "w", encoding="utf-8") as dst:
@@ -161,7 +161,7 @@ def train_model(corpus, prefix, vocab_size, sample_bytes):
             if got >= sample_bytes:
                 break
     cmd = ["spm_train", f"--input={sample}", f"--model_prefix={prefix}",
-           f"--vocab_size={vocab_size}", "--model_type=unigram",
+           f"--vocab_size={vocab_size}", f"--model_type={model_type}",
            "--input_sentence_size=200000", "--shuffle_input_sentence=true",
            "--num_threads=2", "--minloglevel=2"]
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

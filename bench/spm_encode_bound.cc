@@ -37,6 +37,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/jsonl_texts.h"
+
 namespace {
 
 double CpuSeconds(clockid_t clock = CLOCK_PROCESS_CPUTIME_ID) {
@@ -58,30 +60,6 @@ std::string JsonArray(const std::vector<double>& v) {
 [[noreturn]] void Die(const std::string& msg) {
   std::fprintf(stderr, "spm_encode_bound: %s\n", msg.c_str());
   std::exit(1);
-}
-
-// Every non-blank line's text field, in file order.
-std::vector<std::string> ReadTexts(const std::string& path, const std::string& key) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Die("cannot open '" + path + "'");
-  simdjson::dom::parser parser;
-  std::vector<std::string> texts;
-  std::string line;
-  uint64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    simdjson::dom::element doc;
-    if (parser.parse(line).get(doc) != simdjson::SUCCESS) {
-      Die(path + ":" + std::to_string(line_no) + ": malformed JSON");
-    }
-    std::string_view text;
-    if (doc[key].get_string().get(text) != simdjson::SUCCESS) {
-      Die(path + ":" + std::to_string(line_no) + ": no string field '" + key + "'");
-    }
-    texts.emplace_back(text);
-  }
-  return texts;
 }
 
 }  // namespace
@@ -120,7 +98,7 @@ int main(int argc, char** argv) {
   auto st = sp.Load(pos[0]);
   if (!st.ok()) Die("cannot load model '" + pos[0] + "': " + st.ToString());
 
-  const std::vector<std::string> texts = ReadTexts(pos[1], key);
+  const std::vector<std::string> texts = tokpack::bench::ReadJsonlTextsOrExit("spm_encode_bound", pos[1], key);
   uint64_t text_bytes = 0;
   for (const std::string& t : texts) text_bytes += t.size();
 

@@ -30,28 +30,9 @@ import packer_bench  # noqa: E402  (its corpus generator)
 BENCH = "tokenizer_encode_bench"
 BENCH_CMAKE = f"""
 add_executable({BENCH} {BENCH}.cc)
+target_include_directories({BENCH} PRIVATE ${{PROJECT_SOURCE_DIR}})
 target_link_libraries({BENCH} PRIVATE tokpack_core simdjson::simdjson)
 """
-
-
-def train(corpus, prefix, model_type, vocab_size, sample_bytes):
-    sample = prefix + ".train.txt"
-    got = 0
-    with open(corpus, encoding="utf-8") as src, open(sample, "w", encoding="utf-8") as dst:
-        for line in src:
-            for para in json.loads(line)["text"].split("\n"):
-                if para:
-                    dst.write(para + "\n")
-                    got += len(para) + 1
-            if got >= sample_bytes:
-                break
-    subprocess.run(["spm_train", f"--input={sample}", f"--model_prefix={prefix}",
-                    f"--vocab_size={vocab_size}", f"--model_type={model_type}",
-                    "--input_sentence_size=200000", "--shuffle_input_sentence=true",
-                    "--num_threads=2", "--minloglevel=2"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.remove(sample)
-    return prefix + ".model"
 
 
 def build_baseline(ref, work, jobs):
@@ -65,7 +46,8 @@ def build_baseline(ref, work, jobs):
         archive = subprocess.run(["git", "-C", REPO, "archive", ref], check=True,
                                  stdout=subprocess.PIPE).stdout
         subprocess.run(["tar", "-x", "-C", src], input=archive, check=True)
-        shutil.copy(os.path.join(REPO, "bench", f"{BENCH}.cc"), os.path.join(src, "bench"))
+        for name in (f"{BENCH}.cc", "jsonl_texts.h"):
+            shutil.copy(os.path.join(REPO, "bench", name), os.path.join(src, "bench"))
         with open(os.path.join(src, "bench", "CMakeLists.txt"), "a") as f:
             f.write(BENCH_CMAKE)
         subprocess.run(["cmake", "-S", src, "-B", out, "-G", "Ninja",
@@ -110,7 +92,8 @@ def main():
     for kind in ("unigram", "bpe"):
         prefix = os.path.join(args.work, f"{kind}-v{args.vocab_size}")
         models[kind] = (prefix + ".model" if os.path.exists(prefix + ".model")
-                        else train(train_corpus, prefix, kind, args.vocab_size, 10_000_000))
+                        else packer_bench.train_model(train_corpus, prefix, args.vocab_size,
+                                                        10_000_000, model_type=kind))
 
     best = {}
     for _ in range(args.repeat):

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/jsonl_texts.h"
+
 #include "tokpack/tokenizer.h"
 
 namespace {
@@ -37,25 +39,6 @@ double ThreadCpuSeconds() {
 [[noreturn]] void Die(const std::string& msg) {
   std::fprintf(stderr, "tokenizer_encode_bench: %s\n", msg.c_str());
   std::exit(1);
-}
-
-std::vector<std::string> ReadTexts(const std::string& path, const std::string& key) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Die("cannot open '" + path + "'");
-  simdjson::dom::parser parser;
-  std::vector<std::string> texts;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    simdjson::dom::element doc;
-    std::string_view text;
-    if (parser.parse(line).get(doc) != simdjson::SUCCESS ||
-        doc[key].get_string().get(text) != simdjson::SUCCESS) {
-      Die(path + ": a line without a string field '" + key + "'");
-    }
-    texts.emplace_back(text);
-  }
-  return texts;
 }
 
 }  // namespace
@@ -81,7 +64,7 @@ int main(int argc, char** argv) {
   }
   auto tok = tokpack::Tokenizer::Load(pos[0]);
   if (!tok.ok()) Die(tok.status().ToString());
-  const std::vector<std::string> texts = ReadTexts(pos[1], key);
+  const std::vector<std::string> texts = tokpack::bench::ReadJsonlTextsOrExit("tokenizer_encode_bench", pos[1], key);
   uint64_t text_bytes = 0;
   for (const std::string& t : texts) text_bytes += t.size();
 
