@@ -4,7 +4,7 @@ The reader below is written from docs/format.md alone (struct, json, numpy and
 xxh3); it imports no tokpack code. Each test builds small datasets with the real
 CLI and checks that every file is exactly what the specification says: .idx
 header and arrays, .bin sizes, chunk checksums, the fingerprint, the token stream
-(against sentencepiece's own spm_encode), shard rolling, BOS/EOS, int32 tokens,
+(against PyPI sentencepiece's own encode), shard rolling, BOS/EOS, int32 tokens,
 parts and merge, import of foreign Megatron pairs, and the manifest validation
 rules. The worked example of the specification is rebuilt and compared byte for
 byte.
@@ -194,14 +194,10 @@ class Dataset:
 # Helpers.
 
 def spm_ids(model, texts):
-    """Token ids from sentencepiece's own CLI, one line per (newline-free) text."""
-    assert all("\n" not in t for t in texts)
-    out = subprocess.run(["spm_encode", f"--model={model}", "--output_format=id"],
-                         input="".join(t + "\n" for t in texts), capture_output=True,
-                         text=True, check=True).stdout
-    lines = out.split("\n")
-    assert lines[-1] == "" and len(lines) == len(texts) + 1
-    return [[int(t) for t in line.split()] for line in lines[:-1]]
+    """Token ids from the sentencepiece release users run (PyPI's), per text."""
+    import sentencepiece
+
+    return sentencepiece.SentencePieceProcessor(model_file=model).encode(list(texts))
 
 
 def build(run_tokpack, model, inputs, out, *extra, **kw):
