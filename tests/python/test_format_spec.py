@@ -595,7 +595,9 @@ def xxd_blocks(text):
 def test_worked_example_of_the_spec(tmp_path, run_tokpack, spm_model):
     spec = SPEC.read_text(encoding="utf-8")
     example = spec[spec.index("## 13. Worked example"):spec.index("## 14.")]
-    doc_manifest = json.loads(example[example.index("```json") + 7:example.index("\n```\n")])
+    doc_json = example[example.index("```json") + 8:example.index("\n```\n") + 1]
+    doc_manifest = json.loads(doc_json)
+    assert f"ds/manifest.json       {len(doc_json.encode())} bytes" in example
     check_manifest(doc_manifest)
     # The fixture model is trained here like the example's; its file differs (it
     # records the training paths) but its pieces are the same unless sentencepiece
