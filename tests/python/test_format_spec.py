@@ -455,6 +455,22 @@ def test_fingerprint_ignores_paths_and_provenance(tmp_path, run_tokpack, spm_mod
         32 + 8 * len(s["bin"]["xxh3_64"]) + 8 * len(s["idx"]["xxh3_64"]) for s in m["shards"])
 
 
+def test_optional_fields_may_be_absent(tmp_path, run_tokpack, spm_model, corpus):
+    # Section 5.5: the lost-text counts are optional (manifests written before
+    # tokpack read other tokenizers lack them); 5.3: pattern and special_tokens
+    # appear for tiktoken only.
+    path, _ = corpus(30, seed=6)
+    ds = build(run_tokpack, spm_model, [path], tmp_path / "ds")
+    m = json.loads((ds / "manifest.json").read_text())
+    assert "pattern" not in m["tokenizer"] and "special_tokens" not in m["tokenizer"]
+    for key in ("unknown_tokens", "byte_fallback_tokens"):
+        del m["provenance"]["counts"][key]
+    (ds / "manifest.json").write_text(json.dumps(m))
+    info = json.loads(run_tokpack("info", ds, "--json").stdout)
+    assert info["documents"] == m["total_documents"]
+    assert run_tokpack("verify", ds).returncode == 0
+
+
 def write_megatron(prefix, dtype_code, sequences, doc_index):
     """A Megatron MMIDIDX pair, written from section 4's table."""
     dt = DTYPES[dtype_code]
