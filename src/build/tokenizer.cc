@@ -3,7 +3,9 @@
 #include <sentencepiece_processor.h>
 #include <simdjson.h>
 
+#include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 #include "build/tokenizer_kind.h"
 #include "common/chunk_hasher.h"
@@ -14,6 +16,10 @@ namespace tokpack {
 
 struct Tokenizer::Impl {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp;
+  // sentencepiece: what each id is, for EncodeCounts, looked up once at load
+  // rather than asked of the model per token on the encoding hot path.
+  enum PieceKind : uint8_t { kNormal, kUnknown, kByte };
+  std::vector<PieceKind> sp_kinds;
   std::unique_ptr<BpeTokenizer> bpe;
 };
 
@@ -22,24 +28,33 @@ Tokenizer::~Tokenizer() = default;
 
 namespace {
 
-// The "eos_token" (or bos/pad) of the tokenizer_config.json beside a
-// tokenizer.json, as Hugging Face model repositories ship it: a string or
-// {"content": ...}. Empty when there is no such file or field.
-std::string ConfigToken(const std::string& tokenizer_json_path, const char* field) {
+// The special tokens named by the tokenizer_config.json beside a
+// tokenizer.json, as Hugging Face model repositories ship it (each a string
+// or {"content": ...}). Empty where there is no such file or field.
+struct ConfigTokens {
+  std::string eos, bos, pad;
+};
+
+ConfigTokens ReadConfigTokens(const std::string& tokenizer_json_path) {
+  ConfigTokens tokens;
   const size_t slash = tokenizer_json_path.rfind('/');
   const std::string dir =
       slash == std::string::npos ? std::string(".") : tokenizer_json_path.substr(0, slash);
   StatusOr<std::string> text = ReadFileToString(JoinPath(dir, "tokenizer_config.json"));
-  if (!text.ok()) return "";
+  if (!text.ok()) return tokens;
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (parser.parse(*text).get(root) != simdjson::SUCCESS) return "";
-  std::string_view value;
-  if (root[field].get_string().get(value) == simdjson::SUCCESS) return std::string(value);
-  if (root[field]["content"].get_string().get(value) == simdjson::SUCCESS) {
-    return std::string(value);
+  if (parser.parse(*text).get(root) != simdjson::SUCCESS) return tokens;
+  for (auto [field, out] : {std::pair{"eos_token", &tokens.eos},
+                            {"bos_token", &tokens.bos},
+                            {"pad_token", &tokens.pad}}) {
+    std::string_view value;
+    if (root[field].get_string().get(value) == simdjson::SUCCESS ||
+        root[field]["content"].get_string().get(value) == simdjson::SUCCESS) {
+      out->assign(value);
+    }
   }
-  return "";
+  return tokens;
 }
 
 // The first of `names` that is a token of `bpe`, or -1.
@@ -106,6 +121,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
     case TokenizerKind::kSentencepiece:
       t->impl_->sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
       TOKPACK_RETURN_IF_ERROR(LoadSentencepiece(path, bytes, o, t->impl_->sp.get(), &info));
+      for (int id = 0; id < t->impl_->sp->GetPieceSize(); ++id) {
+        t->impl_->sp_kinds.push_back(t->impl_->sp->IsUnknown(id) ? Impl::kUnknown
+                                     : t->impl_->sp->IsByte(id)  ? Impl::kByte
+                                                                 : Impl::kNormal);
+      }
       return t;
     case TokenizerKind::kHuggingFaceJson: {
       if (!o.pattern.empty() || !o.special_tokens.empty()) {
@@ -120,8 +140,9 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
       info.file = "tokenizer.json";
       info.vocab_size = bpe.vocab_size();
       info.unk_id = bpe.unk_id();
-      const std::string eos = o.eos_token.empty() ? ConfigToken(path, "eos_token") : o.eos_token;
-      const std::string bos = o.bos_token.empty() ? ConfigToken(path, "bos_token") : o.bos_token;
+      const ConfigTokens config = ReadConfigTokens(path);
+      const std::string& eos = o.eos_token.empty() ? config.eos : o.eos_token;
+      const std::string& bos = o.bos_token.empty() ? config.bos : o.bos_token;
       TOKPACK_ASSIGN_OR_RETURN(info.eos_id,
                                SpecialId(bpe, path, eos, "EOS",
                                          {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>",
@@ -130,8 +151,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
                                SpecialId(bpe, path, bos, "BOS",
                                          {"<|begin_of_text|>", "<s>", "<bos>",
                                           "<｜begin▁of▁sentence｜>"}));
-      TOKPACK_ASSIGN_OR_RETURN(info.pad_id,
-                               SpecialId(bpe, path, ConfigToken(path, "pad_token"), "PAD", {}));
+      TOKPACK_ASSIGN_OR_RETURN(info.pad_id, SpecialId(bpe, path, config.pad, "PAD", {}));
       return t;
     }
     case TokenizerKind::kTiktoken: {
@@ -143,9 +163,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
       info.file = "tokenizer.tiktoken";
       info.vocab_size = bpe.vocab_size();
       info.pattern = setup.options.pattern;
-      for (const auto& [text, id] : setup.options.special_tokens) {
-        info.special_tokens.emplace_back(text, id);
-      }
+      info.special_tokens.assign(setup.options.special_tokens.begin(),
+                                 setup.options.special_tokens.end());
       TOKPACK_ASSIGN_OR_RETURN(info.eos_id, SpecialId(bpe, path, setup.eos, "EOS", {}));
       TOKPACK_ASSIGN_OR_RETURN(info.bos_id, SpecialId(bpe, path, setup.bos, "BOS", {}));
       return t;
@@ -198,8 +217,9 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids,
   if (counts) {
     *counts = EncodeCounts();
     for (int id : *ids) {
-      counts->unknown += impl_->sp->IsUnknown(id);
-      counts->byte_fallback += impl_->sp->IsByte(id);
+      const Impl::PieceKind kind = impl_->sp_kinds[static_cast<size_t>(id)];
+      counts->unknown += kind == Impl::kUnknown;
+      counts->byte_fallback += kind == Impl::kByte;
     }
   }
   return Status::Ok();
