@@ -21,7 +21,12 @@ Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manif
   else if (a.chunk_bytes != b.chunk_bytes)
     what = "checksum chunk sizes";
   else if (a.tokenizer.model_xxh3 != b.tokenizer.model_xxh3 ||
-           a.tokenizer.vocab_size != b.tokenizer.vocab_size)
+           a.tokenizer.vocab_size != b.tokenizer.vocab_size ||
+           // One file read with another split pattern, other special tokens or
+           // another EOS/BOS choice gives other ids.
+           a.tokenizer.pattern != b.tokenizer.pattern ||
+           a.tokenizer.special_tokens != b.tokenizer.special_tokens ||
+           a.tokenizer.eos_id != b.tokenizer.eos_id || a.tokenizer.bos_id != b.tokenizer.bos_id)
     what = "tokenizers";
   else if (a.provenance.kind != "import" && b.provenance.kind != "import" &&
            (a.provenance.settings.add_bos != b.provenance.settings.add_bos ||

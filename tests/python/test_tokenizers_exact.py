@@ -129,6 +129,26 @@ def test_build_with_tiktoken_records_pattern_and_specials(tmp_path, trained, cor
     assert again.eos_id == ref.eot_token
 
 
+def test_merge_refuses_parts_read_with_another_eos_or_pattern(tmp_path, trained, corpus,
+                                                              run_tokpack):
+    # The same file is a different tokenizer with another EOS choice (tokenizer.json)
+    # or another split pattern (tiktoken): parts made so must not merge.
+    path, _ = trained["gpt2"]
+    _, gpt2 = trained["gpt2"]
+    refs.tiktoken_from(gpt2, tmp_path / "t.tiktoken")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in corpus[1][:50]))
+    for name, args in [("a", ["-t", path]), ("b", ["-t", path, "--eos", "<tool>"]),
+                       ("c", ["-t", tmp_path / "t.tiktoken", "--pattern", "cl100k_base"]),
+                       ("d", ["-t", tmp_path / "t.tiktoken", "--pattern", "o200k_base"])]:
+        run_tokpack("build", *args, "-i", src, "-o", tmp_path / name, "-q")
+    for a, b in (("a", "b"), ("c", "d")):
+        proc = run_tokpack("merge", tmp_path / f"m{a}{b}", tmp_path / a, tmp_path / b,
+                           check=False)
+        assert proc.returncode == 1 and "different tokenizers" in proc.stderr, proc.stderr
+    run_tokpack("merge", tmp_path / "maa", tmp_path / "a", tmp_path / "a")
+
+
 def test_lost_text_is_counted_in_the_summary_and_info(tmp_path, corpus, run_tokpack):
     # A character-level BPE with a small alphabet: rare characters become [UNK].
     tok = HfTokenizer(models.BPE(unk_token="[UNK]"))
