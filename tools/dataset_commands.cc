@@ -182,6 +182,7 @@ Runner AddShowCommand(CLI::App* app) {
     uint64_t count = 1;
     bool decode = false;
     std::string tokenizer;
+    TokenizerOptions tokenizer_options;
   };
   auto a = std::make_shared<Args>();
   app->add_option("dataset", a->dir, "Dataset directory")->required();
@@ -189,8 +190,10 @@ Runner AddShowCommand(CLI::App* app) {
   app->add_option("--count", a->count, "Number of documents")->capture_default_str();
   app->add_flag("--decode", a->decode, "Print text decoded with the dataset's tokenizer");
   app->add_option("--tokenizer", a->tokenizer,
-                  "Tokenizer model (default: the copy inside the dataset)");
-  return [a]() -> int {
+                  "Tokenizer file (default: the copy inside the dataset, as recorded)");
+  auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
+  return [a, parse_tokenizer_options]() -> int {
+    if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("show", st);
     StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir);
     if (!ds.ok()) return ReportError("show", ds.status());
     const Manifest* m = &(*ds)->manifest();
@@ -198,7 +201,7 @@ Runner AddShowCommand(CLI::App* app) {
     if (a->decode) {
       StatusOr<std::unique_ptr<Tokenizer>> loaded = InvalidArgumentError("");
       if (!a->tokenizer.empty()) {
-        loaded = Tokenizer::Load(a->tokenizer);
+        loaded = Tokenizer::Load(a->tokenizer, a->tokenizer_options);
       } else if (m->tokenizer.file.empty()) {
         return ReportError("show",
                            InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));

@@ -127,6 +127,11 @@ def test_build_with_tiktoken_records_pattern_and_specials(tmp_path, trained, cor
     again = ds.tokenizer()
     assert again.encode(texts[0]) == ref.encode_ordinary(texts[0])
     assert again.eos_id == ref.eot_token
+    # show decodes with the copy as recorded, or with a file given with its pattern.
+    want = ref.decode(ds.doc(0).tolist()[:-1])
+    assert want in run_tokpack("show", tmp_path / "ds", "--decode").stdout
+    assert want in run_tokpack("show", tmp_path / "ds", "--decode", "--tokenizer",
+                               tmp_path / "t.tiktoken", "--pattern", "cl100k_base").stdout
 
 
 def test_merge_refuses_parts_read_with_another_eos_or_pattern(tmp_path, trained, corpus,
