@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
   auto st = sp.Load(pos[0]);
   if (!st.ok()) Die("cannot load model '" + pos[0] + "': " + st.ToString());
 
-  const std::vector<std::string> texts = tokpack::bench::ReadJsonlTextsOrExit("spm_encode_bound", pos[1], key);
+  const std::vector<std::string> texts =
+      tokpack::bench::ReadJsonlTextsOrExit("spm_encode_bound", pos[1], key);
   uint64_t text_bytes = 0;
   for (const std::string& t : texts) text_bytes += t.size();
 

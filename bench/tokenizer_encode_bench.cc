@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "bench/jsonl_texts.h"
-
 #include "tokpack/tokenizer.h"
 
 namespace {
@@ -58,13 +57,13 @@ int main(int argc, char** argv) {
     }
   }
   if (pos.size() != 2 || passes < 1) {
-    std::fprintf(stderr, "usage: %s MODEL INPUT.jsonl [--passes N] [--text-key KEY]\n",
-                 argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL INPUT.jsonl [--passes N] [--text-key KEY]\n", argv[0]);
     return 2;
   }
   auto tok = tokpack::Tokenizer::Load(pos[0]);
   if (!tok.ok()) Die(tok.status().ToString());
-  const std::vector<std::string> texts = tokpack::bench::ReadJsonlTextsOrExit("tokenizer_encode_bench", pos[1], key);
+  const std::vector<std::string> texts =
+      tokpack::bench::ReadJsonlTextsOrExit("tokenizer_encode_bench", pos[1], key);
   uint64_t text_bytes = 0;
   for (const std::string& t : texts) text_bytes += t.size();
 
@@ -88,8 +87,7 @@ int main(int argc, char** argv) {
       for (int id : ids) hash = (hash ^ static_cast<uint32_t>(id)) * 1099511628211ull;
       hash = (hash ^ 0xffffffffu) * 1099511628211ull;  // Document boundary.
     }
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = ThreadCpuSeconds() - cpu0;
     if (s < best) best = s;
     if (cpu < best_cpu) best_cpu = cpu;

@@ -685,11 +685,11 @@ PYBIND11_MODULE(_core, m) {
       "build",
       [](const std::vector<std::string>& inputs, const std::string& output,
          const std::string& tokenizer_model, const std::string& pattern,
-         const std::vector<std::pair<std::string, int64_t>>& special,
-         const std::string& eos_token, const std::string& bos_token, const std::string& text_key,
-         const std::string& input_format, bool text_per_line, bool add_bos, bool add_eos,
-         const std::string& invalid_utf8, bool skip_bad_lines, uint64_t shard_tokens,
-         uint64_t chunk_bytes, int threads, bool force, const py::object& progress) {
+         const std::vector<std::pair<std::string, int64_t>>& special, const std::string& eos_token,
+         const std::string& bos_token, const std::string& text_key, const std::string& input_format,
+         bool text_per_line, bool add_bos, bool add_eos, const std::string& invalid_utf8,
+         bool skip_bad_lines, uint64_t shard_tokens, uint64_t chunk_bytes, int threads, bool force,
+         const py::object& progress) {
         BuildOptions o;
         o.inputs = inputs;
         o.output = output;

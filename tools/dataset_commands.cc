@@ -203,8 +203,8 @@ Runner AddShowCommand(CLI::App* app) {
       if (!a->tokenizer.empty()) {
         loaded = Tokenizer::Load(a->tokenizer, a->tokenizer_options);
       } else if (m->tokenizer.file.empty()) {
-        return ReportError("show",
-                           InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));
+        return ReportError(
+            "show", InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));
       } else {
         loaded = Tokenizer::LoadRecorded(JoinPath(a->dir, m->tokenizer.file), m->tokenizer);
       }

@@ -57,8 +57,7 @@ class Tokenizer {
 
   // Replaces *ids with the token ids of `text` (valid UTF-8). `counts`, if
   // given, is overwritten with this call's unknown and byte-fallback tokens.
-  Status Encode(std::string_view text, std::vector<int>* ids,
-                EncodeCounts* counts = nullptr) const;
+  Status Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts = nullptr) const;
   // Text of `ids` (special tokens as their text).
   StatusOr<std::string> Decode(const std::vector<int>& ids) const;
 

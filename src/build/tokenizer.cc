@@ -84,8 +84,8 @@ Status LoadSentencepiece(const std::string& path, const std::string& bytes,
                          TokenizerInfo* info) {
   auto st = sp->LoadFromSerializedProto(bytes);
   if (!st.ok()) {
-    return InvalidArgumentError("'" + path + "' is not a sentencepiece model (" +
-                                st.ToString() + ")");
+    return InvalidArgumentError("'" + path + "' is not a sentencepiece model (" + st.ToString() +
+                                ")");
   }
   if (!o.pattern.empty() || !o.special_tokens.empty()) {
     return InvalidArgumentError("tokenizer '" + path +
@@ -143,14 +143,12 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
       const ConfigTokens config = ReadConfigTokens(path);
       const std::string& eos = o.eos_token.empty() ? config.eos : o.eos_token;
       const std::string& bos = o.bos_token.empty() ? config.bos : o.bos_token;
-      TOKPACK_ASSIGN_OR_RETURN(info.eos_id,
-                               SpecialId(bpe, path, eos, "EOS",
-                                         {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>",
-                                          "<｜end▁of▁sentence｜>"}));
-      TOKPACK_ASSIGN_OR_RETURN(info.bos_id,
-                               SpecialId(bpe, path, bos, "BOS",
-                                         {"<|begin_of_text|>", "<s>", "<bos>",
-                                          "<｜begin▁of▁sentence｜>"}));
+      TOKPACK_ASSIGN_OR_RETURN(info.eos_id, SpecialId(bpe, path, eos, "EOS",
+                                                      {"<|endoftext|>", "<|end_of_text|>", "</s>",
+                                                       "<eos>", "<｜end▁of▁sentence｜>"}));
+      TOKPACK_ASSIGN_OR_RETURN(
+          info.bos_id, SpecialId(bpe, path, bos, "BOS",
+                                 {"<|begin_of_text|>", "<s>", "<bos>", "<｜begin▁of▁sentence｜>"}));
       TOKPACK_ASSIGN_OR_RETURN(info.pad_id, SpecialId(bpe, path, config.pad, "PAD", {}));
       return t;
     }
@@ -200,8 +198,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadRecorded(const std::string& 
   return t;
 }
 
-Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids,
-                         EncodeCounts* counts) const {
+Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts) const {
   if (impl_->bpe) {
     BpeEncodeStats stats;
     TOKPACK_RETURN_IF_ERROR(impl_->bpe->Encode(text, ids, counts ? &stats : nullptr));

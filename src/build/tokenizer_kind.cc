@@ -62,8 +62,7 @@ const Preset kPresets[] = {
 
 }  // namespace
 
-StatusOr<TiktokenSetup> ResolveTiktokenOptions(const std::string& path,
-                                               const TokenizerOptions& o) {
+StatusOr<TiktokenSetup> ResolveTiktokenOptions(const std::string& path, const TokenizerOptions& o) {
   if (o.pattern.empty()) {
     return InvalidArgumentError(
         "tokenizer '" + path +

@@ -6,8 +6,7 @@
 #include "absl/log/log.h"
 
 #ifndef CHECK
-#define CHECK(condition) \
-  LOG_IF(FATAL, !(condition)) << "Check failed: " #condition " "
+#define CHECK(condition) LOG_IF(FATAL, !(condition)) << "Check failed: " #condition " "
 #define QCHECK(condition) CHECK(condition)
 #define CHECK_EQ(a, b) CHECK((a) == (b))
 #define CHECK_NE(a, b) CHECK((a) != (b))

@@ -16,8 +16,7 @@ namespace absl {
 class StatusBuilder {
  public:
   explicit StatusBuilder(StatusCode code) : code_(code) {}
-  explicit StatusBuilder(const Status& status)
-      : code_(status.code()), message_(status.message()) {}
+  explicit StatusBuilder(const Status& status) : code_(status.code()), message_(status.message()) {}
 
   template <typename T>
   StatusBuilder& operator<<(const T& value) {

@@ -8,10 +8,9 @@
 #include "absl/status/status_builder.h"
 
 #ifndef ABSL_RETURN_IF_ERROR
-#define ABSL_RETURN_IF_ERROR(expr)                                        \
-  if (const ::absl::Status tokpack_absl_status_ = (expr);                 \
-      tokpack_absl_status_.ok()) {                                        \
-  } else /* NOLINT */                                                     \
+#define ABSL_RETURN_IF_ERROR(expr)                                                     \
+  if (const ::absl::Status tokpack_absl_status_ = (expr); tokpack_absl_status_.ok()) { \
+  } else /* NOLINT */                                                                  \
     return ::absl::StatusBuilder(tokpack_absl_status_)
 #endif
 
