@@ -14,7 +14,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tokpack/manifest.h"
@@ -31,9 +33,49 @@ struct BuildProgress {
   double elapsed_seconds = 0;
 };
 
+// A batch of texts handed to the packer by a TextSource: each entry is a
+// text, or a bad record whose reason stands in its place.
+struct TextBatch {
+  std::string data;  // Entries back to back.
+  struct Entry {
+    uint32_t end;  // Offset one past the entry in `data`.
+    bool bad;      // The entry is the reason the record holds no text.
+  };
+  std::vector<Entry> entries;
+
+  void Clear() {
+    data.clear();
+    entries.clear();
+  }
+  void Add(std::string_view text, bool bad = false) {
+    data.append(text);
+    entries.push_back({static_cast<uint32_t>(data.size()), bad});
+  }
+};
+
+// Texts that come from the caller instead of files: the Python binding's
+// iterables of str and Arrow C streams. Next() is called from one packer
+// thread at a time; the source is used by one build.
+class TextSource {
+ public:
+  virtual ~TextSource() = default;
+  // Clears `batch` and fills it with the next texts, about `max_bytes` of
+  // them (at least one entry unless the source is exhausted). Returns false
+  // once the source is exhausted. An error stops the build.
+  virtual StatusOr<bool> Next(size_t max_bytes, TextBatch* batch) = 0;
+  // How errors and the provenance name the source, e.g. "<python iterable>".
+  virtual std::string name() const = 0;
+};
+
 struct BuildOptions {
-  // Files, directories, globs ("corpus/**/*.jsonl.zst") or "-" for stdin.
+  // Files, directories, globs ("corpus/**/*.jsonl.zst"), object-store URLs
+  // and globs ("s3://bucket/fineweb/**/*.parquet") or "-" for stdin.
   std::vector<std::string> inputs;
+  // Texts from the caller instead of `inputs` (which must then be empty).
+  std::shared_ptr<TextSource> texts;
+  // Inputs of a type the packer does not read are skipped (and listed in the
+  // summary) instead of failing the build.
+  bool skip_unknown_files = false;
   // The dataset directory to create.
   std::string output;
   // A tokenizer file (sentencepiece .model, tokenizer.json or tiktoken
@@ -63,6 +105,7 @@ struct BuildSummary {
   Manifest manifest;         // As written to <output>/manifest.json.
   uint64_t input_bytes = 0;  // Raw bytes read (compressed where the input is).
   uint64_t text_bytes = 0;   // Decompressed bytes read.
+  std::vector<std::string> skipped_files;  // With skip_unknown_files.
   double seconds = 0;
 };
 

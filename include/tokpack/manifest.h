@@ -82,7 +82,13 @@ struct BuildSettings {
 
 struct InputRecord {
   std::string path;  // As expanded from the command line ("-" for stdin).
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;  // Of the row groups below for a Parquet slice.
+  // A Parquet file split by --part: row groups [row_group_begin,
+  // row_group_end) only. Both 0: the whole file.
+  uint32_t row_group_begin = 0;
+  uint32_t row_group_end = 0;
+
+  bool whole_file() const { return row_group_end == 0; }
 };
 
 // Counts of what the packer read and dropped (all deterministic).

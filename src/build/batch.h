@@ -12,14 +12,23 @@
 
 namespace tokpack {
 
-// A run of consecutive input records: JSONL lines or text documents.
+// What a record's bytes are.
+enum class RecordKind : uint8_t {
+  kJsonLine,  // A JSONL line; the text is a field of it.
+  kText,      // The document text itself.
+  kBad,       // Why the record holds no text (a null Parquet value, a
+              // Python None); a bad line, like malformed JSON.
+};
+
+// A run of consecutive input records: JSONL lines, texts or bad records.
 struct RawBatch {
   uint64_t seq = 0;  // Position in the input order; the writer restores it.
   std::string data;  // Records back to back.
   struct Record {
     uint32_t end;   // Offset one past the record in `data`.
     uint32_t file;  // Index into the input list.
-    uint64_t line;  // 1-based line number (0 for a whole-file document).
+    uint64_t line;  // 1-based line or row number (0 for a whole-file document).
+    RecordKind kind;
   };
   std::vector<Record> records;
 
@@ -32,7 +41,7 @@ struct RawBatch {
 // Why a record produced no document.
 enum class Drop : uint8_t {
   kEmpty,        // No tokens.
-  kBadLine,      // Malformed JSON, missing or non-string text key, or
+  kBadLine,      // Malformed JSON, missing, null or non-string text, or
                  // invalid UTF-8 under --invalid-utf8=error.
   kInvalidUtf8,  // Skipped under --invalid-utf8=skip.
 };

@@ -14,11 +14,10 @@ struct BatchEncoder::Json {
 };
 
 BatchEncoder::BatchEncoder(const Tokenizer* tokenizer, const BuildSettings& settings,
-                           TokenDtype dtype, std::vector<RecordFormat> formats)
+                           TokenDtype dtype)
     : tokenizer_(tokenizer),
       settings_(settings),
       dtype_(dtype),
-      formats_(std::move(formats)),
       json_(std::make_unique<Json>()) {}
 
 BatchEncoder::~BatchEncoder() = default;
@@ -56,6 +55,10 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
     auto drop = [&](Drop why, std::string msg) {
       out->dropped.push_back({static_cast<uint32_t>(i), why, std::move(msg), rec.file, rec.line});
     };
+    if (rec.kind == RecordKind::kBad) {
+      drop(Drop::kBadLine, std::string(raw));
+      continue;
+    }
     if (!IsValidUtf8(raw)) {
       if (settings_.invalid_utf8 == "error") {
         drop(Drop::kBadLine, "invalid UTF-8");
@@ -70,7 +73,7 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
     }
     const bool repaired = raw.data() == repaired_.data();
     std::string_view text = raw;
-    if (formats_[rec.file] == RecordFormat::kJsonLine) {
+    if (rec.kind == RecordKind::kJsonLine) {
       std::string why = ExtractText(raw, &text);
       if (!why.empty()) {
         drop(Drop::kBadLine, std::move(why));

@@ -7,10 +7,8 @@
 
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "build/batch.h"
-#include "build/document_reader.h"
 #include "tokpack/manifest.h"
 #include "tokpack/tokenizer.h"
 
@@ -18,10 +16,8 @@ namespace tokpack {
 
 class BatchEncoder {
  public:
-  // `tokenizer` must outlive the encoder; `formats` is the record format of
-  // each input file (indexed by RawBatch::Record::file).
-  BatchEncoder(const Tokenizer* tokenizer, const BuildSettings& settings, TokenDtype dtype,
-               std::vector<RecordFormat> formats);
+  // `tokenizer` must outlive the encoder.
+  BatchEncoder(const Tokenizer* tokenizer, const BuildSettings& settings, TokenDtype dtype);
   ~BatchEncoder();
 
   // Encodes every record of `in`. Per-record problems become entries of
@@ -37,7 +33,6 @@ class BatchEncoder {
   const Tokenizer* tokenizer_;
   BuildSettings settings_;
   TokenDtype dtype_;
-  std::vector<RecordFormat> formats_;
   std::unique_ptr<Json> json_;
   std::vector<int> ids_;
   std::string repaired_;

@@ -42,9 +42,16 @@ Status ValidateOptions(const BuildOptions& o) {
     return InvalidArgumentError("--invalid-utf8 must be replace, skip or error, not '" +
                                 s.invalid_utf8 + "'");
   }
-  if (s.input_format != "auto" && s.input_format != "jsonl" && s.input_format != "text") {
-    return InvalidArgumentError("--input-format must be auto, jsonl or text, not '" +
+  if (s.input_format != "auto" && s.input_format != "jsonl" && s.input_format != "text" &&
+      s.input_format != "parquet") {
+    return InvalidArgumentError("--input-format must be auto, jsonl, text or parquet, not '" +
                                 s.input_format + "'");
+  }
+  if (o.texts && !o.inputs.empty()) {
+    return InvalidArgumentError("give either input files or texts, not both");
+  }
+  if (o.texts && o.part_count > 1) {
+    return InvalidArgumentError("--part splits input files; it cannot split texts");
   }
   if (s.text_key.empty()) return InvalidArgumentError("--text-key must not be empty");
   return Status::Ok();
@@ -138,11 +145,7 @@ void Pipeline::ReadLoop() {
 }
 
 void Pipeline::EncodeLoop() {
-  BatchEncoder encoder(tokenizer_, settings_, dtype_, [&] {
-    std::vector<RecordFormat> f;
-    for (uint32_t i = 0; i < reader_->inputs().size(); ++i) f.push_back(reader_->format(i));
-    return f;
-  }());
+  BatchEncoder encoder(tokenizer_, settings_, dtype_);
   while (true) {
     RawBatch batch;
     EncodedBatch out;
@@ -287,18 +290,27 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
     return InvalidArgumentError("tokenizer '" + o.tokenizer_model +
                                 "' has no EOS id; pass --no-eos");
   }
-  TOKPACK_ASSIGN_OR_RETURN(auto all_inputs, ExpandInputs(o.inputs));
+  ExpandedInputs expanded;
+  if (o.texts) {
+    expanded.inputs.push_back({o.texts->name(), 0});
+  } else {
+    TOKPACK_ASSIGN_OR_RETURN(
+        expanded, ExpandInputs(o.inputs, o.settings.input_format, o.skip_unknown_files));
+  }
+  std::vector<InputRecord> inputs = expanded.inputs;
   if (o.part_count > 1) {
-    for (const auto& in : all_inputs) {
+    for (const auto& in : inputs) {
       if (in.path == "-") return InvalidArgumentError("--part cannot split stdin ('-')");
     }
+    TOKPACK_ASSIGN_OR_RETURN(inputs, SelectPartByRowGroups(inputs, o.part_index, o.part_count,
+                                                           o.settings.input_format,
+                                                           o.settings.text_key));
   }
-  std::vector<InputRecord> inputs = SelectPart(all_inputs, o.part_index, o.part_count);
   uint64_t bytes_total = 0;
   for (const auto& in : inputs) bytes_total += in.bytes;
 
   std::atomic<uint64_t> bytes_read{0};
-  DocumentReader reader(inputs, o.settings, &bytes_read, o.cancel);
+  DocumentReader reader(inputs, o.texts, o.settings, &bytes_read, o.cancel);
   TOKPACK_RETURN_IF_ERROR(reader.Init());
   TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
 
@@ -338,6 +350,7 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   summary.manifest = std::move(m);
   summary.input_bytes = bytes_read.load();
   summary.text_bytes = reader.text_bytes();
+  summary.skipped_files = std::move(expanded.skipped);
   summary.seconds = SecondsSince(t0);
   return summary;
 }

@@ -2,38 +2,26 @@
 
 #include <limits>
 
-#include "io/input_files.h"
-
 namespace tokpack {
 
-DocumentReader::DocumentReader(std::vector<InputRecord> inputs, const BuildSettings& settings,
+DocumentReader::DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
+                               const BuildSettings& settings,
                                std::atomic<uint64_t>* raw_bytes_read,
                                const std::atomic<bool>* cancel, size_t batch_bytes,
                                size_t batch_records)
     : inputs_(std::move(inputs)),
+      texts_(std::move(texts)),
       settings_(settings),
-      raw_bytes_read_(raw_bytes_read),
-      cancel_(cancel),
+      context_{&settings_, raw_bytes_read, cancel},
       batch_bytes_(batch_bytes),
       batch_records_(batch_records) {}
 
 Status DocumentReader::Init() {
+  if (texts_) return Status::Ok();
   for (const InputRecord& in : inputs_) {
-    TOKPACK_ASSIGN_OR_RETURN(std::string f, InputFormatFor(in.path, settings_.input_format));
-    bool json = f == "jsonl";
-    formats_.push_back(json ? RecordFormat::kJsonLine : RecordFormat::kTextDocument);
-    per_line_.push_back(json || settings_.text_per_line);
+    TOKPACK_ASSIGN_OR_RETURN(InputFormat f, InputFormatFor(in.path, settings_.input_format));
+    formats_.push_back(f);
   }
-  return Status::Ok();
-}
-
-Status DocumentReader::Append(RawBatch* batch, std::string_view text, uint64_t line) {
-  if (batch->data.size() + text.size() > std::numeric_limits<uint32_t>::max()) {
-    return InvalidArgumentError(inputs_[current_].path + ":" + std::to_string(line) +
-                                ": a single record of over 4 GiB");
-  }
-  batch->data.append(text);
-  batch->records.push_back({static_cast<uint32_t>(batch->data.size()), current_, line});
   return Status::Ok();
 }
 
@@ -41,33 +29,31 @@ StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
   batch->data.clear();
   batch->records.clear();
   while (batch->data.size() < batch_bytes_ && batch->records.size() < batch_records_) {
-    if (!lines_) {
+    if (!source_) {
       if (next_file_ == inputs_.size()) break;
       current_ = static_cast<uint32_t>(next_file_++);
-      TOKPACK_ASSIGN_OR_RETURN(auto stream,
-                               OpenInputStream(inputs_[current_].path, raw_bytes_read_, cancel_));
-      if (!per_line_[current_]) {
-        // One document per file: the whole (decompressed) file is the record.
-        std::string doc;
-        TOKPACK_RETURN_IF_ERROR(ReadAll(stream.get(), &doc));
-        text_bytes_ += doc.size();
-        TOKPACK_RETURN_IF_ERROR(Append(batch, doc, 0));
-        continue;
+      if (texts_) {
+        source_ = TextRecordSource(texts_, context_);
+      } else {
+        TOKPACK_ASSIGN_OR_RETURN(
+            source_, OpenRecordSource(inputs_[current_], formats_[current_], context_));
       }
-      lines_ = std::make_unique<LineReader>(std::move(stream));
     }
-    StatusOr<bool> more = lines_->Next(&line_);
-    if (!more.ok()) return more.status();
-    if (!*more) {
-      lines_.reset();
+    std::string_view bytes;
+    uint64_t number = 0;
+    RecordKind kind = RecordKind::kText;
+    TOKPACK_ASSIGN_OR_RETURN(bool more, source_->Next(&bytes, &number, &kind));
+    if (!more) {
+      text_bytes_ += source_->text_bytes();
+      source_.reset();
       continue;
     }
-    text_bytes_ += line_.size() + 1;
-    if (formats_[current_] == RecordFormat::kJsonLine &&
-        line_.find_first_not_of(" \t\r") == std::string::npos) {
-      continue;  // Blank JSONL lines carry no record.
+    if (batch->data.size() + bytes.size() > std::numeric_limits<uint32_t>::max()) {
+      return InvalidArgumentError(inputs_[current_].path + ":" + std::to_string(number) +
+                                  ": a single record of over 4 GiB");
     }
-    TOKPACK_RETURN_IF_ERROR(Append(batch, line_, lines_->line_number()));
+    batch->data.append(bytes);
+    batch->records.push_back({static_cast<uint32_t>(batch->data.size()), current_, number, kind});
   }
   return !batch->records.empty();
 }

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -157,6 +158,18 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
     InputRecord rec;
     TOKPACK_RETURN_IF_ERROR(in.Get("path", &rec.path));
     TOKPACK_RETURN_IF_ERROR(in.Get("bytes", &rec.bytes));
+    if (in.Has("row_group_begin") || in.Has("row_group_end")) {
+      uint64_t begin = 0, end = 0;
+      TOKPACK_RETURN_IF_ERROR(in.Get("row_group_begin", &begin));
+      TOKPACK_RETURN_IF_ERROR(in.Get("row_group_end", &end));
+      if (begin >= end || end > UINT32_MAX) {
+        return InvalidArgumentError(std::string(root.source()) + ": provenance.inputs[] of '" +
+                                    rec.path + "': row groups [" + std::to_string(begin) +
+                                    ", " + std::to_string(end) + ") are not a range");
+      }
+      rec.row_group_begin = static_cast<uint32_t>(begin);
+      rec.row_group_end = static_cast<uint32_t>(end);
+    }
     p->inputs.push_back(std::move(rec));
   }
   TOKPACK_RETURN_IF_ERROR(r.Array("sources", &arr));
@@ -313,6 +326,10 @@ std::string Manifest::ToJson() const {
     w.BeginObject();
     w.String("path", in.path);
     w.UInt("bytes", in.bytes);
+    if (!in.whole_file()) {
+      w.UInt("row_group_begin", in.row_group_begin);
+      w.UInt("row_group_end", in.row_group_end);
+    }
     w.EndObject();
   }
   w.EndArray();

@@ -11,6 +11,9 @@
 #include <system_error>
 
 #include "io/file_system.h"
+#include "io/parquet_input.h"
+#include "io/remote_input.h"
+#include "storage/object_url.h"
 
 namespace tokpack {
 namespace fs = std::filesystem;
@@ -27,14 +30,6 @@ std::string StripCompression(std::string_view name) {
     if (EndsWith(name, suf)) return std::string(name.substr(0, name.size() - suf.size()));
   }
   return std::string(name);
-}
-
-bool LooksLikeCorpusFile(const std::string& name) {
-  std::string base = StripCompression(name);
-  for (std::string_view ext : {".jsonl", ".ndjson", ".json", ".txt", ".text"}) {
-    if (EndsWith(base, ext)) return true;
-  }
-  return false;
 }
 
 bool IsRegularFile(const std::string& path) {
@@ -66,7 +61,7 @@ Status WalkDir(const std::string& dir, std::vector<std::string>* out) {
     std::string path = JoinPath(dir, name);
     if (IsDirectory(path)) {
       TOKPACK_RETURN_IF_ERROR(WalkDir(path, out));
-    } else if (IsRegularFile(path) && LooksLikeCorpusFile(name)) {
+    } else if (IsRegularFile(path)) {
       out->push_back(path);
     }
   }
@@ -131,22 +126,38 @@ StatusOr<std::vector<std::string>> Glob(const std::string& pattern) {
 
 }  // namespace
 
-StatusOr<std::vector<InputRecord>> ExpandInputs(const std::vector<std::string>& specs) {
+StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
+                                      const std::string& input_format, bool skip_unknown) {
   if (specs.empty()) return InvalidArgumentError("no inputs given");
-  std::vector<InputRecord> out;
+  ExpandedInputs out;
+  const auto add = [&](std::string path, uint64_t bytes) -> Status {
+    StatusOr<InputFormat> format = InputFormatFor(path, input_format);
+    if (!format.ok()) {
+      if (!skip_unknown) {
+        return InvalidArgumentError(format.status().message() +
+                                    ", or --skip-unknown-files to leave such files out");
+      }
+      out.skipped.push_back(std::move(path));
+      return Status::Ok();
+    }
+    out.inputs.push_back({std::move(path), bytes});
+    return Status::Ok();
+  };
   for (const std::string& spec : specs) {
-    std::vector<std::string> files;
     if (spec == "-") {
-      out.push_back({"-", 0});
+      out.inputs.push_back({"-", 0});
       continue;
     }
+    if (IsRemoteUrl(spec)) {
+      TOKPACK_ASSIGN_OR_RETURN(auto objects, ExpandRemoteInput(spec));
+      for (RemoteObject& o : objects) TOKPACK_RETURN_IF_ERROR(add(std::move(o.url), o.bytes));
+      continue;
+    }
+    std::vector<std::string> files;
     if (IsDirectory(spec)) {
       TOKPACK_RETURN_IF_ERROR(WalkDir(spec, &files));
       std::sort(files.begin(), files.end());
-      if (files.empty()) {
-        return NotFoundError("input directory '" + spec +
-                             "' holds no .jsonl/.json/.ndjson/.txt files (optionally .gz/.zst)");
-      }
+      if (files.empty()) return NotFoundError("input directory '" + spec + "' holds no files");
     } else if (HasWildcard(spec) && !IsRegularFile(spec)) {
       TOKPACK_ASSIGN_OR_RETURN(files, Glob(spec));
       if (files.empty()) return NotFoundError("no files match input pattern '" + spec + "'");
@@ -156,28 +167,38 @@ StatusOr<std::vector<InputRecord>> ExpandInputs(const std::vector<std::string>& 
     for (std::string& f : files) {
       TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(f));
       if (::access(f.c_str(), R_OK) != 0) return ErrnoToStatus(errno, "read input", f);
-      out.push_back({std::move(f), size});
+      TOKPACK_RETURN_IF_ERROR(add(std::move(f), size));
     }
   }
-  size_t stdin_count =
-      std::count_if(out.begin(), out.end(), [](const InputRecord& r) { return r.path == "-"; });
+  size_t stdin_count = std::count_if(out.inputs.begin(), out.inputs.end(),
+                                     [](const InputRecord& r) { return r.path == "-"; });
   if (stdin_count > 1) return InvalidArgumentError("stdin ('-') can be given only once");
+  if (out.inputs.empty()) {
+    return NotFoundError("no input of a type the packer reads (" +
+                         std::to_string(out.skipped.size()) + " skipped, the first '" +
+                         out.skipped.front() + "')");
+  }
   return out;
 }
 
-StatusOr<std::string> InputFormatFor(const std::string& path, const std::string& format) {
-  if (format == "jsonl" || format == "text") return format;
+StatusOr<InputFormat> InputFormatFor(const std::string& path, const std::string& format) {
+  if (format == "jsonl") return InputFormat::kJsonl;
+  if (format == "text") return InputFormat::kText;
+  if (format == "parquet") return InputFormat::kParquet;
   if (format != "auto") {
-    return InvalidArgumentError("unknown input format '" + format + "' (auto, jsonl, text)");
+    return InvalidArgumentError("unknown input format '" + format +
+                                "' (auto, jsonl, text, parquet)");
   }
-  if (path == "-") return std::string("jsonl");
+  if (path == "-") return InputFormat::kJsonl;
+  if (IsParquetName(path)) return InputFormat::kParquet;
   std::string base = StripCompression(path);
   for (std::string_view ext : {".jsonl", ".ndjson", ".json"}) {
-    if (EndsWith(base, ext)) return std::string("jsonl");
+    if (EndsWith(base, ext)) return InputFormat::kJsonl;
   }
-  if (EndsWith(base, ".txt") || EndsWith(base, ".text")) return std::string("text");
-  return InvalidArgumentError("cannot tell whether '" + path +
-                              "' is JSONL or text from its name; pass --input-format");
+  if (EndsWith(base, ".txt") || EndsWith(base, ".text")) return InputFormat::kText;
+  return InvalidArgumentError("cannot tell the format of '" + path +
+                              "' from its name (.jsonl, .json, .ndjson, .txt, .text or "
+                              ".parquet, optionally .gz/.zst); pass --input-format");
 }
 
 std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index, int count) {
@@ -197,6 +218,56 @@ std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int ind
     before += all[i].bytes;
   }
   return out;
+}
+
+StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<InputRecord>& all,
+                                                         int index, int count,
+                                                         const std::string& input_format,
+                                                         const std::string& text_key) {
+  std::vector<InputRecord> units;
+  std::vector<uint32_t> groups_of;  // Row groups of each unit's file.
+  for (const InputRecord& in : all) {
+    StatusOr<InputFormat> format = InputFormatFor(in.path, input_format);
+    uint32_t groups = 0;
+    if (format.ok() && *format == InputFormat::kParquet) {
+      TOKPACK_ASSIGN_OR_RETURN(auto reader, OpenParquetInput(in.path, text_key));
+      groups = static_cast<uint32_t>(reader->num_row_groups());
+      for (uint32_t g = 0; g < groups; ++g) {
+        units.push_back({in.path, reader->row_group_bytes(static_cast<int>(g)), g, g + 1});
+        groups_of.push_back(groups);
+      }
+    }
+    if (groups == 0) {
+      units.push_back(in);
+      groups_of.push_back(0);
+    }
+  }
+  std::vector<InputRecord> selected;
+  std::vector<uint32_t> selected_groups;
+  const std::vector<InputRecord> part = SelectPart(units, index, count);
+  // SelectPart keeps order and contiguity, so a file's row groups in this
+  // part are adjacent: merge them into one range.
+  size_t u = 0;
+  for (const InputRecord& r : part) {
+    while (!(units[u].path == r.path && units[u].row_group_begin == r.row_group_begin)) ++u;
+    const bool extends = !selected.empty() && !r.whole_file() &&
+                         selected.back().path == r.path &&
+                         selected.back().row_group_end == r.row_group_begin;
+    if (extends) {
+      selected.back().row_group_end = r.row_group_end;
+      selected.back().bytes += r.bytes;
+    } else {
+      selected.push_back(r);
+      selected_groups.push_back(groups_of[u]);
+    }
+  }
+  for (size_t i = 0; i < selected.size(); ++i) {
+    InputRecord& r = selected[i];
+    if (!r.whole_file() && r.row_group_begin == 0 && r.row_group_end == selected_groups[i]) {
+      r.row_group_end = 0;
+    }
+  }
+  return selected;
 }
 
 Status ParsePart(const std::string& text, int* index, int* count) {

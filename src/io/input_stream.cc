@@ -12,6 +12,9 @@
 #include <cstring>
 #include <vector>
 
+#include "io/remote_input.h"
+#include "storage/object_url.h"
+
 namespace tokpack {
 namespace {
 
@@ -30,19 +33,7 @@ class FdStream : public ByteStream {
     if (owned_) ::close(fd_);
   }
 
-  // Bytes peeked for format detection are served again before the descriptor.
-  void Unread(std::string bytes) {
-    pending_ = std::move(bytes);
-    pending_pos_ = 0;
-  }
-
   StatusOr<size_t> Read(char* buf, size_t n) override {
-    if (pending_pos_ < pending_.size()) {
-      size_t take = std::min(n, pending_.size() - pending_pos_);
-      std::memcpy(buf, pending_.data() + pending_pos_, take);
-      pending_pos_ += take;
-      return take;
-    }
     while (true) {
       if (cancel_) TOKPACK_RETURN_IF_ERROR(WaitReadable());
       ssize_t r = ::read(fd_, buf, n);
@@ -71,8 +62,28 @@ class FdStream : public ByteStream {
   std::string name_;
   std::atomic<uint64_t>* counter_;
   const std::atomic<bool>* cancel_ = nullptr;
-  std::string pending_;
-  size_t pending_pos_ = 0;
+};
+
+// Serves bytes peeked for format detection again, then the rest of `source`.
+class PeekedStream : public ByteStream {
+ public:
+  PeekedStream(std::string head, std::unique_ptr<ByteStream> source)
+      : head_(std::move(head)), source_(std::move(source)) {}
+
+  StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (pos_ < head_.size()) {
+      const size_t take = std::min(n, head_.size() - pos_);
+      std::memcpy(buf, head_.data() + pos_, take);
+      pos_ += take;
+      return take;
+    }
+    return source_->Read(buf, n);
+  }
+
+ private:
+  std::string head_;
+  size_t pos_ = 0;
+  std::unique_ptr<ByteStream> source_;
 };
 
 class ZstdStream : public ByteStream {
@@ -185,9 +196,14 @@ StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
                                                       const std::atomic<bool>* cancel) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "<stdin>" : path;
-  int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, "open", path);
-  auto raw = std::make_unique<FdStream>(fd, !is_stdin, name, raw_bytes_read, cancel);
+  std::unique_ptr<ByteStream> raw;
+  if (IsRemoteUrl(path)) {
+    TOKPACK_ASSIGN_OR_RETURN(raw, OpenRemoteStream(path, raw_bytes_read, cancel));
+  } else {
+    int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoToStatus(errno, "open", path);
+    raw = std::make_unique<FdStream>(fd, !is_stdin, name, raw_bytes_read, cancel);
+  }
 
   // Peek up to 4 bytes; a short read before EOF is retried.
   std::string head(4, '\0');
@@ -199,7 +215,7 @@ StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
   }
   head.resize(got);
   Compression c = Detect(head);
-  raw->Unread(std::move(head));
+  raw = std::make_unique<PeekedStream>(std::move(head), std::move(raw));
   switch (c) {
     case Compression::kZstd:
       return std::unique_ptr<ByteStream>(new ZstdStream(std::move(raw), name));

@@ -63,6 +63,7 @@ struct HttpStore::Response {
   std::string error;
   std::string body;
   std::string etag;
+  curl_off_t content_length = -1;
 };
 
 namespace {
@@ -86,6 +87,45 @@ std::string XmlValue(const std::string& xml, const std::string& tag) {
   const auto start = b + tag.size() + 2;
   const auto e = xml.find("</" + tag + ">", start);
   return e == std::string::npos ? "" : xml.substr(start, e - start);
+}
+
+// Undoes XML's escapes in text content (S3 escapes keys that way).
+std::string XmlUnescape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '&') {
+      out += s[i];
+      continue;
+    }
+    const size_t semi = s.find(';', i);
+    if (semi == std::string::npos) {
+      out += s[i];
+      continue;
+    }
+    const std::string name = s.substr(i + 1, semi - i - 1);
+    if (name == "amp") {
+      out += '&';
+    } else if (name == "lt") {
+      out += '<';
+    } else if (name == "gt") {
+      out += '>';
+    } else if (name == "quot") {
+      out += '"';
+    } else if (name == "apos") {
+      out += '\'';
+    } else if (name.size() > 1 && name[0] == '#') {
+      // S3 writes control characters of keys this way; other text comes as UTF-8.
+      const unsigned long code = name[1] == 'x' ? std::strtoul(name.c_str() + 2, nullptr, 16)
+                                                : std::strtoul(name.c_str() + 1, nullptr, 10);
+      out += code > 0 && code < 0x80 ? std::string(1, static_cast<char>(code))
+                                     : s.substr(i, semi - i + 1);
+    } else {
+      out += s.substr(i, semi - i + 1);
+    }
+    i = semi;
+  }
+  return out;
 }
 
 }  // namespace
@@ -156,6 +196,8 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(upload ? upload->size() : 0));
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, upload ? upload->data() : "");
+  } else if (verb == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (verb != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
   }
@@ -177,6 +219,7 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
   if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   r->curl = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->code);
+  curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->content_length);
   r->error = error[0] ? error : curl_easy_strerror(r->curl);
   curl_slist_free_all(headers);
   // A handle whose transfer failed may hold a broken connection: drop it.
@@ -190,7 +233,7 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
 
 Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
                           int64_t offset, int64_t n, std::string* out, const std::string& query,
-                          std::string* etag) const {
+                          std::string* etag, int64_t* content_length) const {
   const std::string url = location_.UrlOf(name) + query;
   thread_local std::mt19937_64 rng(std::random_device{}());
   std::string last;
@@ -237,6 +280,7 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
     }
     if (out) *out = std::move(r.body);
     if (etag) *etag = r.etag;
+    if (content_length) *content_length = r.content_length;
     return Status::Ok();
   }
   return Status(StatusCode::kUnavailable, url + ": failed after " +
@@ -257,6 +301,61 @@ Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n,
     return Status::Ok();
   }
   return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), out);
+}
+
+StatusOr<uint64_t> HttpStore::Size(const std::string& name) const {
+  int64_t length = -1;
+  TOKPACK_RETURN_IF_ERROR(Request(name, "HEAD", nullptr, 0, -1, nullptr, "", nullptr, &length));
+  if (length < 0) return IoError(location_.UrlOf(name) + ": the server gave no Content-Length");
+  return static_cast<uint64_t>(length);
+}
+
+StatusOr<std::vector<HttpStore::Listed>> HttpStore::List(const std::string& key_prefix,
+                                                         size_t max_keys) const {
+  std::vector<Listed> out;
+  std::string token;
+  while (true) {
+    // Parameters sorted and percent-encoded: SigV4 signs the query as written.
+    std::string query = "?";
+    if (!token.empty()) query += "continuation-token=" + PercentEncode(token, false) + "&";
+    query += "list-type=2&prefix=" + PercentEncode(key_prefix, false);
+    std::string xml;
+    TOKPACK_RETURN_IF_ERROR(Request("", "GET", nullptr, 0, -1, &xml, query));
+    if (xml.find("<ListBucketResult") == std::string::npos) {
+      return IoError(location_.url + ": listing '" + key_prefix +
+                     "' gave no ListBucketResult: " + xml.substr(0, 200));
+    }
+    for (size_t at = xml.find("<Contents>"); at != std::string::npos;
+         at = xml.find("<Contents>", at + 1)) {
+      const size_t end = xml.find("</Contents>", at);
+      if (end == std::string::npos) return IoError(location_.url + ": truncated listing");
+      const std::string entry = xml.substr(at, end - at);
+      Listed item;
+      item.key = XmlUnescape(XmlValue(entry, "Key"));
+      const std::string size = XmlValue(entry, "Size");
+      char* stop = nullptr;
+      item.bytes = std::strtoull(size.c_str(), &stop, 10);
+      if (item.key.empty() || size.empty() || *stop != '\0') {
+        return IoError(location_.url + ": a listing entry without a key or size");
+      }
+      if (item.key.compare(0, key_prefix.size(), key_prefix) != 0) {
+        return IoError(location_.url + ": the listing of '" + key_prefix + "' returned '" +
+                       item.key + "', outside it");
+      }
+      if (out.size() == max_keys) {
+        return Status(StatusCode::kResourceExhausted,
+                      location_.url + ": more than " + std::to_string(max_keys) +
+                          " objects under '" + key_prefix + "'");
+      }
+      out.push_back(std::move(item));
+    }
+    if (XmlValue(xml, "IsTruncated") != "true") return out;
+    std::string next = XmlUnescape(XmlValue(xml, "NextContinuationToken"));
+    if (next.empty() || next == token) {
+      return IoError(location_.url + ": a truncated listing without a new continuation token");
+    }
+    token = std::move(next);
+  }
 }
 
 Status HttpStore::Put(const std::string& name, const std::string& data) const {

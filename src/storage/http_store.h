@@ -46,6 +46,18 @@ class HttpStore {
   StatusOr<std::string> Get(const std::string& name) const;
   // Exactly `n` bytes of `name` at `offset` into *out.
   Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out) const;
+  // The size of object `name` (a HEAD request); NotFound if it does not exist.
+  StatusOr<uint64_t> Size(const std::string& name) const;
+  struct Listed {
+    std::string key;  // The full key in the bucket.
+    uint64_t bytes = 0;
+  };
+  // Every object whose key starts with `key_prefix`, in the store's order
+  // (S3 ListObjectsV2, page by page). For a location that names a bucket
+  // (s3://bucket, gs://bucket); at most `max_keys` keys, else
+  // ResourceExhausted.
+  StatusOr<std::vector<Listed>> List(const std::string& key_prefix,
+                                     size_t max_keys = size_t{1} << 24) const;
   // Writes `data` as object `name` in one PUT.
   Status Put(const std::string& name, const std::string& data) const;
   // Writes local file `path` as object `name`: one PUT up to `part_bytes`,
@@ -59,7 +71,7 @@ class HttpStore {
   // `query` is appended to the object's URL as is (e.g. "?uploads").
   Status Request(const std::string& name, const char* method, const std::string* upload,
                  int64_t offset, int64_t n, std::string* out, const std::string& query = "",
-                 std::string* etag = nullptr) const;
+                 std::string* etag = nullptr, int64_t* content_length = nullptr) const;
   Status Once(const std::string& url, const char* method, const std::string* upload, int64_t offset,
               int64_t n, Response* r) const;
   void* Acquire() const;

@@ -16,12 +16,13 @@ class BatchEncoderTest : public ::testing::Test {
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     tok_ = std::move(*t);
   }
-  RawBatch Batch(const std::vector<std::string>& records) {
+  RawBatch Batch(const std::vector<std::string>& records,
+                 RecordKind kind = RecordKind::kJsonLine) {
     RawBatch b;
     uint64_t line = 1;
     for (const auto& r : records) {
       b.data += r;
-      b.records.push_back({static_cast<uint32_t>(b.data.size()), 0, line++});
+      b.records.push_back({static_cast<uint32_t>(b.data.size()), 0, line++, kind});
     }
     return b;
   }
@@ -41,7 +42,7 @@ std::vector<uint16_t> AsU16(const std::string& bytes) {
 
 TEST_F(BatchEncoderTest, JsonRecordsBecomeSentencepieceIdsPlusEos) {
   BuildSettings s;
-  BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16, {RecordFormat::kJsonLine});
+  BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16);
   EncodedBatch out;
   ASSERT_TRUE(enc.Encode(Batch({R"({"text": "hello world", "x": 1})",
                                 R"({"x": 2, "text": "caf\u00e9 \"q\""})"}),
@@ -59,7 +60,7 @@ TEST_F(BatchEncoderTest, JsonRecordsBecomeSentencepieceIdsPlusEos) {
 
 TEST_F(BatchEncoderTest, BadLinesAreReportedWithReasons) {
   BuildSettings s;
-  BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16, {RecordFormat::kJsonLine});
+  BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16);
   EncodedBatch out;
   ASSERT_TRUE(enc.Encode(Batch({R"({"text": "ok"})", R"({"text": "unterminated)",
                                 R"({"body": "no text key"})", R"({"text": 42})", R"([1, 2])",
@@ -82,7 +83,7 @@ TEST_F(BatchEncoderTest, JsonPointerTextKeyAndBos) {
   s.text_key = "/meta/body";
   s.add_bos = true;
   s.add_eos = false;
-  BatchEncoder enc(tok_.get(), s, TokenDtype::kInt32, {RecordFormat::kJsonLine});
+  BatchEncoder enc(tok_.get(), s, TokenDtype::kInt32);
   EncodedBatch out;
   ASSERT_TRUE(enc.Encode(Batch({R"({"meta": {"body": "the data"}})"}), &out).ok());
   std::vector<int> want = {static_cast<int>(tok_->info().bos_id)};
@@ -97,7 +98,7 @@ TEST_F(BatchEncoderTest, InvalidUtf8PolicyReplaceSkipError) {
   for (const char* policy : {"replace", "skip", "error"}) {
     BuildSettings s;
     s.invalid_utf8 = policy;
-    BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16, {RecordFormat::kJsonLine});
+    BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16);
     EncodedBatch out;
     ASSERT_TRUE(enc.Encode(Batch({bad}), &out).ok());
     if (std::string(policy) == "replace") {
@@ -110,6 +111,22 @@ TEST_F(BatchEncoderTest, InvalidUtf8PolicyReplaceSkipError) {
                 std::string(policy) == "skip" ? Drop::kInvalidUtf8 : Drop::kBadLine);
     }
   }
+}
+
+TEST_F(BatchEncoderTest, TextRecordsAreEncodedAsIsAndBadRecordsDropped) {
+  BuildSettings s;
+  BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16);
+  RawBatch b = Batch({"{\"text\": \"x\"}"}, RecordKind::kText);
+  b.data += "text is null";
+  b.records.push_back({static_cast<uint32_t>(b.data.size()), 0, 2, RecordKind::kBad});
+  EncodedBatch out;
+  ASSERT_TRUE(enc.Encode(b, &out).ok());
+  ASSERT_EQ(out.doc_tokens.size(), 1u);
+  EXPECT_EQ(out.doc_tokens[0], Ids("{\"text\": \"x\"}").size() + 1);
+  ASSERT_EQ(out.dropped.size(), 1u);
+  EXPECT_EQ(out.dropped[0].why, Drop::kBadLine);
+  EXPECT_EQ(out.dropped[0].message, "text is null");
+  EXPECT_EQ(out.dropped[0].line, 2u);
 }
 
 }  // namespace

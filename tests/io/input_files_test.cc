@@ -31,25 +31,37 @@ class InputFilesTest : public ::testing::Test {
   TempDir dir_;
 };
 
-TEST_F(InputFilesTest, DirectoryWalksSortedCorpusFilesOnly) {
+TEST_F(InputFilesTest, DirectoryOfUnknownFilesFailsUnlessSkipped) {
   auto r = ExpandInputs({dir_.Join("c")});
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("readme.md"), std::string::npos);
+  EXPECT_NE(r.status().message().find("--skip-unknown-files"), std::string::npos);
+}
+
+TEST_F(InputFilesTest, DirectoryWalksSortedFilesAndListsTheSkipped) {
+  auto r = ExpandInputs({dir_.Join("c")}, "auto", /*skip_unknown=*/true);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Paths(*r),
+  EXPECT_EQ(Paths(r->inputs),
             (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
                                       dir_.Join("c/sub/deeper/y.jsonl"), dir_.Join("c/sub/t.txt"),
                                       dir_.Join("c/sub/x.jsonl.gz")}));
-  EXPECT_EQ((*r)[0].bytes, 3u);
+  EXPECT_EQ(r->inputs[0].bytes, 3u);
+  EXPECT_EQ(r->skipped, (std::vector<std::string>{dir_.Join("c/readme.md")}));
+  // A forced format reads every file as that format.
+  auto forced = ExpandInputs({dir_.Join("c")}, "jsonl");
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->inputs.size(), 6u);
 }
 
 TEST_F(InputFilesTest, DoubleStarGlobMatchesAnyDepth) {
   auto r = ExpandInputs({dir_.Join("c/**/*.jsonl*")});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Paths(*r), (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
+  EXPECT_EQ(Paths(r->inputs), (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
                                                  dir_.Join("c/sub/deeper/y.jsonl"),
                                                  dir_.Join("c/sub/x.jsonl.gz")}));
   auto one = ExpandInputs({dir_.Join("c/*.jsonl")});
   ASSERT_TRUE(one.ok());
-  EXPECT_EQ(Paths(*one), (std::vector<std::string>{dir_.Join("c/b.jsonl")}));
+  EXPECT_EQ(Paths(one->inputs), (std::vector<std::string>{dir_.Join("c/b.jsonl")}));
 }
 
 TEST_F(InputFilesTest, MissingInputsFailUpFrontNamingThem) {
@@ -63,10 +75,12 @@ TEST_F(InputFilesTest, MissingInputsFailUpFrontNamingThem) {
 }
 
 TEST(InputFormat, ByNameUnlessForced) {
-  EXPECT_EQ(*InputFormatFor("a.jsonl.zst", "auto"), "jsonl");
-  EXPECT_EQ(*InputFormatFor("a.txt.gz", "auto"), "text");
-  EXPECT_EQ(*InputFormatFor("-", "auto"), "jsonl");
-  EXPECT_EQ(*InputFormatFor("a.md", "text"), "text");
+  EXPECT_EQ(*InputFormatFor("a.jsonl.zst", "auto"), InputFormat::kJsonl);
+  EXPECT_EQ(*InputFormatFor("a.txt.gz", "auto"), InputFormat::kText);
+  EXPECT_EQ(*InputFormatFor("-", "auto"), InputFormat::kJsonl);
+  EXPECT_EQ(*InputFormatFor("a.md", "text"), InputFormat::kText);
+  EXPECT_EQ(*InputFormatFor("s3://b/train-00000.parquet", "auto"), InputFormat::kParquet);
+  EXPECT_EQ(*InputFormatFor("a.jsonl", "parquet"), InputFormat::kParquet);
   auto bad = InputFormatFor("a.md", "auto");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("--input-format"), std::string::npos);
@@ -88,6 +102,14 @@ TEST(SelectPart, BalancesByBytes) {
   std::vector<InputRecord> all = {{"big", 1000}, {"a", 10}, {"b", 10}, {"c", 10}};
   EXPECT_EQ(Paths(SelectPart(all, 0, 2)), (std::vector<std::string>{"big"}));
   EXPECT_EQ(Paths(SelectPart(all, 1, 2)), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(SelectPartByRowGroups, FilesWithoutRowGroupsSplitAsBefore) {
+  std::vector<InputRecord> all = {{"big.jsonl", 1000}, {"a.jsonl", 10}, {"b.txt", 10}};
+  auto part = SelectPartByRowGroups(all, 1, 2, "auto", "text");
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  EXPECT_EQ(Paths(*part), (std::vector<std::string>{"a.jsonl", "b.txt"}));
+  EXPECT_TRUE((*part)[0].whole_file());
 }
 
 TEST(ParsePart, AcceptsOnlyValidFractions) {
