@@ -47,6 +47,18 @@ void PrintSummary(const BuildSummary& s, const std::string& output) {
                static_cast<unsigned long long>(c.byte_fallback_tokens), mb, text_mb, s.seconds,
                s.seconds > 0 ? text_mb / s.seconds : 0.0,
                ProgressPrinter::Count(s.seconds > 0 ? c.tokens / s.seconds : 0).c_str());
+  std::fprintf(stderr, "  inputs: %zu read", m.provenance.inputs.size());
+  if (!s.skipped_files.empty()) {
+    std::fprintf(stderr, ", %zu skipped (--skip-unknown-files):", s.skipped_files.size());
+    constexpr size_t kShown = 20;
+    for (size_t i = 0; i < s.skipped_files.size() && i < kShown; ++i) {
+      std::fprintf(stderr, "\n    %s", s.skipped_files[i].c_str());
+    }
+    if (s.skipped_files.size() > kShown) {
+      std::fprintf(stderr, "\n    ... and %zu more", s.skipped_files.size() - kShown);
+    }
+  }
+  std::fprintf(stderr, "\n");
 }
 
 }  // namespace
@@ -57,7 +69,8 @@ Runner AddBuildCommand(CLI::App* app) {
   BuildSettings& s = o.settings;
   s.shard_tokens = kDefaultShardTokens;
   app->add_option("-i,--input", o.inputs,
-                  "Input files, directories, globs ('corpus/**/*.jsonl.zst') or - for stdin")
+                  "Input files, directories, globs ('corpus/**/*.jsonl.zst'), object-store "
+                  "URLs, prefixes or globs ('s3://bucket/fineweb/**/*.parquet') or - for stdin")
       ->required();
   app->add_option("-o,--output", o.output,
                   "Dataset directory to create, or s3:// / gs:// URL (built locally, then pushed)")
@@ -70,10 +83,12 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("--threads", o.threads, "Tokenizer threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--text-key", s.text_key,
-                  "JSONL field holding the text, or a JSON pointer like /meta/text")
+                  "JSONL field or Parquet column holding the text; nested: /meta/text (JSONL "
+                  "and Parquet) or meta.text (Parquet)")
       ->capture_default_str();
-  app->add_option("--input-format", s.input_format, "auto (by file name), jsonl or text")
-      ->check(CLI::IsMember({"auto", "jsonl", "text"}))
+  app->add_option("--input-format", s.input_format,
+                  "auto (by file name), jsonl, text or parquet (applies to every input)")
+      ->check(CLI::IsMember({"auto", "jsonl", "text", "parquet"}))
       ->capture_default_str();
   app->add_flag("--text-per-line", s.text_per_line,
                 "Plain text: one document per line instead of one per file");
@@ -85,7 +100,11 @@ Runner AddBuildCommand(CLI::App* app) {
       ->check(CLI::IsMember({"replace", "skip", "error"}))
       ->capture_default_str();
   app->add_flag("--skip-bad-lines", s.skip_bad_lines,
-                "Skip and count malformed JSON lines instead of failing");
+                "Skip and count bad records (malformed JSON, missing, null or non-string "
+                "text) instead of failing");
+  app->add_flag("--skip-unknown-files", o.skip_unknown_files,
+                "Leave out (and list) files whose format the name does not tell, instead of "
+                "failing");
   app->add_option("--shard-tokens", s.shard_tokens, "Token budget per shard")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
