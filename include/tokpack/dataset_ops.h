@@ -50,7 +50,9 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
 // token data (shard paths are relative to `output`). Sources that are parts of
 // one build (`build --part i/N`) are ordered by part index and must all be
 // present; whole datasets are taken in the order given. All must share dtype,
-// tokenizer and chunk size.
+// tokenizer and chunk size. An object-store `output` (s3://, gs://) merges
+// parts that lie under it (e.g. s3://b/ds/part-0 for s3://b/ds): only
+// manifest.json and the tokenizer are written, manifest.json last.
 StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
                                  bool force);
 

@@ -294,17 +294,17 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   if (o.texts) {
     expanded.inputs.push_back({o.texts->name(), 0});
   } else {
-    TOKPACK_ASSIGN_OR_RETURN(
-        expanded, ExpandInputs(o.inputs, o.settings.input_format, o.skip_unknown_files));
+    TOKPACK_ASSIGN_OR_RETURN(expanded,
+                             ExpandInputs(o.inputs, o.settings.input_format, o.skip_unknown_files));
   }
   std::vector<InputRecord> inputs = expanded.inputs;
   if (o.part_count > 1) {
     for (const auto& in : inputs) {
       if (in.path == "-") return InvalidArgumentError("--part cannot split stdin ('-')");
     }
-    TOKPACK_ASSIGN_OR_RETURN(inputs, SelectPartByRowGroups(inputs, o.part_index, o.part_count,
-                                                           o.settings.input_format,
-                                                           o.settings.text_key));
+    TOKPACK_ASSIGN_OR_RETURN(
+        inputs, SelectPartByRowGroups(inputs, o.part_index, o.part_count, o.settings.input_format,
+                                      o.settings.text_key));
   }
   uint64_t bytes_total = 0;
   for (const auto& in : inputs) bytes_total += in.bytes;

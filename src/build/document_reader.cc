@@ -5,8 +5,7 @@
 namespace tokpack {
 
 DocumentReader::DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
-                               const BuildSettings& settings,
-                               std::atomic<uint64_t>* raw_bytes_read,
+                               const BuildSettings& settings, std::atomic<uint64_t>* raw_bytes_read,
                                const std::atomic<bool>* cancel, size_t batch_bytes,
                                size_t batch_records)
     : inputs_(std::move(inputs)),
@@ -35,8 +34,8 @@ StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
       if (texts_) {
         source_ = TextRecordSource(texts_, context_);
       } else {
-        TOKPACK_ASSIGN_OR_RETURN(
-            source_, OpenRecordSource(inputs_[current_], formats_[current_], context_));
+        TOKPACK_ASSIGN_OR_RETURN(source_,
+                                 OpenRecordSource(inputs_[current_], formats_[current_], context_));
       }
     }
     std::string_view bytes;

@@ -250,8 +250,7 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
   size_t u = 0;
   for (const InputRecord& r : part) {
     while (!(units[u].path == r.path && units[u].row_group_begin == r.row_group_begin)) ++u;
-    const bool extends = !selected.empty() && !r.whole_file() &&
-                         selected.back().path == r.path &&
+    const bool extends = !selected.empty() && !r.whole_file() && selected.back().path == r.path &&
                          selected.back().row_group_end == r.row_group_begin;
     if (extends) {
       selected.back().row_group_end = r.row_group_end;

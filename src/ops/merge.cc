@@ -1,7 +1,11 @@
 #include <algorithm>
+#include <functional>
 
 #include "io/file_system.h"
 #include "io/staging_dir.h"
+#include "storage/http_store.h"
+#include "storage/object_url.h"
+#include "storage/remote_source.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset_ops.h"
 
@@ -38,53 +42,12 @@ Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manif
                               what);
 }
 
-}  // namespace
-
-StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
-                                 bool force) {
-  if (sources.empty()) return InvalidArgumentError("merge needs at least one part directory");
-  struct Source {
-    std::string dir;
-    Manifest m;
-  };
-  std::vector<Source> parts;
-  for (const std::string& dir : sources) {
-    if (IsInside(dir, output)) {
-      return InvalidArgumentError("part '" + dir + "' lies inside the merge output '" + output +
-                                  "'");
-    }
-    TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
-    parts.push_back({dir, std::move(m)});
-  }
-  const int count = parts[0].m.provenance.part_count;
-  const bool split = std::any_of(parts.begin(), parts.end(),
-                                 [](const Source& s) { return s.m.provenance.part_count > 1; });
-  if (split) {
-    std::vector<int> seen(count, 0);
-    for (const Source& s : parts) {
-      if (s.m.provenance.part_count != count) {
-        return InvalidArgumentError(
-            "'" + s.dir + "' is part " + std::to_string(s.m.provenance.part_index) + "/" +
-            std::to_string(s.m.provenance.part_count) + " but '" + parts[0].dir + "' is one of " +
-            std::to_string(count) + " parts");
-      }
-      if (++seen[s.m.provenance.part_index] > 1) {
-        return InvalidArgumentError("part " + std::to_string(s.m.provenance.part_index) + "/" +
-                                    std::to_string(count) + " is given twice");
-      }
-    }
-    for (int i = 0; i < count; ++i) {
-      if (seen[i] == 0) {
-        return InvalidArgumentError("part " + std::to_string(i) + "/" + std::to_string(count) +
-                                    " is missing from the merge");
-      }
-    }
-    std::stable_sort(parts.begin(), parts.end(), [](const Source& a, const Source& b) {
-      return a.m.provenance.part_index < b.m.provenance.part_index;
-    });
-  }
+// The merged manifest's shards, provenance and counts, from parts in order;
+// `shard_dir` gives the path of part i's shard `path` relative to the output.
+StatusOr<Manifest> Combine(const std::vector<std::pair<std::string, Manifest>>& parts,
+                           const std::function<std::string(size_t, const std::string&)>& shard_at) {
   Manifest out;
-  const Manifest& first = parts[0].m;
+  const Manifest& first = parts[0].second;
   out.dtype = first.dtype;
   out.chunk_bytes = first.chunk_bytes;
   out.tokenizer = first.tokenizer;
@@ -92,25 +55,17 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
   out.provenance.version = Version();
   out.provenance.kind = "merge";
   out.provenance.settings = first.provenance.settings;
-  for (const Source& s : parts) {
-    TOKPACK_RETURN_IF_ERROR(CheckCompatible(first, parts[0].dir, s.m, s.dir));
-    for (const ShardInfo& shard : s.m.shards) {
-      for (const auto& [ext, bytes] :
-           {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
-        const std::string file = JoinPath(s.dir, shard.path + ext);
-        TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(file));
-        if (size != bytes) {
-          return DataLossError(file + ": " + std::to_string(size) + " bytes, its manifest says " +
-                               std::to_string(bytes));
-        }
-      }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& [dir, m] = parts[i];
+    TOKPACK_RETURN_IF_ERROR(CheckCompatible(first, parts[0].first, m, dir));
+    for (const ShardInfo& shard : m.shards) {
       ShardInfo moved = shard;
-      moved.path = RelativePath(JoinPath(s.dir, shard.path), output);
+      moved.path = shard_at(i, shard.path);
       out.shards.push_back(std::move(moved));
     }
-    const Provenance& p = s.m.provenance;
+    const Provenance& p = m.provenance;
     out.provenance.inputs.insert(out.provenance.inputs.end(), p.inputs.begin(), p.inputs.end());
-    out.provenance.sources.push_back(s.dir);
+    out.provenance.sources.push_back(dir);
     BuildCounts& c = out.provenance.counts;
     c.documents += p.counts.documents;
     c.tokens += p.counts.tokens;
@@ -118,12 +73,122 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
     c.bad_lines += p.counts.bad_lines;
     c.utf8_repaired += p.counts.utf8_repaired;
     c.skipped_invalid_utf8 += p.counts.skipped_invalid_utf8;
+    c.unknown_tokens += p.counts.unknown_tokens;
+    c.byte_fallback_tokens += p.counts.byte_fallback_tokens;
   }
+  return out;
+}
+
+// Checks that parts of a --part build are all there, once each, and sorts
+// them by part index.
+Status OrderParts(std::vector<std::pair<std::string, Manifest>>* parts) {
+  const int count = (*parts)[0].second.provenance.part_count;
+  const bool split = std::any_of(parts->begin(), parts->end(),
+                                 [](const auto& s) { return s.second.provenance.part_count > 1; });
+  if (!split) return Status::Ok();
+  std::vector<int> seen(count, 0);
+  for (const auto& [dir, m] : *parts) {
+    if (m.provenance.part_count != count) {
+      return InvalidArgumentError(
+          "'" + dir + "' is part " + std::to_string(m.provenance.part_index) + "/" +
+          std::to_string(m.provenance.part_count) + " but '" + (*parts)[0].first + "' is one of " +
+          std::to_string(count) + " parts");
+    }
+    if (++seen[m.provenance.part_index] > 1) {
+      return InvalidArgumentError("part " + std::to_string(m.provenance.part_index) + "/" +
+                                  std::to_string(count) + " is given twice");
+    }
+  }
+  for (int i = 0; i < count; ++i) {
+    if (seen[i] == 0) {
+      return InvalidArgumentError("part " + std::to_string(i) + "/" + std::to_string(count) +
+                                  " is missing from the merge");
+    }
+  }
+  std::stable_sort(parts->begin(), parts->end(), [](const auto& a, const auto& b) {
+    return a.second.provenance.part_index < b.second.provenance.part_index;
+  });
+  return Status::Ok();
+}
+
+// A merge in object storage: the parts lie under the output prefix (as
+// scripts/slurm_build.sbatch pushes them), so the merged manifest points
+// into them by relative keys; manifest.json is written last.
+StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std::string>& sources,
+                               bool force) {
+  const std::string root = output.back() == '/' ? output : output + "/";
+  std::vector<std::pair<std::string, Manifest>> parts;
+  for (const std::string& dir : sources) {
+    std::string rel = dir.compare(0, root.size(), root) == 0 ? dir.substr(root.size()) : "";
+    while (!rel.empty() && rel.back() == '/') rel.pop_back();
+    if (rel.empty() || rel.find("..") != std::string::npos) {
+      return InvalidArgumentError("part '" + dir + "' must lie under the merge output '" + output +
+                                  "' (push parts to " + root + "part-<i>)");
+    }
+    TOKPACK_ASSIGN_OR_RETURN(auto opener, RemoteOpener::ForUrl(dir));
+    TOKPACK_ASSIGN_OR_RETURN(Manifest m, opener->LoadManifest());
+    parts.push_back({rel, std::move(m)});
+  }
+  TOKPACK_RETURN_IF_ERROR(OrderParts(&parts));
+  TOKPACK_ASSIGN_OR_RETURN(Manifest out, Combine(parts, [&](size_t i, const std::string& shard) {
+                             return parts[i].first + "/" + shard;
+                           }));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output));
+  HttpStore store(std::move(loc), HttpOptions::FromEnvironment());
+  if (!force) {
+    StatusOr<uint64_t> existing = store.Size(Manifest::kFileName);
+    if (existing.ok()) {
+      return AlreadyExistsError(output + " already holds a dataset; use --force to replace it");
+    }
+    if (existing.status().code() != StatusCode::kNotFound) return existing.status();
+  }
+  const Manifest& first = parts[0].second;
+  if (!first.tokenizer.file.empty()) {
+    TOKPACK_ASSIGN_OR_RETURN(std::string model,
+                             store.Get(parts[0].first + "/" + first.tokenizer.file));
+    TOKPACK_RETURN_IF_ERROR(store.Put(first.tokenizer.file, model));
+    out.tokenizer.file = first.tokenizer.file;
+  }
+  TOKPACK_RETURN_IF_ERROR(store.Put(Manifest::kFileName, out.ToJson()));
+  return out;
+}
+
+}  // namespace
+
+StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
+                                 bool force) {
+  if (sources.empty()) return InvalidArgumentError("merge needs at least one part directory");
+  if (IsRemoteUrl(output)) return MergeRemote(output, sources, force);
+  std::vector<std::pair<std::string, Manifest>> parts;
+  for (const std::string& dir : sources) {
+    if (IsInside(dir, output)) {
+      return InvalidArgumentError("part '" + dir + "' lies inside the merge output '" + output +
+                                  "'");
+    }
+    TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
+    for (const ShardInfo& shard : m.shards) {
+      for (const auto& [ext, bytes] :
+           {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
+        const std::string file = JoinPath(dir, shard.path + ext);
+        TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(file));
+        if (size != bytes) {
+          return DataLossError(file + ": " + std::to_string(size) + " bytes, its manifest says " +
+                               std::to_string(bytes));
+        }
+      }
+    }
+    parts.push_back({dir, std::move(m)});
+  }
+  TOKPACK_RETURN_IF_ERROR(OrderParts(&parts));
+  TOKPACK_ASSIGN_OR_RETURN(Manifest out, Combine(parts, [&](size_t i, const std::string& shard) {
+                             return RelativePath(JoinPath(parts[i].first, shard), output);
+                           }));
+  const Manifest& first = parts[0].second;
   TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(output, force));
   if (!first.tokenizer.file.empty()) {
     out.tokenizer.file = first.tokenizer.file;
     TOKPACK_RETURN_IF_ERROR(CopyFile(PosixFileSystem(),
-                                     JoinPath(parts[0].dir, first.tokenizer.file),
+                                     JoinPath(parts[0].first, first.tokenizer.file),
                                      JoinPath(staging->path(), out.tokenizer.file)));
   }
   TOKPACK_RETURN_IF_ERROR(staging->Commit(PosixFileSystem(), out.ToJson()));

@@ -343,9 +343,9 @@ StatusOr<std::vector<HttpStore::Listed>> HttpStore::List(const std::string& key_
                        item.key + "', outside it");
       }
       if (out.size() == max_keys) {
-        return Status(StatusCode::kResourceExhausted,
-                      location_.url + ": more than " + std::to_string(max_keys) +
-                          " objects under '" + key_prefix + "'");
+        return Status(StatusCode::kResourceExhausted, location_.url + ": more than " +
+                                                          std::to_string(max_keys) +
+                                                          " objects under '" + key_prefix + "'");
       }
       out.push_back(std::move(item));
     }

@@ -1,0 +1,173 @@
+"""Packer inputs in object storage: s3:// prefixes and globs listed through the
+loopback S3 (moto, signatures checked), http(s):// single files through a
+local range server, and --part over listed Parquet objects. Every remote build
+is compared byte for byte with the same build from local files."""
+import json
+import os
+import random
+import subprocess
+
+import pytest
+
+from conftest import REPO, random_text, write_jsonl
+from remote_servers import MotoServer, RangeServer
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def dataset_bytes(d):
+    """Token data and index of every shard, in manifest order."""
+    m = json.loads((d / "manifest.json").read_text())
+    return [(d / (s["path"] + ext)).read_bytes() for s in m["shards"] for ext in (".bin", ".idx")]
+
+
+@pytest.fixture
+def moto(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOKPACK_CACHE_DIR", str(tmp_path / "cache"))
+    with MotoServer() as server:
+        for k, v in server.env().items():
+            monkeypatch.setenv(k, v)
+        yield server
+
+
+@pytest.fixture
+def raw(tmp_path):
+    """A FineWeb-like raw corpus: Parquet shards of several row groups, a
+    JSONL.zst file and a README, as it would sit in a bucket."""
+    rng = random.Random(14)
+    root = tmp_path / "raw"
+    (root / "data" / "CC-MAIN-1").mkdir(parents=True)
+    (root / "data" / "CC-MAIN-2").mkdir(parents=True)
+    texts = []
+    for i, sub in enumerate(["CC-MAIN-1", "CC-MAIN-1", "CC-MAIN-2"]):
+        part = [random_text(rng, 5, 120) for _ in range(300 + 50 * i)]
+        texts += part
+        table = pa.table({"id": list(range(len(part))), "text": part})
+        pq.write_table(table, root / "data" / sub / f"{i:03d}_00000.parquet", row_group_size=64,
+                       compression=["snappy", "zstd", "gzip"][i])
+    (root / "README.md").write_text("# a dataset card\n")
+    jsonl = write_jsonl(tmp_path / "dclm.jsonl", texts[:200])
+    subprocess.run(["zstd", "-q", "-f", str(jsonl), "-o", str(root / "dclm.jsonl.zst")], check=True)
+    return root, texts
+
+
+def test_s3_glob_of_parquet_equals_the_local_build(moto, raw, tmp_path, run_tokpack, spm_model):
+    root, _ = raw
+    moto.upload(root, "s3://corpora/fineweb")
+    env = dict(os.environ)
+    run_tokpack("build", "-i", "s3://corpora/fineweb/data/**/*.parquet", "-o", tmp_path / "remote",
+                "-t", spm_model, "-q", env=env)
+    run_tokpack("build", "-i", root / "data/**/*.parquet", "-o", tmp_path / "local", "-t",
+                spm_model, "-q")
+    assert dataset_bytes(tmp_path / "remote") == dataset_bytes(tmp_path / "local")
+    inputs = json.loads((tmp_path / "remote" / "manifest.json").read_text())["provenance"]["inputs"]
+    assert [i["path"] for i in inputs] == [
+        "s3://corpora/fineweb/data/CC-MAIN-1/000_00000.parquet",
+        "s3://corpora/fineweb/data/CC-MAIN-1/001_00000.parquet",
+        "s3://corpora/fineweb/data/CC-MAIN-2/002_00000.parquet"]
+    assert all(i["bytes"] > 0 for i in inputs)
+
+
+def test_s3_prefix_with_unknown_files_fails_unless_skipped(moto, raw, tmp_path, run_tokpack,
+                                                           spm_model):
+    root, _ = raw
+    moto.upload(root, "s3://corpora/fineweb")
+    env = dict(os.environ)
+    bad = run_tokpack("build", "-i", "s3://corpora/fineweb/", "-o", tmp_path / "x", "-t",
+                      spm_model, "-q", check=False, env=env)
+    assert bad.returncode == 1
+    assert "s3://corpora/fineweb/README.md" in bad.stderr and "--skip-unknown-files" in bad.stderr
+    assert not (tmp_path / "x").exists()
+    ok = run_tokpack("build", "-i", "s3://corpora/fineweb", "-o", tmp_path / "x", "-t", spm_model,
+                     "-q", "--skip-unknown-files", env=env)
+    assert "4 read, 1 skipped" in ok.stderr and "README.md" in ok.stderr
+    paths = [i["path"] for i in
+             json.loads((tmp_path / "x" / "manifest.json").read_text())["provenance"]["inputs"]]
+    assert paths[0] == "s3://corpora/fineweb/data/CC-MAIN-1/000_00000.parquet"
+    assert paths[-1] == "s3://corpora/fineweb/dclm.jsonl.zst"
+
+
+def test_s3_jsonl_zst_streams_like_the_local_file(moto, raw, tmp_path, run_tokpack, spm_model):
+    root, _ = raw
+    moto.upload(root, "s3://corpora/fineweb")
+    run_tokpack("build", "-i", "s3://corpora/fineweb/dclm.jsonl.zst", "-o", tmp_path / "remote",
+                "-t", spm_model, "-q", env=dict(os.environ))
+    run_tokpack("build", "-i", root / "dclm.jsonl.zst", "-o", tmp_path / "local", "-t", spm_model,
+                "-q")
+    assert dataset_bytes(tmp_path / "remote") == dataset_bytes(tmp_path / "local")
+
+
+def test_missing_remote_inputs_are_named(moto, tmp_path, run_tokpack, spm_model):
+    moto.client().create_bucket(Bucket="empty")
+    env = dict(os.environ)
+    for spec in ["s3://empty/nothing/**/*.parquet", "s3://empty/nothing/", "s3://empty/no.jsonl"]:
+        proc = run_tokpack("build", "-i", spec, "-o", tmp_path / "x", "-t", spm_model, "-q",
+                           check=False, env=env)
+        assert proc.returncode == 1 and spec in proc.stderr, proc.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_parts_over_listed_parquet_split_by_row_group_and_merge_to_the_whole(
+        moto, raw, tmp_path, run_tokpack, spm_model):
+    root, _ = raw
+    moto.upload(root, "s3://corpora/fineweb")
+    env = dict(os.environ)
+    spec = "s3://corpora/fineweb/data/**/*.parquet"
+    run_tokpack("build", "-i", spec, "-o", tmp_path / "whole", "-t", spm_model, "-q", env=env)
+    parts = []
+    for i in range(5):
+        parts.append(tmp_path / f"part-{i}")
+        run_tokpack("build", "-i", spec, "-o", parts[-1], "-t", spm_model, "-q", "--part",
+                    f"{i}/5", env=env)
+    # Three files, five parts: some part holds a slice of a file's row groups.
+    slices = [i for p in parts for i in
+              json.loads((p / "manifest.json").read_text())["provenance"]["inputs"]
+              if "row_group_begin" in i]
+    assert slices
+    run_tokpack("merge", tmp_path / "merged", *parts)
+    whole = tokpack_stream(tmp_path / "whole")
+    assert tokpack_stream(tmp_path / "merged") == whole
+
+
+def tokpack_stream(d):
+    m = json.loads((d / "manifest.json").read_text())
+    return b"".join((d / (s["path"] + ".bin")).read_bytes() for s in m["shards"])
+
+
+def test_http_single_file_input(raw, tmp_path, run_tokpack, spm_model):
+    root, _ = raw
+    with RangeServer(root) as server:
+        url = f"{server.url}/data/CC-MAIN-2/002_00000.parquet"
+        run_tokpack("build", "-i", url, "-i", f"{server.url}/dclm.jsonl.zst", "-o",
+                    tmp_path / "remote", "-t", spm_model, "-q")
+        bad = run_tokpack("build", "-i", f"{server.url}/data/", "-o", tmp_path / "x", "-t",
+                          spm_model, "-q", check=False)
+        assert bad.returncode == 1 and "cannot be listed" in bad.stderr
+    run_tokpack("build", "-i", root / "data/CC-MAIN-2/002_00000.parquet", "-i",
+                root / "dclm.jsonl.zst", "-o", tmp_path / "local", "-t", spm_model, "-q")
+    assert dataset_bytes(tmp_path / "remote") == dataset_bytes(tmp_path / "local")
+
+
+def test_slurm_script_builds_bucket_to_bucket(moto, raw, tmp_path, tokpack_bin, run_tokpack,
+                                             spm_model):
+    root, _ = raw
+    moto.upload(root, "s3://corpora/fineweb")
+    moto.client().create_bucket(Bucket="tokens")
+    env = dict(os.environ, TOKPACK=tokpack_bin,
+               TOKPACK_INPUT="s3://corpora/fineweb/data/**/*.parquet",
+               TOKPACK_OUTPUT="s3://tokens/fineweb-v1", TOKPACK_TOKENIZER=spm_model,
+               SLURM_ARRAY_TASK_COUNT="3", SLURM_CPUS_PER_TASK="1", TMPDIR=str(tmp_path))
+    for i in range(3):
+        env["SLURM_ARRAY_TASK_ID"] = str(i)
+        subprocess.run(["bash", str(REPO / "scripts" / "slurm_build.sbatch")], env=env,
+                       check=True, capture_output=True)
+    parts = [f"s3://tokens/fineweb-v1/part-{i}" for i in range(3)]
+    run_tokpack("merge", "s3://tokens/fineweb-v1", *parts, env=env)
+    run_tokpack("build", "-i", root / "data/**/*.parquet", "-o", tmp_path / "local", "-t",
+                spm_model, "-q")
+    import tokpack
+    remote = tokpack.Dataset("s3://tokens/fineweb-v1")
+    local = tokpack.Dataset(tmp_path / "local")
+    assert remote.num_tokens == local.num_tokens
+    assert remote.tokens(0, local.num_tokens).tolist() == local.tokens(0, local.num_tokens).tolist()
