@@ -83,6 +83,25 @@ def corpus(limit_mb):
     return docs, size
 
 
+def train_bpe(name, docs, work):
+    """A 32k byte-level BPE trained on `docs`: "gpt2" (ByteLevel's regex) or
+    "llama3" (a Split regex, ignore_merges); returns the tokenizer.json path."""
+    import tokenizer_refs as refs
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, Regex
+    tok = Tokenizer(models.BPE(ignore_merges=name == "llama3"))
+    if name == "gpt2":
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    else:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(refs.LLAMA3_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.train_from_iterator(docs, trainers.BpeTrainer(
+        vocab_size=32000, special_tokens=["<|endoftext|>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.save(str(work / f"{name}.json"))
+    return work / f"{name}.json"
+
+
 def run_child(kind, tok, docs_path):
     env = dict(os.environ, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="true")
     out = subprocess.run([sys.executable, "-c", CHILD, kind, str(tok), str(docs_path),
@@ -124,7 +143,7 @@ def main():
     a = ap.parse_args()
 
     import tokenizer_refs as refs
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, Regex
+    from tokenizers import Tokenizer
 
     work = Path(tempfile.mkdtemp(prefix="tokpack-tokbench-"))
     docs, size = corpus(a.mb)
@@ -135,20 +154,7 @@ def main():
                 f.write(json.dumps({"text": d}) + "\n")
     print(f"corpus: {len(docs)} documents, {size / 1e6:.1f} MB", file=sys.stderr)
 
-    tokenizers = {}
-    for name in ("gpt2", "llama3"):
-        tok = Tokenizer(models.BPE(ignore_merges=name == "llama3"))
-        if name == "gpt2":
-            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        else:
-            tok.pre_tokenizer = pre_tokenizers.Sequence([
-                pre_tokenizers.Split(Regex(refs.LLAMA3_PATTERN), behavior="isolated"),
-                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        tok.train_from_iterator(docs, trainers.BpeTrainer(
-            vocab_size=32000, special_tokens=["<|endoftext|>"], show_progress=False,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-        tok.save(str(work / f"{name}.json"))
-        tokenizers[name] = work / f"{name}.json"
+    tokenizers = {name: train_bpe(name, docs, work) for name in ("gpt2", "llama3")}
     refs.tiktoken_from(Tokenizer.from_file(str(tokenizers["gpt2"])), work / "gpt2.tiktoken")
 
     configs = [("gpt2", "tokenizers", tokenizers["gpt2"]), ("gpt2", "tokpack", tokenizers["gpt2"]),
