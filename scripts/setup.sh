@@ -67,13 +67,15 @@ if ! "$VENV/bin/python" -c "import os, sys, sysconfig; sys.exit(not os.path.exis
 fi
 
 # numpy is tokpack's only runtime requirement; scikit-build-core and pybind11
-# build it (pip install --no-build-isolation, so rebuilds are incremental).
+# build it (pip install --no-build-isolation, so rebuilds are incremental), and
+# pyarrow's Arrow/Parquet C++ libraries build the Parquet plugin (cmake/parquet.cmake),
+# which needs them again at run time only to read Parquet.
 # The tests add pytest (with pytest-timeout, so a hang fails instead of
 # waiting forever), torch, moto (a local S3 for the remote-storage tests), and
 # the reference encoders tokpack's tokenizers are checked against (tokenizers,
 # tiktoken, sentencepiece).
-py_packages=(numpy "scikit-build-core>=1.0" pybind11)
-py_modules="numpy scikit_build_core pybind11"
+py_packages=(numpy "scikit-build-core>=1.0" pybind11 pyarrow)
+py_modules="numpy scikit_build_core pybind11 pyarrow"
 if [ "$PROFILE" = test ]; then
   py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece)
   py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece"
