@@ -19,14 +19,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "io/arrow_stream_source.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/builder.h"
@@ -369,11 +372,136 @@ py::dict StatsDict(const LoaderStats& s) {
   return d;
 }
 
+// The texts of a Python iterator, pulled on the packer's reader thread with
+// the GIL held for one batch at a time. str is encoded to UTF-8; bytes and
+// bytearray are taken as they are (the packer's UTF-8 policy applies). A str
+// with a lone surrogate has no UTF-8 form: it is a bad record, as a JSONL
+// line with "\ud800" is. Other items (None, int, ...) are bad records. An
+// exception from the iterator stops the build; RunBuild re-raises it.
+class PyIterTextSource final : public TextSource {
+ public:
+  explicit PyIterTextSource(const py::handle& iterable) : it_(py::iter(iterable)) {}
+  ~PyIterTextSource() override {
+    // The last reference may be dropped on a packer thread.
+    py::gil_scoped_acquire gil;
+    pending_ = py::object();
+    it_ = py::object();
+  }
+
+  StatusOr<bool> Next(size_t max_bytes, TextBatch* batch) override {
+    batch->Clear();
+    py::gil_scoped_acquire gil;
+    const auto start = std::chrono::steady_clock::now();
+    while (!done_ && (batch->entries.empty() ||
+                      (batch->data.size() < max_bytes && batch->entries.size() < 4096))) {
+      if (cancel_ != nullptr && cancel_->load()) return CancelledError(name() + ": cancelled");
+      // A slow iterator: hand over what it gave, so the build goes on meanwhile.
+      if (!batch->entries.empty() && std::chrono::steady_clock::now() - start > kSlowItems) break;
+      py::object item = std::move(pending_);
+      if (!item) {
+        PyObject* next = PyIter_Next(it_.ptr());
+        if (next == nullptr) {
+          if (PyErr_Occurred()) return Raised();
+          done_ = true;
+          break;
+        }
+        item = py::reinterpret_steal<py::object>(next);
+      }
+      TOKPACK_ASSIGN_OR_RETURN(bool added, Add(item, batch));
+      if (!added) {
+        pending_ = std::move(item);  // Over 4 GiB with the batch: the next one takes it.
+        break;
+      }
+    }
+    return !batch->entries.empty();
+  }
+  std::string name() const override { return "<python iterable>"; }
+
+  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+  // The exception the iterator raised, if it did.
+  const std::unique_ptr<py::error_already_set>& error() const { return error_; }
+
+ private:
+  static constexpr std::chrono::milliseconds kSlowItems{100};
+
+  Status Raised() {
+    error_ = std::make_unique<py::error_already_set>();  // Takes the Python error.
+    return CancelledError(name() + ": the iterable raised " + error_->what());
+  }
+
+  // Adds `item` as a text or a bad record; false if it does not fit.
+  StatusOr<bool> Add(const py::object& item, TextBatch* batch) {
+    const char* data = nullptr;
+    Py_ssize_t size = 0;
+    PyObject* p = item.ptr();
+    if (PyUnicode_Check(p)) {
+      data = PyUnicode_AsUTF8AndSize(p, &size);
+      if (data == nullptr) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return Raised();
+        PyErr_Clear();
+        batch->Add(SurrogateReason(p), true);
+        return true;
+      }
+    } else if (PyBytes_Check(p)) {
+      data = PyBytes_AS_STRING(p);
+      size = PyBytes_GET_SIZE(p);
+    } else if (PyByteArray_Check(p)) {
+      data = PyByteArray_AS_STRING(p);
+      size = PyByteArray_GET_SIZE(p);
+    } else {
+      batch->Add(
+          std::string("item is ") + (item.is_none() ? "None" : Py_TYPE(p)->tp_name) + ", not str",
+          true);
+      return true;
+    }
+    if (static_cast<size_t>(size) > std::numeric_limits<uint32_t>::max() - batch->data.size()) {
+      if (batch->entries.empty()) return InvalidArgumentError("a single text of over 4 GiB");
+      return false;
+    }
+    batch->Add(std::string_view(data, static_cast<size_t>(size)));
+    return true;
+  }
+
+  static std::string SurrogateReason(PyObject* str) {
+    const Py_ssize_t n = PyUnicode_GetLength(str);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      const Py_UCS4 c = PyUnicode_ReadChar(str, i);
+      if (c >= 0xD800 && c <= 0xDFFF) {
+        char hex[8];
+        std::snprintf(hex, sizeof(hex), "%04X", static_cast<unsigned>(c));
+        return std::string("item is a str with a lone surrogate (U+") + hex +
+               "), which has no UTF-8 form";
+      }
+    }
+    return "item is a str that cannot be encoded as UTF-8";
+  }
+
+  py::object it_;
+  py::object pending_;
+  const std::atomic<bool>* cancel_ = nullptr;
+  std::unique_ptr<py::error_already_set> error_;
+  bool done_ = false;
+};
+
+// The texts of an object with __arrow_c_stream__ (the Arrow PyCapsule
+// interface): the stream is moved out of its capsule, then read on the
+// packer's reader thread without the GIL.
+std::shared_ptr<TextSource> ArrowTextSource(const py::object& obj, const std::string& text_key) {
+  py::object capsule = obj.attr("__arrow_c_stream__")();
+  void* stream = PyCapsule_GetPointer(capsule.ptr(), "arrow_array_stream");
+  if (stream == nullptr) throw py::error_already_set();  // Not an "arrow_array_stream" capsule.
+  return Unwrap(MakeArrowStreamTextSource(stream, text_key, "<arrow stream>"));
+}
+
 // Runs a build on a worker thread so the caller can poll for Ctrl-C, which
-// cancels it (the build then leaves nothing behind).
-std::string RunBuild(BuildOptions o, const py::object& progress) {
+// cancels it (the build then leaves nothing behind). The GIL is held only
+// briefly between waits, so a reader thread that pulls texts from Python
+// (`iterable`, may be null) always gets it.
+std::string RunBuild(BuildOptions o, const py::object& progress,
+                     PyIterTextSource* iterable = nullptr) {
   std::atomic<bool> cancel{false};
   o.cancel = &cancel;
+  if (iterable != nullptr) iterable->set_cancel(&cancel);
   std::mutex mu;
   std::vector<BuildProgress> reports;  // Handed to `progress` from this thread.
   if (!progress.is_none()) {
@@ -415,6 +543,8 @@ std::string RunBuild(BuildOptions o, const py::object& progress) {
     if (done) break;
   }
   StatusOr<BuildSummary> summary = result.get();
+  // The iterator's own exception, unchanged, rather than the build's error.
+  if (!summary.ok() && iterable != nullptr && iterable->error()) throw *iterable->error();
   return Unwrap(std::move(summary)).manifest.ToJson();
 }
 
@@ -689,9 +819,16 @@ PYBIND11_MODULE(_core, m) {
          const std::string& bos_token, const std::string& text_key, const std::string& input_format,
          bool text_per_line, bool add_bos, bool add_eos, const std::string& invalid_utf8,
          bool skip_bad_lines, uint64_t shard_tokens, uint64_t chunk_bytes, int threads, bool force,
-         const py::object& progress) {
+         const py::object& progress, const py::object& texts, const py::object& arrow_stream) {
         BuildOptions o;
         o.inputs = inputs;
+        std::shared_ptr<PyIterTextSource> iterable;
+        if (!arrow_stream.is_none()) {
+          o.texts = ArrowTextSource(arrow_stream, text_key);
+        } else if (!texts.is_none()) {
+          iterable = std::make_shared<PyIterTextSource>(texts);
+          o.texts = iterable;
+        }
         o.output = output;
         o.tokenizer_model = tokenizer_model;
         o.tokenizer_options = TokenizerOptions{pattern, special, eos_token, bos_token};
@@ -706,13 +843,14 @@ PYBIND11_MODULE(_core, m) {
         o.chunk_bytes = chunk_bytes;
         o.threads = threads;
         o.force = force;
-        return RunBuild(std::move(o), progress);
+        return RunBuild(std::move(o), progress, iterable.get());
       },
       py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("pattern"),
       py::arg("special"), py::arg("eos_token"), py::arg("bos_token"), py::arg("text_key"),
       py::arg("input_format"), py::arg("text_per_line"), py::arg("add_bos"), py::arg("add_eos"),
       py::arg("invalid_utf8"), py::arg("skip_bad_lines"), py::arg("shard_tokens"),
-      py::arg("chunk_bytes"), py::arg("threads"), py::arg("force"), py::arg("progress"));
+      py::arg("chunk_bytes"), py::arg("threads"), py::arg("force"), py::arg("progress"),
+      py::arg("texts") = py::none(), py::arg("arrow_stream") = py::none());
   m.attr("DEFAULT_SHARD_TOKENS") = kDefaultShardTokens;
   m.attr("DEFAULT_CHUNK_BYTES") = Manifest::kDefaultChunkBytes;
 }
