@@ -1,5 +1,5 @@
 """Type stubs for tokpack._core, the C++ extension under the tokpack package."""
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 __version__: str
 DEFAULT_SHARD_TOKENS: int
@@ -122,4 +122,6 @@ def build(
     threads: int,
     force: bool,
     progress: Optional[Callable[[Dict[str, float]], None]],
+    texts: Optional[Iterable[Any]] = None,
+    arrow_stream: Optional[Any] = None,
 ) -> str: ...

@@ -2,16 +2,32 @@
 tokpack.build (the packer)."""
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple,
+                    Union)
 
 import numpy as np
 
 from . import _core
 
 StrPath = Union[str, "os.PathLike[str]"]
+
+
+class ArrowStreamExportable(Protocol):
+    """Anything with the Arrow PyCapsule stream interface: pyarrow tables and
+    record batch readers, polars data frames, duckdb results, ..."""
+
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
+
+
+#: What ``build`` packs: paths (one, or a list or tuple of them), an Arrow
+#: stream, or any other iterable of texts.
+BuildInputs = Union[StrPath, Sequence[StrPath], ArrowStreamExportable,
+                    Iterable[Union[str, bytes, bytearray]]]
 
 
 def _specials(special: Optional[Dict[str, int]]) -> List[Tuple[str, int]]:
@@ -220,8 +236,62 @@ class Dataset:
         )
 
 
+# How an input file's name ends: a list item that looks like this is meant
+# as a path, never as a text.
+_INPUT_NAME = re.compile(r"\.(jsonl|json|ndjson|txt|text|parquet|pq)(\.(gz|zst|zstd))?$",
+                         re.IGNORECASE)
+_URL_SCHEMES = ("s3://", "gs://", "http://", "https://")
+_GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+def _is_existing_input(name: str) -> bool:
+    """An input the packer would read: "-", an object-store or HTTP URL, an
+    existing file or directory, or a glob with matches."""
+    if name == "-" or name.startswith(_URL_SCHEMES):
+        return True
+    if len(name) > 4096 or "\n" in name or "\0" in name:
+        return False  # No path is like this; most texts are: skip the syscalls.
+    if os.path.exists(name):
+        return True
+    # A glob; a text with a "?" and spaces but no "/" is not worth a directory scan.
+    if _GLOB_MAGIC.search(name) and ("/" in name or not any(c.isspace() for c in name)):
+        return next(glob.iglob(name, recursive=True), None) is not None
+    return False
+
+
+def _looks_like_path(name: str) -> bool:
+    return not any(c.isspace() for c in name) and _INPUT_NAME.search(name) is not None
+
+
+def _list_is_paths(items: Sequence[Any]) -> bool:
+    """Whether a list or tuple holds paths (True) or texts (False); raises
+    FileNotFoundError when it cannot tell (see ``build``)."""
+    first_missing: Any = None
+    missing = any_existing = any_path_name = False
+    for item in items:
+        name: Optional[str] = None
+        if isinstance(item, os.PathLike):
+            name = os.fsdecode(os.fspath(item))
+            any_path_name = True  # A Path is never a text.
+        elif isinstance(item, str):
+            name = item
+            any_path_name = any_path_name or _looks_like_path(item)
+        if name is not None and _is_existing_input(name):
+            any_existing = True
+        elif not missing:
+            missing, first_missing = True, item
+    if not missing:
+        return True  # Also an empty list: the core then says there are no inputs.
+    if not any_existing and not any_path_name:
+        return False
+    raise FileNotFoundError(
+        f"{first_missing!r} is not an existing input (a file, directory, glob with matches, "
+        "s3://, gs:// or http(s):// URL, or '-'); to pack strings as texts, pass "
+        "iter(the_list)")
+
+
 def build(
-    inputs: Union[StrPath, Sequence[StrPath]],
+    inputs: BuildInputs,
     output: StrPath,
     tokenizer: StrPath,
     *,
@@ -245,8 +315,44 @@ def build(
     """Packs corpora into a dataset at ``output``, exactly as ``tokpack build``
     does (same options, byte-identical output), and opens it.
 
-    ``inputs`` are files, directories, globs or "-" (stdin): JSONL or text,
-    plain, .gz or .zst. ``tokenizer`` is any file ``Tokenizer`` reads;
+    ``inputs`` is one of:
+
+    - a path (str or PathLike), or a list or tuple of them: files,
+      directories, globs, ``s3://``/``gs://``/``http(s)://`` URLs or "-"
+      (stdin), as ``tokpack build --input`` takes them;
+    - an object with ``__arrow_c_stream__`` (a pyarrow Table or
+      RecordBatchReader, a polars DataFrame, a duckdb result, ...): the texts
+      are its column ``text_key`` (a nested field as "meta.text" or
+      "/meta/text"), read one record batch at a time without the GIL;
+      string, large_string, string_view and binary columns are read, a null
+      is a bad record, and so is every row of a column of another type;
+    - any other iterable of texts (a generator, a ``map``, a Hugging Face
+      ``datasets`` column, ``iter(a_list)``): ``str`` items are encoded as
+      UTF-8, ``bytes``/``bytearray`` are taken as they are; None or other
+      items are bad records, and so is a str with a lone surrogate
+      ("\\ud800"), which has no UTF-8 form (as in a JSONL line). An
+      exception the iterable raises stops the build and reaches the caller
+      unchanged.
+
+    Each text is one document, exactly as a JSONL line holding it would be
+    (same UTF-8 policy, BOS/EOS): the same texts from a file give a
+    byte-identical dataset. Bad records name the source and the 1-based
+    record number ("<arrow stream>:7: text is null", "<python
+    iterable>:3: item is int, not str") and fail the build unless
+    ``skip_bad_lines``, which counts them.
+
+    A list or tuple of str is paths or texts: paths when every item is an
+    existing input (an existing file or directory, a glob with matches, a
+    URL, or "-"); texts when no item is one and none looks like an input
+    file's name (no whitespace and a name ending in .jsonl, .json, .ndjson,
+    .txt, .text, .parquet or .pq, optionally followed by .gz, .zst or
+    .zstd); otherwise FileNotFoundError names the first item that is not an
+    existing input. To pack strings as texts whatever they look like, pass
+    ``iter(the_list)``: an iterator (like a generator) is never paths.
+
+    ``text_key`` names the text field of JSONL, Parquet and Arrow inputs;
+    ``input_format`` and ``text_per_line`` apply to files only.
+    ``tokenizer`` is any file ``Tokenizer`` reads;
     ``pattern``, ``special``, ``eos_token`` and ``bos_token`` are as there
     (``--pattern``, ``--special``, ``--eos``, ``--bos-token`` of the CLI). ``progress`` is called with a dict (bytes_read,
     bytes_total, documents, tokens, elapsed_seconds) about twice a second.
@@ -255,10 +361,19 @@ def build(
     missing input, RuntimeError "already_exists: ..." for an existing output
     without ``force``).
     """
+    paths: List[str] = []
+    texts: Optional[Iterable[Any]] = None
+    arrow_stream: Optional[ArrowStreamExportable] = None
     if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
+        paths = [os.fspath(inputs)]
+    elif hasattr(inputs, "__arrow_c_stream__"):
+        arrow_stream = inputs
+    elif isinstance(inputs, (list, tuple)) and _list_is_paths(inputs):
+        paths = [os.fspath(p) for p in inputs]
+    else:
+        texts = inputs
     _core.build(
-        [os.fspath(p) for p in inputs],
+        paths,
         os.fspath(output),
         os.fspath(tokenizer),
         pattern=pattern or "",
@@ -277,5 +392,7 @@ def build(
         threads=int(threads),
         force=force,
         progress=progress,
+        texts=texts,
+        arrow_stream=arrow_stream,
     )
     return Dataset(output)
