@@ -335,3 +335,20 @@ def test_a_datasets_column(tmp_path, spm_model, reference):
     ds = datasets.Dataset.from_dict({"text": TEXTS})
     build(ds["text"], tmp_path / "out", spm_model)
     assert_same_dataset(reference, tmp_path / "out")
+
+
+# --- docs/python.md ---------------------------------------------------------
+
+def test_the_docs_python_sources_example_runs(tmp_path, spm_model):
+    from conftest import REPO
+
+    doc = (REPO / "docs" / "python.md").read_text()
+    section = doc.split("\n### Texts from Python: iterables and Arrow streams\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "tok.model").write_bytes(Path(spm_model).read_bytes())
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("2 [{'path': '<arrow stream>'"), proc.stdout
+    assert len(tokpack.Dataset(tmp_path / "data" / "from-python")) == 1000
