@@ -2,7 +2,6 @@
 __arrow_c_stream__ (pyarrow, polars, duckdb), packed exactly as the same
 texts from a JSONL file."""
 import json
-import os
 import random
 import signal
 import subprocess
@@ -221,13 +220,9 @@ def test_a_list_that_may_be_either_is_refused_with_advice(tmp_path, spm_model):
 def test_a_pyarrow_table_equals_the_same_texts_from_jsonl(tmp_path, spm_model, reference):
     table = pa.table({"id": list(range(len(TEXTS))), "text": TEXTS})
     ds = build(table, tmp_path / "out", spm_model)
-    assert len(ds) == len(reference_docs(reference))
+    assert len(ds) == len(tokpack.Dataset(reference))
     assert_same_dataset(reference, tmp_path / "out")
     assert "<arrow stream>" in (tmp_path / "out" / "manifest.json").read_text()
-
-
-def reference_docs(reference):
-    return tokpack.Dataset(reference)
 
 
 @pytest.mark.parametrize("type_", ["string", "large_string", "string_view", "binary"])
