@@ -73,12 +73,12 @@ fi
 # The tests add pytest (with pytest-timeout, so a hang fails instead of
 # waiting forever), torch, moto (a local S3 for the remote-storage tests), and
 # the reference encoders tokpack's tokenizers are checked against (tokenizers,
-# tiktoken, sentencepiece).
+# tiktoken, sentencepiece), and xxhash, an independent xxh3 for the manifest's hashes.
 py_packages=(numpy "scikit-build-core>=1.0" pybind11 pyarrow)
 py_modules="numpy scikit_build_core pybind11 pyarrow"
 if [ "$PROFILE" = test ]; then
-  py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece)
-  py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece"
+  py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece xxhash)
+  py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece xxhash"
 fi
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
   note=""

@@ -81,7 +81,7 @@ struct BuildSettings {
 };
 
 struct InputRecord {
-  std::string path;  // As expanded from the command line ("-" for stdin).
+  std::string path;    // As expanded from the command line ("-" for stdin).
   uint64_t bytes = 0;  // Of the row groups below for a Parquet slice.
   // A Parquet file split by --part: row groups [row_group_begin,
   // row_group_end) only. Both 0: the whole file.
@@ -110,10 +110,32 @@ struct Provenance {
   int part_index = 0;  // --part i/N of a build; 0/1 otherwise.
   int part_count = 1;
   BuildSettings settings;
+  // The inputs read, in order. Up to kMaxListedInputs are listed in
+  // manifest.json; more go to the side file kInputsFileName (one JSON object
+  // per line), which ReadInputList() loads: then a parsed manifest has
+  // `inputs` empty and `inputs_in_file` true.
   std::vector<InputRecord> inputs;
+  bool inputs_in_file = false;
+  // Always recorded: the number of inputs and InputListHash() of them.
+  uint64_t input_count = 0;
+  uint64_t inputs_xxh3 = 0;
   std::vector<std::string> sources;  // Part directories or imported prefixes.
   BuildCounts counts;
+
+  static constexpr size_t kMaxListedInputs = 1000;
+  static constexpr const char* kInputsFileName = "inputs.jsonl";
 };
+
+// One input as a compact JSON object line (the side file's line format).
+std::string InputLine(const InputRecord& in);
+// xxh3-64 of the inputs' InputLine()s sorted bytewise and concatenated: the
+// same set of inputs gives the same hash whatever their order.
+uint64_t InputListHash(const std::vector<InputRecord>& inputs);
+// The side file's text for `inputs`.
+std::string InputListFile(const std::vector<InputRecord>& inputs);
+// Parses a side file; checks it against `p`'s count and hash and fills
+// p->inputs. Errors name `source`.
+Status ReadInputList(std::string_view text, std::string_view source, Provenance* p);
 
 class Manifest {
  public:

@@ -184,7 +184,8 @@ Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
           if (where == "-") where = "<stdin>";
           if (d.line > 0) where += ":" + std::to_string(d.line);
           return InvalidArgumentError(where + ": " + d.message +
-                                      " (pass --skip-bad-lines to skip such lines)");
+                                      " (pass --skip-bad-lines, skip_bad_lines=True in Python, "
+                                      "to skip such records)");
         }
         ++counts->bad_lines;
         break;
@@ -339,10 +340,15 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
     return p;
   });
   TOKPACK_RETURN_IF_ERROR(pipeline.Run(&m.provenance.counts));
+  if (o.texts) m.provenance.inputs[0].bytes = bytes_read.load();
   progress.Stop();
   TOKPACK_ASSIGN_OR_RETURN(m.shards, writer.Finish());
   TOKPACK_RETURN_IF_ERROR(
       CopyFile(fs, o.tokenizer_model, JoinPath(staging->path(), m.tokenizer.file)));
+  if (m.provenance.inputs.size() > Provenance::kMaxListedInputs) {
+    TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(fs, staging->path(), Provenance::kInputsFileName,
+                                                InputListFile(m.provenance.inputs)));
+  }
   if (o.cancel && o.cancel->load()) return CancelledError("build interrupted");
   TOKPACK_RETURN_IF_ERROR(staging->Commit(fs, m.ToJson()));
 

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -135,6 +136,35 @@ Status ReadSettings(const FieldReader& p, BuildSettings* s) {
   return r.Get("shard_tokens", &s->shard_tokens);
 }
 
+void WriteInput(JsonWriter* w, const InputRecord& in) {
+  w->BeginObject();
+  w->String("path", in.path);
+  w->UInt("bytes", in.bytes);
+  if (!in.whole_file()) {
+    w->UInt("row_group_begin", in.row_group_begin);
+    w->UInt("row_group_end", in.row_group_end);
+  }
+  w->EndObject();
+}
+
+Status ReadInput(const FieldReader& in, std::string_view source, InputRecord* rec) {
+  TOKPACK_RETURN_IF_ERROR(in.Get("path", &rec->path));
+  TOKPACK_RETURN_IF_ERROR(in.Get("bytes", &rec->bytes));
+  if (in.Has("row_group_begin") || in.Has("row_group_end")) {
+    uint64_t begin = 0, end = 0;
+    TOKPACK_RETURN_IF_ERROR(in.Get("row_group_begin", &begin));
+    TOKPACK_RETURN_IF_ERROR(in.Get("row_group_end", &end));
+    if (begin >= end || end > UINT32_MAX) {
+      return InvalidArgumentError(std::string(source) + ": input '" + rec->path +
+                                  "': row groups [" + std::to_string(begin) + ", " +
+                                  std::to_string(end) + ") are not a range");
+    }
+    rec->row_group_begin = static_cast<uint32_t>(begin);
+    rec->row_group_end = static_cast<uint32_t>(end);
+  }
+  return Status::Ok();
+}
+
 Status ReadProvenance(const FieldReader& root, Provenance* p) {
   FieldReader r(object(), "", root.source());
   TOKPACK_RETURN_IF_ERROR(root.Object("provenance", &r));
@@ -148,6 +178,20 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
   TOKPACK_RETURN_IF_ERROR(ReadSettings(r, &p->settings));
   simdjson::dom::array arr;
   TOKPACK_RETURN_IF_ERROR(r.Array("inputs", &arr));
+  if (r.Has("input_count")) {
+    TOKPACK_RETURN_IF_ERROR(r.Get("input_count", &p->input_count));
+    TOKPACK_RETURN_IF_ERROR(r.GetHash("inputs_xxh3", &p->inputs_xxh3));
+  }
+  if (r.Has("inputs_file")) {
+    std::string file;
+    TOKPACK_RETURN_IF_ERROR(r.Get("inputs_file", &file));
+    // A name from an untrusted manifest: only the one side file, never a path.
+    if (file != Provenance::kInputsFileName) {
+      return InvalidArgumentError(std::string(root.source()) + ": provenance.inputs_file is '" +
+                                  file + "', not " + Provenance::kInputsFileName);
+    }
+    p->inputs_in_file = true;
+  }
   for (element e : arr) {
     object o;
     if (e.get_object().get(o) != simdjson::SUCCESS) {
@@ -156,20 +200,7 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
     }
     FieldReader in(o, "provenance.inputs[]", root.source());
     InputRecord rec;
-    TOKPACK_RETURN_IF_ERROR(in.Get("path", &rec.path));
-    TOKPACK_RETURN_IF_ERROR(in.Get("bytes", &rec.bytes));
-    if (in.Has("row_group_begin") || in.Has("row_group_end")) {
-      uint64_t begin = 0, end = 0;
-      TOKPACK_RETURN_IF_ERROR(in.Get("row_group_begin", &begin));
-      TOKPACK_RETURN_IF_ERROR(in.Get("row_group_end", &end));
-      if (begin >= end || end > UINT32_MAX) {
-        return InvalidArgumentError(std::string(root.source()) + ": provenance.inputs[] of '" +
-                                    rec.path + "': row groups [" + std::to_string(begin) +
-                                    ", " + std::to_string(end) + ") are not a range");
-      }
-      rec.row_group_begin = static_cast<uint32_t>(begin);
-      rec.row_group_end = static_cast<uint32_t>(end);
-    }
+    TOKPACK_RETURN_IF_ERROR(ReadInput(in, root.source(), &rec));
     p->inputs.push_back(std::move(rec));
   }
   TOKPACK_RETURN_IF_ERROR(r.Array("sources", &arr));
@@ -221,6 +252,69 @@ int TokenDtypeSize(TokenDtype dtype) { return dtype == TokenDtype::kUInt16 ? 2 :
 
 TokenDtype DtypeForVocab(int64_t vocab_size) {
   return vocab_size <= 65535 ? TokenDtype::kUInt16 : TokenDtype::kInt32;
+}
+
+std::string InputLine(const InputRecord& in) {
+  JsonWriter w;
+  WriteInput(&w, in);
+  // The writer indents; a string's own line breaks are escaped, so every raw
+  // '\n' and the spaces after it are layout.
+  std::string line;
+  for (size_t i = 0; i < w.str().size(); ++i) {
+    if (w.str()[i] != '\n') {
+      line += w.str()[i];
+      continue;
+    }
+    while (i + 1 < w.str().size() && w.str()[i + 1] == ' ') ++i;
+  }
+  return line;
+}
+
+uint64_t InputListHash(const std::vector<InputRecord>& inputs) {
+  std::vector<std::string> lines;
+  for (const InputRecord& in : inputs) lines.push_back(InputLine(in) + "\n");
+  std::sort(lines.begin(), lines.end());
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const std::string& l : lines) XXH3_64bits_update(state, l.data(), l.size());
+  const uint64_t h = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return h;
+}
+
+std::string InputListFile(const std::vector<InputRecord>& inputs) {
+  std::string out;
+  for (const InputRecord& in : inputs) out += InputLine(in) + "\n";
+  return out;
+}
+
+Status ReadInputList(std::string_view text, std::string_view source, Provenance* p) {
+  std::vector<InputRecord> inputs;
+  simdjson::dom::parser parser;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string line(text.substr(start, end - start));
+    const std::string where = std::string(source) + ":" + std::to_string(inputs.size() + 1);
+    object o;
+    if (parser.parse(line).get_object().get(o) != simdjson::SUCCESS) {
+      return InvalidArgumentError(where + ": not a JSON object");
+    }
+    FieldReader in(o, "", where);
+    InputRecord rec;
+    TOKPACK_RETURN_IF_ERROR(ReadInput(in, where, &rec));
+    inputs.push_back(std::move(rec));
+    start = end + 1;
+  }
+  if (inputs.size() != p->input_count || InputListHash(inputs) != p->inputs_xxh3) {
+    return DataLossError(std::string(source) + ": lists " + std::to_string(inputs.size()) +
+                         " inputs with hash " + HashToHex(InputListHash(inputs)) +
+                         "; the manifest says " + std::to_string(p->input_count) + " with " +
+                         HashToHex(p->inputs_xxh3));
+  }
+  p->inputs = std::move(inputs);
+  return Status::Ok();
 }
 
 std::string HashToHex(uint64_t h) {
@@ -321,18 +415,15 @@ std::string Manifest::ToJson() const {
   w.Bool("skip_bad_lines", p.settings.skip_bad_lines);
   w.UInt("shard_tokens", p.settings.shard_tokens);
   w.EndObject();
+  const bool side_file = p.inputs_in_file || p.inputs.size() > Provenance::kMaxListedInputs;
   w.BeginArray("inputs");
-  for (const InputRecord& in : p.inputs) {
-    w.BeginObject();
-    w.String("path", in.path);
-    w.UInt("bytes", in.bytes);
-    if (!in.whole_file()) {
-      w.UInt("row_group_begin", in.row_group_begin);
-      w.UInt("row_group_end", in.row_group_end);
-    }
-    w.EndObject();
+  if (!side_file) {
+    for (const InputRecord& in : p.inputs) WriteInput(&w, in);
   }
   w.EndArray();
+  w.UInt("input_count", p.inputs_in_file ? p.input_count : p.inputs.size());
+  w.String("inputs_xxh3", HashToHex(p.inputs_in_file ? p.inputs_xxh3 : InputListHash(p.inputs)));
+  if (side_file) w.String("inputs_file", Provenance::kInputsFileName);
   w.BeginArray("sources");
   for (const std::string& s : p.sources) w.String(s);
   w.EndArray();

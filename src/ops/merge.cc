@@ -129,12 +129,18 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, opener->LoadManifest());
     parts.push_back({rel, std::move(m)});
   }
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output));
+  HttpStore store(std::move(loc), HttpOptions::FromEnvironment());
+  for (auto& [rel, m] : parts) {
+    if (!m.provenance.inputs_in_file) continue;
+    const std::string name = rel + "/" + Provenance::kInputsFileName;
+    TOKPACK_ASSIGN_OR_RETURN(std::string list, store.Get(name));
+    TOKPACK_RETURN_IF_ERROR(ReadInputList(list, store.location().UrlOf(name), &m.provenance));
+  }
   TOKPACK_RETURN_IF_ERROR(OrderParts(&parts));
   TOKPACK_ASSIGN_OR_RETURN(Manifest out, Combine(parts, [&](size_t i, const std::string& shard) {
                              return parts[i].first + "/" + shard;
                            }));
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output));
-  HttpStore store(std::move(loc), HttpOptions::FromEnvironment());
   if (!force) {
     StatusOr<uint64_t> existing = store.Size(Manifest::kFileName);
     if (existing.ok()) {
@@ -148,6 +154,10 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
                              store.Get(parts[0].first + "/" + first.tokenizer.file));
     TOKPACK_RETURN_IF_ERROR(store.Put(first.tokenizer.file, model));
     out.tokenizer.file = first.tokenizer.file;
+  }
+  if (out.provenance.inputs.size() > Provenance::kMaxListedInputs) {
+    TOKPACK_RETURN_IF_ERROR(
+        store.Put(Provenance::kInputsFileName, InputListFile(out.provenance.inputs)));
   }
   TOKPACK_RETURN_IF_ERROR(store.Put(Manifest::kFileName, out.ToJson()));
   return out;
@@ -166,6 +176,11 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
                                   "'");
     }
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
+    if (m.provenance.inputs_in_file) {
+      const std::string path = JoinPath(dir, Provenance::kInputsFileName);
+      TOKPACK_ASSIGN_OR_RETURN(std::string list, ReadFileToString(path));
+      TOKPACK_RETURN_IF_ERROR(ReadInputList(list, path, &m.provenance));
+    }
     for (const ShardInfo& shard : m.shards) {
       for (const auto& [ext, bytes] :
            {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
@@ -190,6 +205,11 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
     TOKPACK_RETURN_IF_ERROR(CopyFile(PosixFileSystem(),
                                      JoinPath(parts[0].first, first.tokenizer.file),
                                      JoinPath(staging->path(), out.tokenizer.file)));
+  }
+  if (out.provenance.inputs.size() > Provenance::kMaxListedInputs) {
+    TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(PosixFileSystem(), staging->path(),
+                                                Provenance::kInputsFileName,
+                                                InputListFile(out.provenance.inputs)));
   }
   TOKPACK_RETURN_IF_ERROR(staging->Commit(PosixFileSystem(), out.ToJson()));
   return out;

@@ -26,9 +26,10 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
     files.push_back({s.path + ".idx", s.idx.bytes});
   }
   if (!m.tokenizer.file.empty()) files.push_back({m.tokenizer.file, 0});
+  if (m.provenance.inputs_in_file) files.push_back({Provenance::kInputsFileName, 0});
   for (auto& [name, bytes] : files) {
     TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(JoinPath(options.dir, name)));
-    if (name != m.tokenizer.file && size != bytes) {
+    if (name != m.tokenizer.file && name != Provenance::kInputsFileName && size != bytes) {
       return DataLossError(JoinPath(options.dir, name) + " has " + std::to_string(size) +
                            " bytes but manifest.json says " + std::to_string(bytes) +
                            "; run tokpack verify");

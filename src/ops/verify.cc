@@ -125,6 +125,12 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
       report.problems.push_back(path + ": checksum does not match the manifest's tokenizer");
     }
   }
+  if (m.provenance.inputs_in_file) {
+    const std::string path = JoinPath(dir, Provenance::kInputsFileName);
+    StatusOr<std::string> list = ReadFileToString(path);
+    Status s = list.ok() ? ReadInputList(*list, path, &m.provenance) : list.status();
+    if (!s.ok()) report.problems.push_back(s.message());
+  }
   return report;
 }
 

@@ -276,3 +276,31 @@ def test_show_decodes_with_the_dataset_tokenizer(tmp_path, run_tokpack, spm_mode
     proc = run_tokpack("show", tmp_path / "ds", "--doc", "5", check=False)
     assert proc.returncode == 1 and "past the last of 2 documents" in proc.stderr
 
+
+
+def test_thousands_of_inputs_are_counted_hashed_and_listed_in_a_side_file(
+        tmp_path, run_tokpack, spm_model):
+    src = tmp_path / "many"
+    src.mkdir()
+    for i in range(1001):
+        (src / f"{i:04d}.jsonl").write_text(json.dumps({"text": f"document {i}"}) + "\n")
+    run_tokpack(*build_args([src], tmp_path / "ds", spm_model, "-q"))
+    m = json.loads((tmp_path / "ds" / "manifest.json").read_text())["provenance"]
+    assert m["inputs"] == [] and m["input_count"] == 1001 and m["inputs_file"] == "inputs.jsonl"
+    lines = (tmp_path / "ds" / "inputs.jsonl").read_text().splitlines()
+    assert [json.loads(x)["path"] for x in lines] == sorted(str(p) for p in src.iterdir())
+    # The hash is xxh3-64 of the sorted lines, each with its newline.
+    xxhash = pytest.importorskip("xxhash")
+    want = xxhash.xxh3_64_hexdigest("".join(sorted(x + "\n" for x in lines)).encode())
+    assert m["inputs_xxh3"] == want
+    assert run_tokpack("verify", tmp_path / "ds").returncode == 0
+    # Parts merge their side files into one.
+    for i in range(2):
+        run_tokpack(*build_args([src], tmp_path / f"p{i}", spm_model, "-q", "--part", f"{i}/2"))
+    run_tokpack("merge", tmp_path / "merged", tmp_path / "p0", tmp_path / "p1")
+    merged = json.loads((tmp_path / "merged" / "manifest.json").read_text())["provenance"]
+    assert merged["input_count"] == 1001 and merged["inputs_xxh3"] == want
+    # A tampered side file is caught.
+    (tmp_path / "ds" / "inputs.jsonl").write_text("\n".join(lines[1:]) + "\n")
+    proc = run_tokpack("verify", tmp_path / "ds", check=False)
+    assert proc.returncode != 0 and "inputs.jsonl" in proc.stdout + proc.stderr
