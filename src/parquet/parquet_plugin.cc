@@ -41,6 +41,8 @@ constexpr int64_t kBatch = 1024;
 // Column paths listed in a "no such column" error; a schema from an untrusted
 // footer may have millions of them.
 constexpr int kMaxListedColumns = 40;
+// Row numbers stay far from overflowing whatever a footer claims.
+constexpr uint64_t kMaxRows = uint64_t{1} << 62;
 
 // arrow::io::RandomAccessFile over an Input, so that Arrow reads the footer
 // and each column chunk with one ReadAt each (ranged GETs when remote).
@@ -328,36 +330,40 @@ class ColumnTextReader final : public TextReader {
         column_(column),
         max_def_(metadata_->schema()->Column(column)->max_definition_level()),
         not_text_(NotTextReason(*metadata_->schema()->Column(column))) {
-    // Row numbers continue across row groups. The footer's counts are
-    // checked against the rows actually read (Next), so a lying footer
-    // fails loudly instead of misnumbering.
+    // The footer's numbers, read here (inside the caller's try) because
+    // Arrow throws on corrupt metadata and the accessors below cannot.
+    // Row numbers continue across row groups; the counts are checked
+    // against the rows actually read (Next), so a lying footer fails loudly
+    // instead of misnumbering.
     const int groups = metadata_->num_row_groups();
-    first_row_.resize(static_cast<size_t>(groups) + 1, 0);
+    first_row_.assign(1, 0);
     for (int g = 0; g < groups; ++g) {
-      first_row_[g + 1] = first_row_[g] + RowGroupRows(g);
+      auto group = metadata_->RowGroup(g);
+      const uint64_t rows = static_cast<uint64_t>(std::max<int64_t>(0, group->num_rows()));
+      int64_t bytes = group->total_compressed_size();
+      if (bytes <= 0) {
+        // Optional in the format (older writers leave it out): sum the chunks.
+        bytes = 0;
+        for (int c = 0; c < group->num_columns(); ++c) {
+          bytes += std::max<int64_t>(0, group->ColumnChunk(c)->total_compressed_size());
+        }
+      }
+      if (rows > kMaxRows - first_row_.back()) {
+        throw parquet::ParquetException("its row groups claim more than 2^62 rows");
+      }
+      group_rows_.push_back(rows);
+      group_bytes_.push_back(static_cast<uint64_t>(std::max<int64_t>(0, bytes)));
+      first_row_.push_back(first_row_.back() + rows);
     }
     end_group_ = groups;
   }
 
-  int NumRowGroups() const override { return metadata_->num_row_groups(); }
-
+  int NumRowGroups() const override { return static_cast<int>(group_rows_.size()); }
   uint64_t RowGroupBytes(int g) const override {
-    if (g < 0 || g >= NumRowGroups()) return 0;
-    auto group = metadata_->RowGroup(g);
-    int64_t bytes = group->total_compressed_size();
-    if (bytes <= 0) {
-      // Optional in the format (older writers leave it out): sum the chunks.
-      bytes = 0;
-      for (int c = 0; c < group->num_columns(); ++c) {
-        bytes += std::max<int64_t>(0, group->ColumnChunk(c)->total_compressed_size());
-      }
-    }
-    return static_cast<uint64_t>(std::max<int64_t>(0, bytes));
+    return g >= 0 && g < NumRowGroups() ? group_bytes_[g] : 0;
   }
-
   uint64_t RowGroupRows(int g) const override {
-    if (g < 0 || g >= NumRowGroups()) return 0;
-    return static_cast<uint64_t>(std::max<int64_t>(0, metadata_->RowGroup(g)->num_rows()));
+    return g >= 0 && g < NumRowGroups() ? group_rows_[g] : 0;
   }
 
   bool Select(int begin, int end, std::string* error) override {
@@ -456,6 +462,7 @@ class ColumnTextReader final : public TextReader {
   const int column_;
   const int16_t max_def_;
   const std::string not_text_;
+  std::vector<uint64_t> group_rows_, group_bytes_;
   std::vector<uint64_t> first_row_;  // 0-based first row of each group, and the total.
 
   int next_group_ = 0, end_group_ = 0;
