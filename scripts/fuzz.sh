@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and
+# Builds the libFuzzer targets (the .idx, manifest and cursor parsers and the
+# Parquet plugin) with clang (ASan + UBSan) in build-fuzz/ and
 # runs each for FUZZ_SECONDS (default 20) from the committed seeds. The seeds
 # are copied, so the repository is not modified. Exits non-zero on a crash.
 set -euo pipefail
@@ -8,10 +9,10 @@ SECONDS_EACH="${FUZZ_SECONDS:-20}"
 cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKPACK_ENABLE_CUDA=OFF \
   -DCMAKE_CXX_COMPILER=clang++ -DTOKPACK_BUILD_FUZZ=ON -DTOKPACK_BUILD_TESTS=OFF \
   -DTOKPACK_BUILD_BENCH=OFF >/dev/null
-ninja -C "$ROOT/build-fuzz" -j "$(nproc)" idx_fuzz manifest_fuzz cursor_fuzz
+ninja -C "$ROOT/build-fuzz" -j "$(nproc)" idx_fuzz manifest_fuzz cursor_fuzz parquet_fuzz
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-for name in idx manifest cursor; do
+for name in idx manifest cursor parquet; do
   mkdir -p "$WORK/$name"
   cp "$ROOT/tests/fuzz/seeds/$name/"* "$WORK/$name/"
   echo "== fuzzing the $name parser for ${SECONDS_EACH}s"

@@ -47,7 +47,8 @@ def write_jsonl(path, texts, key="text"):
 
 @pytest.fixture(scope="session")
 def tokpack_bin():
-    path = Path(os.environ.get("TOKPACK_BIN", REPO / "build" / "tokpack"))
+    # Absolute: tests run it from other working directories.
+    path = Path(os.environ.get("TOKPACK_BIN", REPO / "build" / "tokpack")).resolve()
     if not path.exists():
         pytest.fail(f"tokpack binary not found at {path}; build it or set TOKPACK_BIN")
     return str(path)

@@ -114,6 +114,13 @@ def fingerprint(m):
     return hex16(xxh3(fingerprint_preimage(m)))
 
 
+def input_list_hash(inputs):
+    """Section 5.5: xxh3-64 of the inputs' compact lines, sorted bytewise."""
+    lines = sorted((json.dumps(i, ensure_ascii=False, separators=(",", ": ")) + "\n").encode()
+                   for i in inputs)
+    return hex16(xxh3(b"".join(lines)))
+
+
 def check_manifest(m):
     """The load-time rules of section 5.6, as a reader would apply them."""
     assert m["format"] == "tokpack-dataset"
@@ -143,6 +150,9 @@ def check_manifest(m):
                                   "invalid_utf8", "skip_bad_lines", "shard_tokens"}
     assert set(p["counts"]) >= {"documents", "tokens", "skipped_empty", "bad_lines",
                                 "utf8_repaired", "skipped_invalid_utf8"}
+    if "input_count" in p and "inputs_file" not in p:
+        assert p["input_count"] == len(p["inputs"])
+        assert p["inputs_xxh3"] == input_list_hash(p["inputs"])
     assert HEX16.fullmatch(m["fingerprint"])
     assert m["fingerprint"] == fingerprint(m)
 
@@ -401,11 +411,12 @@ def test_parts_merge_into_the_single_build_stream(tmp_path, run_tokpack, spm_mod
         write_jsonl(src / name, texts)
         all_texts[str(src / name)] = texts
     write_jsonl(src / ".hidden.jsonl", ["never read"])   # Hidden: skipped.
-    (src / "notes.md").write_text("not a corpus file")   # Wrong extension: skipped.
+    (src / "notes.md").write_text("not a corpus file")   # Unknown format: left out.
 
     order = sorted(all_texts)                            # Full paths, bytewise.
     sizes = [os.path.getsize(p) for p in order]
-    single = Dataset(build(run_tokpack, spm_model, [src], tmp_path / "single"))
+    single = Dataset(build(run_tokpack, spm_model, [src], tmp_path / "single",
+                           "--skip-unknown-files"))
     assert [i["path"] for i in single.manifest["provenance"]["inputs"]] == order
     eos = single.manifest["tokenizer"]["eos_id"]
     want = expected_docs(spm_model, [t for p in order for t in all_texts[p]], eos=eos)
@@ -415,7 +426,7 @@ def test_parts_merge_into_the_single_build_stream(tmp_path, run_tokpack, spm_mod
     parts = []
     for i in range(count):
         out = build(run_tokpack, spm_model, [src], tmp_path / "parts" / f"p{i}",
-                    "--part", f"{i}/{count}", "--shard-tokens", "400")
+                    "--part", f"{i}/{count}", "--shard-tokens", "400", "--skip-unknown-files")
         part = Dataset(out)
         p = part.manifest["provenance"]
         assert p["part"] == {"index": i, "count": count}
