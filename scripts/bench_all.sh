@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One command for the peer benchmarks: packing, reading and resume, on this machine,
-# one corpus and one tokenizer; writes docs/benchmarks.md and docs/benchmarks-*.png.
+# One command for every published benchmark: packing, reading and resume against the
+# peers (docs/benchmarks.md and docs/benchmarks-*.png), tokpack's BPE encoder
+# (docs/benchmarks-tokenizers.md) and Parquet inputs (docs/benchmarks-parquet.md).
 #
 #   scripts/bench_all.sh            # ~15 minutes on 2 vCPUs once the peers are installed
 #
@@ -31,6 +32,13 @@ echo "== reading: tokpack vs Megatron-Core, LitData, MosaicML Streaming, nanoGPT
 
 echo "== resume at step 1e6"
 "$PY" bench/resume_bench.py --rounds "$ROUNDS" --json-out "$OUT/resume.json" >/dev/null
+
+echo "== tokenizers and Parquet inputs (.venv: tokenizers, tiktoken, pyarrow)"
+cmake --build build --target tokpack tokenizer_encode_bench -j "${JOBS:-2}" >/dev/null
+.venv/bin/python bench/tokenizer_bench.py --rounds "$ROUNDS" \
+  --write-doc docs/benchmarks-tokenizers.md >/dev/null
+.venv/bin/python bench/parquet_bench.py --rounds "$ROUNDS" \
+  --write-doc docs/benchmarks-parquet.md >/dev/null
 
 "$PY" bench/bench_report.py --packing "$OUT/packing.json" --reading "$OUT/reading.json" \
   --resume "$OUT/resume.json" --doc docs/benchmarks.md --seconds $(($(date +%s) - t0)) \
