@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tokpack {
@@ -531,43 +532,26 @@ TEST_F(ArrowStreamSourceTest, MalformedArraysAreErrorsNotCrashes) {
   ASSERT_FALSE(entries.ok());
   EXPECT_EQ(entries.status().code(), StatusCode::kDataLoss);
 
-  // A string view pointing past its buffers.
-  stream = Stream([] { return Batch({Schema("vu", "text")}); },
-                  [] {
-                    std::vector<ArrowArray> a, c;
-                    char view[16] = {};
-                    const int32_t length = 20, buffer = 5, offset = 0;
-                    std::memcpy(view, &length, 4);
-                    std::memcpy(view + 8, &buffer, 4);
-                    std::memcpy(view + 12, &offset, 4);
-                    c.push_back(Array(1, 0, 0,
-                                      {std::nullopt, std::string(view, 16), std::string(20, 'x'),
-                                       Raw(std::vector<int64_t>{20})}));
-                    a.push_back(Struct(1, std::move(c)));
-                    return a;
-                  });
-  entries = ReadAll(stream);
-  ASSERT_FALSE(entries.ok());
-  EXPECT_EQ(entries.status().code(), StatusCode::kDataLoss);
-
-  // A string view longer than its buffer's size.
-  stream = Stream([] { return Batch({Schema("vu", "text")}); },
-                  [] {
-                    std::vector<ArrowArray> a, c;
-                    char view[16] = {};
-                    const int32_t length = 20, buffer = 0, offset = 4;
-                    std::memcpy(view, &length, 4);
-                    std::memcpy(view + 8, &buffer, 4);
-                    std::memcpy(view + 12, &offset, 4);
-                    c.push_back(Array(1, 0, 0,
-                                      {std::nullopt, std::string(view, 16), std::string(20, 'x'),
-                                       Raw(std::vector<int64_t>{20})}));
-                    a.push_back(Struct(1, std::move(c)));
-                    return a;
-                  });
-  entries = ReadAll(stream);
-  ASSERT_FALSE(entries.ok());
-  EXPECT_EQ(entries.status().code(), StatusCode::kDataLoss);
+  // A string view pointing past its buffers, and one longer than its buffer.
+  for (const auto& [buffer, offset] : {std::pair<int32_t, int32_t>{5, 0}, {0, 4}}) {
+    stream = Stream([] { return Batch({Schema("vu", "text")}); },
+                    [buffer = buffer, offset = offset] {
+                      std::vector<ArrowArray> a, c;
+                      char view[16] = {};
+                      const int32_t length = 20;
+                      std::memcpy(view, &length, 4);
+                      std::memcpy(view + 8, &buffer, 4);
+                      std::memcpy(view + 12, &offset, 4);
+                      c.push_back(Array(1, 0, 0,
+                                        {std::nullopt, std::string(view, 16),
+                                         std::string(20, 'x'), Raw(std::vector<int64_t>{20})}));
+                      a.push_back(Struct(1, std::move(c)));
+                      return a;
+                    });
+    entries = ReadAll(stream);
+    ASSERT_FALSE(entries.ok()) << buffer << " " << offset;
+    EXPECT_EQ(entries.status().code(), StatusCode::kDataLoss);
+  }
 }
 
 }  // namespace
