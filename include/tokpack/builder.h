@@ -102,9 +102,9 @@ struct BuildOptions {
 };
 
 struct BuildSummary {
-  Manifest manifest;         // As written to <output>/manifest.json.
-  uint64_t input_bytes = 0;  // Raw bytes read (compressed where the input is).
-  uint64_t text_bytes = 0;   // Decompressed bytes read.
+  Manifest manifest;                       // As written to <output>/manifest.json.
+  uint64_t input_bytes = 0;                // Raw bytes read (compressed where the input is).
+  uint64_t text_bytes = 0;                 // Decompressed bytes read.
   std::vector<std::string> skipped_files;  // With skip_unknown_files.
   double seconds = 0;
 };

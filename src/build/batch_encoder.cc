@@ -15,10 +15,7 @@ struct BatchEncoder::Json {
 
 BatchEncoder::BatchEncoder(const Tokenizer* tokenizer, const BuildSettings& settings,
                            TokenDtype dtype)
-    : tokenizer_(tokenizer),
-      settings_(settings),
-      dtype_(dtype),
-      json_(std::make_unique<Json>()) {}
+    : tokenizer_(tokenizer), settings_(settings), dtype_(dtype), json_(std::make_unique<Json>()) {}
 
 BatchEncoder::~BatchEncoder() = default;
 

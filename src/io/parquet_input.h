@@ -17,8 +17,7 @@ namespace tokpack {
 // The text column of one Parquet file.
 class ParquetTextReader {
  public:
-  explicit ParquetTextReader(std::unique_ptr<parquet_plugin::TextReader> impl,
-                             std::string name)
+  explicit ParquetTextReader(std::unique_ptr<parquet_plugin::TextReader> impl, std::string name)
       : impl_(std::move(impl)), name_(std::move(name)) {}
 
   int num_row_groups() const { return impl_->NumRowGroups(); }

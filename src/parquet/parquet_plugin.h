@@ -60,8 +60,7 @@ int tokpack_parquet_abi();
 // ("/meta/text"). All row groups are selected. Null on failure, with
 // *error naming the file (and, for a missing column, the columns there are).
 tokpack::parquet_plugin::TextReader* tokpack_parquet_open(tokpack::parquet_plugin::Input* input,
-                                                          const char* text_key,
-                                                          std::string* error);
+                                                          const char* text_key, std::string* error);
 }
 
 #endif  // TOKPACK_SRC_PARQUET_PARQUET_PLUGIN_H_

@@ -16,8 +16,7 @@ class BatchEncoderTest : public ::testing::Test {
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     tok_ = std::move(*t);
   }
-  RawBatch Batch(const std::vector<std::string>& records,
-                 RecordKind kind = RecordKind::kJsonLine) {
+  RawBatch Batch(const std::vector<std::string>& records, RecordKind kind = RecordKind::kJsonLine) {
     RawBatch b;
     uint64_t line = 1;
     for (const auto& r : records) {

@@ -543,8 +543,8 @@ TEST_F(ArrowStreamSourceTest, MalformedArraysAreErrorsNotCrashes) {
                       std::memcpy(view + 8, &buffer, 4);
                       std::memcpy(view + 12, &offset, 4);
                       c.push_back(Array(1, 0, 0,
-                                        {std::nullopt, std::string(view, 16),
-                                         std::string(20, 'x'), Raw(std::vector<int64_t>{20})}));
+                                        {std::nullopt, std::string(view, 16), std::string(20, 'x'),
+                                         Raw(std::vector<int64_t>{20})}));
                       a.push_back(Struct(1, std::move(c)));
                       return a;
                     });

@@ -56,9 +56,10 @@ TEST_F(InputFilesTest, DirectoryWalksSortedFilesAndListsTheSkipped) {
 TEST_F(InputFilesTest, DoubleStarGlobMatchesAnyDepth) {
   auto r = ExpandInputs({dir_.Join("c/**/*.jsonl*")});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(Paths(r->inputs), (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
-                                                 dir_.Join("c/sub/deeper/y.jsonl"),
-                                                 dir_.Join("c/sub/x.jsonl.gz")}));
+  EXPECT_EQ(
+      Paths(r->inputs),
+      (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
+                                dir_.Join("c/sub/deeper/y.jsonl"), dir_.Join("c/sub/x.jsonl.gz")}));
   auto one = ExpandInputs({dir_.Join("c/*.jsonl")});
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(Paths(one->inputs), (std::vector<std::string>{dir_.Join("c/b.jsonl")}));
