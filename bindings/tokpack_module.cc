@@ -29,7 +29,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "io/arrow_stream_source.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/builder.h"

@@ -1,5 +1,5 @@
-#include "io/arrow_stream_source.h"
-
+// MakeArrowStreamTextSource (tokpack/builder.h): the Arrow C stream interface
+// read with its header alone.
 #include <arrow/c/abi.h>
 
 #include <cstdint>
@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "tokpack/builder.h"
 
 namespace tokpack {
 namespace {

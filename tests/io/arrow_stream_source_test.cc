@@ -1,7 +1,5 @@
 // MakeArrowStreamTextSource over Arrow C streams built here by hand, as a
 // producer (pyarrow, polars, duckdb) lays them out: no Arrow library needed.
-#include "io/arrow_stream_source.h"
-
 #include <arrow/c/abi.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +11,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tokpack/builder.h"
 
 namespace tokpack {
 namespace {
