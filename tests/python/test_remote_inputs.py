@@ -144,6 +144,14 @@ def test_http_single_file_input(raw, tmp_path, run_tokpack, spm_model):
         bad = run_tokpack("build", "-i", f"{server.url}/data/", "-o", tmp_path / "x", "-t",
                           spm_model, "-q", check=False)
         assert bad.returncode == 1 and "cannot be listed" in bad.stderr
+        with server.lock:
+            ranges = sorted(tuple(map(int, r[len("bytes="):].split("-")))
+                            for (path, r), n in server.requests.items()
+                            for _ in range(n) if path == "/dclm.jsonl.zst" and r)
+    # The stream fetched each byte of the object exactly once, in order.
+    size = (root / "dclm.jsonl.zst").stat().st_size
+    assert ranges[0][0] == 0 and ranges[-1][1] == size - 1
+    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:]))
     run_tokpack("build", "-i", root / "data/CC-MAIN-2/002_00000.parquet", "-i",
                 root / "dclm.jsonl.zst", "-o", tmp_path / "local", "-t", spm_model, "-q")
     assert dataset_bytes(tmp_path / "remote") == dataset_bytes(tmp_path / "local")
