@@ -175,6 +175,13 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
   TOKPACK_RETURN_IF_ERROR(r.Object("part", &part));
   TOKPACK_RETURN_IF_ERROR(part.Get("index", &p->part_index));
   TOKPACK_RETURN_IF_ERROR(part.Get("count", &p->part_count));
+  // Merge indexes by these: an untrusted manifest must not steer it out of range.
+  if (p->part_count < 1 || p->part_count > (1 << 20) || p->part_index < 0 ||
+      p->part_index >= p->part_count) {
+    return InvalidArgumentError(
+        std::string(root.source()) + ": provenance.part is " + std::to_string(p->part_index) + "/" +
+        std::to_string(p->part_count) + ", not i/N with 0 <= i < N <= 1048576");
+  }
   TOKPACK_RETURN_IF_ERROR(ReadSettings(r, &p->settings));
   simdjson::dom::array arr;
   TOKPACK_RETURN_IF_ERROR(r.Array("inputs", &arr));

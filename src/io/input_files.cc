@@ -225,7 +225,8 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
                                                          const std::string& input_format,
                                                          const std::string& text_key) {
   std::vector<InputRecord> units;
-  std::vector<uint32_t> groups_of;  // Row groups of each unit's file.
+  std::vector<uint32_t> groups_of;   // Row groups of each unit's file.
+  std::vector<uint64_t> file_bytes;  // Size of each unit's file.
   for (const InputRecord& in : all) {
     StatusOr<InputFormat> format = InputFormatFor(in.path, input_format);
     uint32_t groups = 0;
@@ -235,15 +236,17 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
       for (uint32_t g = 0; g < groups; ++g) {
         units.push_back({in.path, reader->row_group_bytes(static_cast<int>(g)), g, g + 1});
         groups_of.push_back(groups);
+        file_bytes.push_back(in.bytes);
       }
     }
     if (groups == 0) {
       units.push_back(in);
       groups_of.push_back(0);
+      file_bytes.push_back(in.bytes);
     }
   }
   std::vector<InputRecord> selected;
-  std::vector<uint32_t> selected_groups;
+  std::vector<size_t> selected_unit;  // The first unit of each selected record.
   const std::vector<InputRecord> part = SelectPart(units, index, count);
   // SelectPart keeps order and contiguity, so a file's row groups in this
   // part are adjacent: merge them into one range.
@@ -257,13 +260,16 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
       selected.back().bytes += r.bytes;
     } else {
       selected.push_back(r);
-      selected_groups.push_back(groups_of[u]);
+      selected_unit.push_back(u);
     }
   }
   for (size_t i = 0; i < selected.size(); ++i) {
     InputRecord& r = selected[i];
-    if (!r.whole_file() && r.row_group_begin == 0 && r.row_group_end == selected_groups[i]) {
+    // All of a file's row groups: recorded as the file, as a build without --part does.
+    if (!r.whole_file() && r.row_group_begin == 0 &&
+        r.row_group_end == groups_of[selected_unit[i]]) {
       r.row_group_end = 0;
+      r.bytes = file_bytes[selected_unit[i]];
     }
   }
   return selected;

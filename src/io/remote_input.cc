@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "storage/http_store.h"
@@ -66,17 +67,22 @@ StatusOr<SplitUrl> Split(const std::string& url) {
   return SplitUrl{url.substr(0, slash), url.substr(slash + 1)};
 }
 
-// The store of the directory holding object `url`, and the object's name in it.
+// The store for object `url` and the object's name in it: the bucket and the
+// whole key for s3:// and gs:// (so "a//b" stays that key), the directory and
+// the file name for http(s)://.
 StatusOr<std::pair<std::shared_ptr<HttpStore>, std::string>> StoreFor(const std::string& url) {
-  const size_t slash = url.rfind('/');
-  const size_t colon = url.find("://");
-  if (colon == std::string::npos || slash == std::string::npos || slash <= colon + 2 ||
-      slash + 1 == url.size()) {
-    return InvalidArgumentError("'" + url + "' names no object");
+  TOKPACK_ASSIGN_OR_RETURN(SplitUrl split, Split(url));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation bucket, ResolveObjectUrl(split.scheme_and_bucket));
+  std::string dir = split.scheme_and_bucket, name = split.key;
+  if (bucket.kind == ObjectLocation::Kind::kHttp) {
+    const size_t slash = url.rfind('/');
+    dir = url.substr(0, slash);
+    name = url.substr(slash + 1);
   }
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(url.substr(0, slash)));
+  if (name.empty()) return InvalidArgumentError("'" + url + "' names no object");
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(dir));
   return std::make_pair(std::make_shared<HttpStore>(std::move(loc), HttpOptions::FromEnvironment()),
-                        url.substr(slash + 1));
+                        std::move(name));
 }
 
 // Reads an object front to back in blocks, fetching the next block while the
@@ -99,8 +105,11 @@ class RemoteStream : public ByteStream {
   StatusOr<size_t> Read(char* buf, size_t n) override {
     if (pos_ == block_.size()) {
       if (!next_.valid()) return size_t{0};
-      if (cancel_ && cancel_->load(std::memory_order_relaxed)) {
-        return CancelledError("build interrupted");
+      // A GET may take long (retries, a slow server): Ctrl-C must not wait for it.
+      while (next_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+        if (cancel_ && cancel_->load(std::memory_order_relaxed)) {
+          return CancelledError("build interrupted");
+        }
       }
       StatusOr<std::string> got = next_.get();
       if (!got.ok()) return got.status();
@@ -152,12 +161,13 @@ class RemoteRandomAccess : public parquet_plugin::Input {
       *error = url_ + ": read past the end of the object";
       return false;
     }
-    Status s = store_->GetRange(name_, offset, n, &buf_);
+    std::string buf;  // Not kept: a column chunk is held once, in Arrow's buffer.
+    Status s = store_->GetRange(name_, offset, n, &buf);
     if (!s.ok()) {
       *error = s.message();
       return false;
     }
-    std::copy_n(buf_.data(), n, dst);
+    std::copy_n(buf.data(), n, dst);
     return true;
   }
 
@@ -166,7 +176,6 @@ class RemoteRandomAccess : public parquet_plugin::Input {
   std::string url_;
   std::string name_;
   uint64_t size_;
-  std::string buf_;
 };
 
 }  // namespace

@@ -132,6 +132,18 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
   TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output));
   HttpStore store(std::move(loc), HttpOptions::FromEnvironment());
   for (auto& [rel, m] : parts) {
+    // A part being rebuilt may have new shards beside its old manifest.
+    for (const ShardInfo& shard : m.shards) {
+      for (const auto& [ext, bytes] :
+           {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
+        const std::string name = rel + "/" + shard.path + ext;
+        TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.Size(name));
+        if (size != bytes) {
+          return DataLossError(store.location().UrlOf(name) + ": " + std::to_string(size) +
+                               " bytes, its manifest says " + std::to_string(bytes));
+        }
+      }
+    }
     if (!m.provenance.inputs_in_file) continue;
     const std::string name = rel + "/" + Provenance::kInputsFileName;
     TOKPACK_ASSIGN_OR_RETURN(std::string list, store.Get(name));

@@ -342,6 +342,12 @@ StatusOr<std::vector<HttpStore::Listed>> HttpStore::List(const std::string& key_
         return IoError(location_.url + ": the listing of '" + key_prefix + "' returned '" +
                        item.key + "', outside it");
       }
+      // ListObjectsV2 is sorted: a key not after the last one is a repeat or
+      // a loop (a server that would have the build read an object twice).
+      if (!out.empty() && item.key <= out.back().key) {
+        return IoError(location_.url + ": the listing of '" + key_prefix +
+                       "' is out of order at '" + item.key + "'");
+      }
       if (out.size() == max_keys) {
         return Status(StatusCode::kResourceExhausted, location_.url + ": more than " +
                                                           std::to_string(max_keys) +
@@ -350,6 +356,9 @@ StatusOr<std::vector<HttpStore::Listed>> HttpStore::List(const std::string& key_
       out.push_back(std::move(item));
     }
     if (XmlValue(xml, "IsTruncated") != "true") return out;
+    if (xml.find("<Contents>") == std::string::npos) {
+      return IoError(location_.url + ": a truncated listing page without keys");
+    }
     std::string next = XmlUnescape(XmlValue(xml, "NextContinuationToken"));
     if (next.empty() || next == token) {
       return IoError(location_.url + ": a truncated listing without a new continuation token");

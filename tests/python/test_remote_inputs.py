@@ -179,3 +179,29 @@ def test_slurm_script_builds_bucket_to_bucket(moto, raw, tmp_path, tokpack_bin, 
     local = tokpack.Dataset(tmp_path / "local")
     assert remote.num_tokens == local.num_tokens
     assert remote.tokens(0, local.num_tokens).tolist() == local.tokens(0, local.num_tokens).tolist()
+
+
+def test_a_part_whose_manifest_lies_about_its_index_is_refused(tmp_path, run_tokpack, spm_model):
+    src = write_jsonl(tmp_path / "a.jsonl", ["one text", "two texts"])
+    for i in range(2):
+        run_tokpack("build", "-i", src, "-o", tmp_path / f"p{i}", "-t", spm_model, "-q",
+                    "--part", f"{i}/2")
+    m = tmp_path / "p1" / "manifest.json"
+    for index, count in [(7, 2), (-1, 2), (0, 0)]:
+        doc = json.loads(m.read_text())
+        doc["provenance"]["part"] = {"index": index, "count": count}
+        m.write_text(json.dumps(doc))
+        proc = run_tokpack("merge", tmp_path / "merged", tmp_path / "p0", tmp_path / "p1",
+                           check=False)
+        assert proc.returncode == 1 and "provenance.part" in proc.stderr, proc.stderr
+
+
+def test_parquet_files_a_part_reads_whole_record_their_file_size(raw, tmp_path, run_tokpack,
+                                                                 spm_model):
+    root, _ = raw
+    files = sorted((root / "data").rglob("*.parquet"))
+    out = tmp_path / "p0"
+    run_tokpack("build", "-i", *files, "-o", out, "-t", spm_model, "-q", "--part", "0/2")
+    inputs = json.loads((out / "manifest.json").read_text())["provenance"]["inputs"]
+    whole = [i for i in inputs if "row_group_begin" not in i]
+    assert whole and all(i["bytes"] == os.path.getsize(i["path"]) for i in whole)
