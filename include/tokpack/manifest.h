@@ -126,10 +126,9 @@ struct Provenance {
   static constexpr const char* kInputsFileName = "inputs.jsonl";
 };
 
-// One input as a compact JSON object line (the side file's line format).
-std::string InputLine(const InputRecord& in);
-// xxh3-64 of the inputs' InputLine()s sorted bytewise and concatenated: the
-// same set of inputs gives the same hash whatever their order.
+// xxh3-64 of the inputs' side-file lines (docs/format.md 5.5) sorted bytewise
+// and concatenated: the same set of inputs gives the same hash whatever their
+// order.
 uint64_t InputListHash(const std::vector<InputRecord>& inputs);
 // The side file's text for `inputs`.
 std::string InputListFile(const std::vector<InputRecord>& inputs);

@@ -10,6 +10,7 @@
 namespace tokpack {
 
 void JsonWriter::Newline() {
+  if (layout_ == Layout::kOneLine) return;
   out_ += '\n';
   out_.append(2 * first_.size(), ' ');
 }

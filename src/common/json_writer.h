@@ -1,5 +1,6 @@
 // JsonWriter: builds compact-but-readable JSON text (two-space indent) for
-// manifests and machine-readable CLI output. Not thread-safe.
+// manifests and machine-readable CLI output, or one-line JSON for JSONL
+// files. Not thread-safe.
 #ifndef TOKPACK_SRC_COMMON_JSON_WRITER_H_
 #define TOKPACK_SRC_COMMON_JSON_WRITER_H_
 
@@ -12,6 +13,11 @@ namespace tokpack {
 
 class JsonWriter {
  public:
+  // kIndented: one member per line, two-space indent (manifests, CLI output).
+  // kOneLine: the same text without line breaks and indentation (JSONL).
+  enum class Layout { kIndented, kOneLine };
+  explicit JsonWriter(Layout layout = Layout::kIndented) : layout_(layout) {}
+
   // Containers. Keyed variants are for members of an object.
   void BeginObject();
   void BeginObject(std::string_view key);
@@ -41,6 +47,7 @@ class JsonWriter {
   void Newline();
   void Escaped(std::string_view raw);
 
+  Layout layout_;
   std::string out_;
   std::vector<bool> first_;  // Per open container: no element written yet.
 };

@@ -165,6 +165,13 @@ Status ReadInput(const FieldReader& in, std::string_view source, InputRecord* re
   return Status::Ok();
 }
 
+// One input as the side file's line: one-line JSON ending in "\n".
+std::string InputLine(const InputRecord& in) {
+  JsonWriter w(JsonWriter::Layout::kOneLine);
+  WriteInput(&w, in);
+  return w.str();
+}
+
 Status ReadProvenance(const FieldReader& root, Provenance* p) {
   FieldReader r(object(), "", root.source());
   TOKPACK_RETURN_IF_ERROR(root.Object("provenance", &r));
@@ -261,25 +268,9 @@ TokenDtype DtypeForVocab(int64_t vocab_size) {
   return vocab_size <= 65535 ? TokenDtype::kUInt16 : TokenDtype::kInt32;
 }
 
-std::string InputLine(const InputRecord& in) {
-  JsonWriter w;
-  WriteInput(&w, in);
-  // The writer indents; a string's own line breaks are escaped, so every raw
-  // '\n' and the spaces after it are layout.
-  std::string line;
-  for (size_t i = 0; i < w.str().size(); ++i) {
-    if (w.str()[i] != '\n') {
-      line += w.str()[i];
-      continue;
-    }
-    while (i + 1 < w.str().size() && w.str()[i + 1] == ' ') ++i;
-  }
-  return line;
-}
-
 uint64_t InputListHash(const std::vector<InputRecord>& inputs) {
   std::vector<std::string> lines;
-  for (const InputRecord& in : inputs) lines.push_back(InputLine(in) + "\n");
+  for (const InputRecord& in : inputs) lines.push_back(InputLine(in));
   std::sort(lines.begin(), lines.end());
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
@@ -291,7 +282,7 @@ uint64_t InputListHash(const std::vector<InputRecord>& inputs) {
 
 std::string InputListFile(const std::vector<InputRecord>& inputs) {
   std::string out;
-  for (const InputRecord& in : inputs) out += InputLine(in) + "\n";
+  for (const InputRecord& in : inputs) out += InputLine(in);
   return out;
 }
 
