@@ -111,12 +111,41 @@ Status OrderParts(std::vector<std::pair<std::string, Manifest>>* parts) {
   return Status::Ok();
 }
 
+// How a merge reaches the files of one part: local paths, or objects.
+struct PartFiles {
+  std::function<std::string(const std::string& name)> where;  // For errors.
+  std::function<StatusOr<uint64_t>(const std::string& name)> size;
+  std::function<StatusOr<std::string>(const std::string& name)> read;
+};
+
+// Checks that the part's shard files have the sizes its manifest says (a part
+// being rebuilt may have new shards beside its old manifest) and loads its
+// input side file.
+Status CheckPart(const PartFiles& files, Manifest* m) {
+  for (const ShardInfo& shard : m->shards) {
+    for (const auto& [ext, bytes] :
+         {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
+      const std::string name = shard.path + ext;
+      TOKPACK_ASSIGN_OR_RETURN(uint64_t size, files.size(name));
+      if (size != bytes) {
+        return DataLossError(files.where(name) + ": " + std::to_string(size) +
+                             " bytes, its manifest says " + std::to_string(bytes));
+      }
+    }
+  }
+  if (!m->provenance.inputs_in_file) return Status::Ok();
+  TOKPACK_ASSIGN_OR_RETURN(std::string list, files.read(Provenance::kInputsFileName));
+  return ReadInputList(list, files.where(Provenance::kInputsFileName), &m->provenance);
+}
+
 // A merge in object storage: the parts lie under the output prefix (as
 // scripts/slurm_build.sbatch pushes them), so the merged manifest points
 // into them by relative keys; manifest.json is written last.
 StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std::string>& sources,
                                bool force) {
   const std::string root = output.back() == '/' ? output : output + "/";
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output));
+  HttpStore store(std::move(loc), HttpOptions::FromEnvironment());
   std::vector<std::pair<std::string, Manifest>> parts;
   for (const std::string& dir : sources) {
     std::string rel = dir.compare(0, root.size(), root) == 0 ? dir.substr(root.size()) : "";
@@ -127,27 +156,12 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
     }
     TOKPACK_ASSIGN_OR_RETURN(auto opener, RemoteOpener::ForUrl(dir));
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, opener->LoadManifest());
+    const std::string under = rel + "/";
+    PartFiles files{[&](const std::string& name) { return store.location().UrlOf(under + name); },
+                    [&](const std::string& name) { return store.Size(under + name); },
+                    [&](const std::string& name) { return store.Get(under + name); }};
+    TOKPACK_RETURN_IF_ERROR(CheckPart(files, &m));
     parts.push_back({rel, std::move(m)});
-  }
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output));
-  HttpStore store(std::move(loc), HttpOptions::FromEnvironment());
-  for (auto& [rel, m] : parts) {
-    // A part being rebuilt may have new shards beside its old manifest.
-    for (const ShardInfo& shard : m.shards) {
-      for (const auto& [ext, bytes] :
-           {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
-        const std::string name = rel + "/" + shard.path + ext;
-        TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.Size(name));
-        if (size != bytes) {
-          return DataLossError(store.location().UrlOf(name) + ": " + std::to_string(size) +
-                               " bytes, its manifest says " + std::to_string(bytes));
-        }
-      }
-    }
-    if (!m.provenance.inputs_in_file) continue;
-    const std::string name = rel + "/" + Provenance::kInputsFileName;
-    TOKPACK_ASSIGN_OR_RETURN(std::string list, store.Get(name));
-    TOKPACK_RETURN_IF_ERROR(ReadInputList(list, store.location().UrlOf(name), &m.provenance));
   }
   TOKPACK_RETURN_IF_ERROR(OrderParts(&parts));
   TOKPACK_ASSIGN_OR_RETURN(Manifest out, Combine(parts, [&](size_t i, const std::string& shard) {
@@ -188,22 +202,10 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
                                   "'");
     }
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
-    if (m.provenance.inputs_in_file) {
-      const std::string path = JoinPath(dir, Provenance::kInputsFileName);
-      TOKPACK_ASSIGN_OR_RETURN(std::string list, ReadFileToString(path));
-      TOKPACK_RETURN_IF_ERROR(ReadInputList(list, path, &m.provenance));
-    }
-    for (const ShardInfo& shard : m.shards) {
-      for (const auto& [ext, bytes] :
-           {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
-        const std::string file = JoinPath(dir, shard.path + ext);
-        TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(file));
-        if (size != bytes) {
-          return DataLossError(file + ": " + std::to_string(size) + " bytes, its manifest says " +
-                               std::to_string(bytes));
-        }
-      }
-    }
+    PartFiles files{[&](const std::string& name) { return JoinPath(dir, name); },
+                    [&](const std::string& name) { return FileSize(JoinPath(dir, name)); },
+                    [&](const std::string& name) { return ReadFileToString(JoinPath(dir, name)); }};
+    TOKPACK_RETURN_IF_ERROR(CheckPart(files, &m));
     parts.push_back({dir, std::move(m)});
   }
   TOKPACK_RETURN_IF_ERROR(OrderParts(&parts));
