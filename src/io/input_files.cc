@@ -19,8 +19,6 @@ namespace tokpack {
 namespace fs = std::filesystem;
 namespace {
 
-bool HasWildcard(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
-
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -125,6 +123,8 @@ StatusOr<std::vector<std::string>> Glob(const std::string& pattern) {
 }
 
 }  // namespace
+
+bool HasWildcard(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
 StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
                                       const std::string& input_format, bool skip_unknown) {

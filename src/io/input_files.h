@@ -5,12 +5,16 @@
 #define TOKPACK_SRC_IO_INPUT_FILES_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
+
+// True when `s` holds a glob character ('*', '?' or '[').
+bool HasWildcard(std::string_view s);
 
 // How the packer reads an input.
 enum class InputFormat : uint8_t { kJsonl, kText, kParquet };

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 
+#include "io/input_files.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 
@@ -13,8 +14,6 @@ namespace tokpack {
 namespace {
 
 constexpr uint64_t kStreamBlock = uint64_t{8} << 20;
-
-bool HasWildcard(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
 std::vector<std::string> Components(std::string_view s) {
   std::vector<std::string> out;
