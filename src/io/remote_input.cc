@@ -71,15 +71,15 @@ StatusOr<SplitUrl> Split(const std::string& url) {
 // the file name for http(s)://.
 StatusOr<std::pair<std::shared_ptr<HttpStore>, std::string>> StoreFor(const std::string& url) {
   TOKPACK_ASSIGN_OR_RETURN(SplitUrl split, Split(url));
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation bucket, ResolveObjectUrl(split.scheme_and_bucket));
-  std::string dir = split.scheme_and_bucket, name = split.key;
-  if (bucket.kind == ObjectLocation::Kind::kHttp) {
+  // Resolved once: for s3:// and gs:// that reads the credentials files.
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(split.scheme_and_bucket));
+  std::string name = split.key;
+  if (loc.kind == ObjectLocation::Kind::kHttp) {
     const size_t slash = url.rfind('/');
-    dir = url.substr(0, slash);
     name = url.substr(slash + 1);
+    TOKPACK_ASSIGN_OR_RETURN(loc, ResolveObjectUrl(url.substr(0, slash)));
   }
   if (name.empty()) return InvalidArgumentError("'" + url + "' names no object");
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(dir));
   return std::make_pair(std::make_shared<HttpStore>(std::move(loc), HttpOptions::FromEnvironment()),
                         std::move(name));
 }
