@@ -2,13 +2,13 @@
 // applies the UTF-8 policy, tokenizes, adds BOS/EOS and narrows ids to the
 // shard dtype. One encoder per thread (it owns a JSON parser and scratch
 // space); the Tokenizer it points to is shared.
-#ifndef TOKPACK_SRC_BUILD_BATCH_ENCODER_H_
-#define TOKPACK_SRC_BUILD_BATCH_ENCODER_H_
+#ifndef TOKPACK_SRC_PACKER_BATCH_ENCODER_H_
+#define TOKPACK_SRC_PACKER_BATCH_ENCODER_H_
 
 #include <memory>
 #include <string>
 
-#include "build/batch.h"
+#include "packer/batch.h"
 #include "tokpack/manifest.h"
 #include "tokpack/tokenizer.h"
 
@@ -40,4 +40,4 @@ class BatchEncoder {
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_BATCH_ENCODER_H_
+#endif  // TOKPACK_SRC_PACKER_BATCH_ENCODER_H_

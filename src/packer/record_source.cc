@@ -1,4 +1,4 @@
-#include "build/record_source.h"
+#include "packer/record_source.h"
 
 #include "io/input_stream.h"
 #include "io/parquet_input.h"

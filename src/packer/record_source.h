@@ -2,8 +2,8 @@
 // input is: JSONL or text lines of a (compressed, local or remote) stream, a
 // whole text file, a Parquet column, or texts from the caller (TextSource).
 // Each source is used by one thread (the DocumentReader's).
-#ifndef TOKPACK_SRC_BUILD_RECORD_SOURCE_H_
-#define TOKPACK_SRC_BUILD_RECORD_SOURCE_H_
+#ifndef TOKPACK_SRC_PACKER_RECORD_SOURCE_H_
+#define TOKPACK_SRC_PACKER_RECORD_SOURCE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "build/batch.h"
+#include "packer/batch.h"
 #include "io/input_files.h"
 #include "tokpack/builder.h"
 #include "tokpack/manifest.h"
@@ -45,4 +45,4 @@ std::unique_ptr<RecordSource> TextRecordSource(std::shared_ptr<TextSource> texts
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_RECORD_SOURCE_H_
+#endif  // TOKPACK_SRC_PACKER_RECORD_SOURCE_H_

@@ -1,16 +1,16 @@
 // DocumentReader: reads the inputs in order, each through its RecordSource,
 // and cuts them into RawBatches of bounded size. One instance, driven by one
 // thread.
-#ifndef TOKPACK_SRC_BUILD_DOCUMENT_READER_H_
-#define TOKPACK_SRC_BUILD_DOCUMENT_READER_H_
+#ifndef TOKPACK_SRC_PACKER_DOCUMENT_READER_H_
+#define TOKPACK_SRC_PACKER_DOCUMENT_READER_H_
 
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "build/batch.h"
-#include "build/record_source.h"
+#include "packer/batch.h"
+#include "packer/record_source.h"
 #include "io/input_files.h"
 #include "tokpack/builder.h"
 #include "tokpack/manifest.h"
@@ -57,4 +57,4 @@ class DocumentReader {
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_DOCUMENT_READER_H_
+#endif  // TOKPACK_SRC_PACKER_DOCUMENT_READER_H_

@@ -1,7 +1,7 @@
 // Internal entry point of the packer that takes the FileSystem to write
 // through, so tests can inject write faults. See tokpack/builder.h.
-#ifndef TOKPACK_SRC_BUILD_BUILDER_INTERNAL_H_
-#define TOKPACK_SRC_BUILD_BUILDER_INTERNAL_H_
+#ifndef TOKPACK_SRC_PACKER_BUILDER_INTERNAL_H_
+#define TOKPACK_SRC_PACKER_BUILDER_INTERNAL_H_
 
 #include "io/file_system.h"
 #include "tokpack/builder.h"
@@ -12,4 +12,4 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& options, FileSyst
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_BUILDER_INTERNAL_H_
+#endif  // TOKPACK_SRC_PACKER_BUILDER_INTERNAL_H_

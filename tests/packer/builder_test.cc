@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "build/builder_internal.h"
+#include "packer/builder_internal.h"
 #include "tests/test_util.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"

@@ -1,4 +1,4 @@
-#include "build/tokenizer_kind.h"
+#include "packer/tokenizer_kind.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -2,8 +2,8 @@
 // the settings a tiktoken ranks file needs from outside (split pattern,
 // special tokens, BOS/EOS), with the presets of well-known encodings. Pure
 // functions; no I/O.
-#ifndef TOKPACK_SRC_BUILD_TOKENIZER_KIND_H_
-#define TOKPACK_SRC_BUILD_TOKENIZER_KIND_H_
+#ifndef TOKPACK_SRC_PACKER_TOKENIZER_KIND_H_
+#define TOKPACK_SRC_PACKER_TOKENIZER_KIND_H_
 
 #include <string>
 #include <string_view>
@@ -34,4 +34,4 @@ StatusOr<TiktokenSetup> ResolveTiktokenOptions(const std::string& path,
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_TOKENIZER_KIND_H_
+#endif  // TOKPACK_SRC_PACKER_TOKENIZER_KIND_H_

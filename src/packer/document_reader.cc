@@ -1,4 +1,4 @@
-#include "build/document_reader.h"
+#include "packer/document_reader.h"
 
 #include <limits>
 

@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "build/tokenizer_kind.h"
+#include "packer/tokenizer_kind.h"
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
 #include "tokenizer/bpe_tokenizer.h"

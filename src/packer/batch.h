@@ -1,7 +1,7 @@
 // The units of work that flow through the packer: RawBatch (records read, in
 // input order) and EncodedBatch (their tokens). Plain data.
-#ifndef TOKPACK_SRC_BUILD_BATCH_H_
-#define TOKPACK_SRC_BUILD_BATCH_H_
+#ifndef TOKPACK_SRC_PACKER_BATCH_H_
+#define TOKPACK_SRC_PACKER_BATCH_H_
 
 #include <cstdint>
 #include <string>
@@ -64,4 +64,4 @@ struct EncodedBatch {
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_BATCH_H_
+#endif  // TOKPACK_SRC_PACKER_BATCH_H_

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <thread>
 
-#include "build/batch_encoder.h"
-#include "build/builder_internal.h"
-#include "build/document_reader.h"
+#include "packer/batch_encoder.h"
+#include "packer/builder_internal.h"
+#include "packer/document_reader.h"
 #include "format/shard_writer.h"
 #include "io/input_files.h"
 #include "io/staging_dir.h"

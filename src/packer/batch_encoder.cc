@@ -1,4 +1,4 @@
-#include "build/batch_encoder.h"
+#include "packer/batch_encoder.h"
 
 #include <simdjson.h>
 
