@@ -15,7 +15,7 @@
 #include <dlpack/dlpack.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <unistd.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -27,13 +27,13 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
-#include "tokpack/device_loader.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
 #include "tokpack/tokenizer.h"
@@ -76,21 +76,28 @@ T Unwrap(StatusOr<T> r) {
   return std::move(r).value();
 }
 
+// Counts forks (a pthread_atfork child handler bumps it), so checking
+// whether an object was made in another process costs a load, not a
+// getpid() system call per array.
+std::atomic<uint64_t> g_fork_generation{0};
+
+uint64_t ForkGeneration() { return g_fork_generation.load(std::memory_order_relaxed); }
+
 // Holds a shared_ptr that must not be released in a forked child.
 template <typename T>
 class ForkSafe {
  public:
-  explicit ForkSafe(std::shared_ptr<T> p) : p_(std::move(p)), pid_(getpid()) {}
+  explicit ForkSafe(std::shared_ptr<T> p) : p_(std::move(p)), generation_(ForkGeneration()) {}
   ForkSafe(const ForkSafe&) = delete;
   ForkSafe& operator=(const ForkSafe&) = delete;
   ~ForkSafe() {
-    if (getpid() != pid_) new std::shared_ptr<T>(std::move(p_));  // Leak: see the top.
+    if (ForkGeneration() != generation_) new std::shared_ptr<T>(std::move(p_));  // Leak: see the top.
   }
   const std::shared_ptr<T>& get() const { return p_; }
 
  private:
   std::shared_ptr<T> p_;
-  pid_t pid_;
+  uint64_t generation_;
 };
 
 // A dense row-major array in memory owned by `owner`.
@@ -101,8 +108,8 @@ struct Array {
   DLDataType dtype{};
   bool readonly = false;  // Backed by a read-only mapping.
   // GPU arrays: the batch that orders the consumer's stream (UseOn).
-  std::shared_ptr<const DeviceBatch> device_batch;
-  int device_id() const { return device_batch ? device_batch->device() : 0; }
+  std::shared_ptr<const Batch> device_batch;
+  int device_id() const { return device_batch ? device_batch->device().index : 0; }
   int device_type() const { return device_batch ? int{kDLCUDA} : int{kDLCPU}; }
 
   int64_t size() const {
@@ -131,11 +138,11 @@ struct Exported {
   std::shared_ptr<ForkSafe<const void>> owner;
   std::vector<int64_t> shape, strides;
   std::vector<char> copy;  // Only for copy=True.
-  pid_t pid = getpid();
+  uint64_t generation = ForkGeneration();
 
   static void Delete(DLManagedTensor* t) {
     auto* e = static_cast<Exported*>(t->manager_ctx);
-    if (getpid() != e->pid) return;  // Leak in a forked child: see the top.
+    if (ForkGeneration() != e->generation) return;  // Leak in a forked child: see the top.
     delete e;
   }
 };
@@ -236,28 +243,20 @@ Array BatchArray(const std::shared_ptr<ForkSafe<const void>>& owner, const void*
 // A Loader plus the process that created it.
 struct LoaderHandle {
   std::unique_ptr<Loader> loader;
-  pid_t pid = getpid();
+  LoaderOptions options;
+  uint64_t generation = ForkGeneration();
+  bool forked() const { return ForkGeneration() != generation; }
   ~LoaderHandle() {
-    if (getpid() != pid) loader.release();  // Leak: its threads are not in this process.
+    if (forked()) loader.release();  // Leak: its threads (and CUDA) are not in this process.
   }
 };
 
-// A DeviceLoader plus the process that created it.
-struct DeviceLoaderHandle {
-  std::unique_ptr<DeviceLoader> loader;
-  pid_t pid = getpid();
-  ~DeviceLoaderHandle() {
-    if (getpid() != pid) loader.release();  // Leak: CUDA and threads do not survive fork.
-  }
-};
-
-// next() of a Loader (BatchT = Batch) or a DeviceLoader (DeviceBatch): waits
-// with the GIL released, waking to deliver Ctrl-C. Returns None at the end,
-// else (input_ids, labels[, position_ids, cu_seqlens]) as Arrays, or with
-// `capsules` as DLPack capsules (torch takes those fastest on the CPU).
-template <typename BatchT, typename Handle>
-py::object NextBatch(Handle& h, bool capsules) {
-  StatusOr<std::shared_ptr<const BatchT>> r = std::shared_ptr<const BatchT>();
+// next(): waits with the GIL released, waking to deliver Ctrl-C. Returns
+// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]) as
+// Arrays, or with `capsules` as DLPack capsules (torch takes those fastest
+// on the CPU).
+py::object NextBatch(LoaderHandle& h, bool capsules) {
+  StatusOr<std::shared_ptr<const Batch>> r = std::shared_ptr<const Batch>();
   while (true) {
     {
       py::gil_scoped_release nogil;
@@ -266,15 +265,16 @@ py::object NextBatch(Handle& h, bool capsules) {
     if (r.status().code() != StatusCode::kDeadlineExceeded) break;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
-  std::shared_ptr<const BatchT> batch = Unwrap(std::move(r));
+  std::shared_ptr<const Batch> batch = Unwrap(std::move(r));
   if (!batch) return py::none();
   auto owner = std::make_shared<ForkSafe<const void>>(batch);
+  const bool on_device = batch->device().is_cuda();
   const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
   const DLDataType t = DType('i', batch->dtype() == OutputDtype::kInt32 ? 32 : 64);
   const py::object none = py::none();
   const auto make = [&](const void* data, std::vector<int64_t> dims, DLDataType type) {
     Array a = BatchArray(owner, data, std::move(dims), type);
-    if constexpr (std::is_same_v<BatchT, DeviceBatch>) a.device_batch = batch;
+    if (on_device) a.device_batch = batch;
     return capsules ? ExportDlpack(a, none, none, none, none) : py::cast(std::move(a));
   };
   py::tuple out(batch->position_ids() ? 4 : 2);
@@ -287,61 +287,57 @@ py::object NextBatch(Handle& h, bool capsules) {
   return std::move(out);
 }
 
-LoaderOptions ParseOptions(const py::dict& kw) {
-  LoaderOptions o;
+// A Python value as an option value: bool, int, float or str.
+OptionValue ToOptionValue(const std::string& name, const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+  if (py::isinstance<py::int_>(v)) {
+    if (v.cast<py::int_>() < py::int_(0)) return v.cast<int64_t>();
+    return v.cast<uint64_t>();
+  }
+  if (py::isinstance<py::float_>(v)) return v.cast<double>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  ThrowStatus(InvalidArgumentError(name + " must be a bool, int, float or str, not " +
+                                   std::string(py::str(py::type::handle_of(v).attr("__name__")))));
+}
+
+// Options given as keyword arguments, set through the core's table (which
+// names the option in every error).
+template <typename Options>
+Options ParseOptions(const py::dict& kw) {
+  Options o;
   for (auto item : kw) {
     const std::string key = item.first.cast<std::string>();
-    const py::handle v = item.second;
-    if (key == "seq_len")
-      o.seq_len = v.cast<int64_t>();
-    else if (key == "batch_size")
-      o.batch_size = v.cast<int64_t>();
-    else if (key == "seed")
-      o.seed = v.cast<uint64_t>();
-    else if (key == "rank")
-      o.rank = v.cast<int>();
-    else if (key == "world_size")
-      o.world_size = v.cast<int>();
-    else if (key == "block_size")
-      o.block_size = v.cast<int64_t>();
-    else if (key == "block_window")
-      o.block_window = v.cast<int64_t>();
-    else if (key == "document_boundaries")
-      o.document_boundaries = v.cast<bool>();
-    else if (key == "epochs")
-      o.epochs = v.cast<int64_t>();
-    else if (key == "max_steps")
-      o.max_steps = v.cast<int64_t>();
-    else if (key == "threads")
-      o.threads = v.cast<int>();
-    else if (key == "prefetch")
-      o.prefetch = v.cast<int>();
-    else if (key == "lookahead_steps")
-      o.lookahead_steps = v.cast<int>();
-    else if (key == "shuffle") {
-      const std::string m = v.cast<std::string>();
-      if (m == "full")
-        o.shuffle = ShuffleMode::kFull;
-      else if (m == "block")
-        o.shuffle = ShuffleMode::kBlock;
-      else if (m == "none")
-        o.shuffle = ShuffleMode::kNone;
-      else
-        ThrowStatus(
-            InvalidArgumentError("shuffle must be 'full', 'block' or 'none', not '" + m + "'"));
-    } else if (key == "dtype") {
-      const std::string d = v.cast<std::string>();
-      if (d == "int64")
-        o.dtype = OutputDtype::kInt64;
-      else if (d == "int32")
-        o.dtype = OutputDtype::kInt32;
-      else
-        ThrowStatus(InvalidArgumentError("dtype must be 'int64' or 'int32', not '" + d + "'"));
-    } else {
-      ThrowStatus(InvalidArgumentError("unknown loader option '" + key + "'"));
-    }
+    Check(o.Set(key, ToOptionValue(key, item.second)));
   }
   return o;
+}
+
+// Every option of `o` by name, as Python values.
+template <typename Options>
+py::dict OptionsDict(const Options& o) {
+  py::dict d;
+  for (const OptionInfo& info : Options::Describe()) {
+    std::visit([&](const auto& v) { d[info.name.c_str()] = v; }, Unwrap(o.Get(info.name)));
+  }
+  return d;
+}
+
+// The table of an options struct as a list of dicts, for the Python layer
+// (docstrings, signatures) and the stub generator.
+py::list DescribeOptions(const std::vector<OptionInfo>& infos) {
+  static const char* const kTypes[] = {"bool", "int", "int", "float", "str"};
+  py::list out;
+  for (const OptionInfo& info : infos) {
+    py::dict d;
+    d["name"] = info.name;
+    d["type"] = kTypes[static_cast<int>(info.type)];
+    d["default"] = info.default_text;
+    d["doc"] = info.doc;
+    d["choices"] = info.choices;
+    d["flag"] = OptionFlag(info);
+    out.append(d);
+  }
+  return out;
 }
 
 std::vector<Loader::Source> Sources(const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
@@ -554,6 +550,9 @@ PYBIND11_MODULE(_core, m) {
   using namespace tokpack;
   m.doc() = "tokpack's C++ core. Use the tokpack package, not this module.";
   m.attr("__version__") = Version();
+  pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); });
+  m.def("loader_options", [] { return DescribeOptions(LoaderOptions::Describe()); });
+  m.def("parse_device", [](const std::string& text) { return Unwrap(Device::Parse(text)).ToString(); });
 
   py::class_<Array>(m, "Array", py::buffer_protocol())
       .def_property_readonly("shape", [](const Array& a) { return py::tuple(py::cast(a.shape)); })
@@ -720,8 +719,9 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
                        const std::vector<double>& weights, const py::kwargs& kw) {
              std::vector<Loader::Source> sources = Sources(datasets, weights);
-             const LoaderOptions o = ParseOptions(kw);
+             const LoaderOptions o = ParseOptions<LoaderOptions>(kw);
              auto h = std::make_unique<LoaderHandle>();
+             h->options = o;
              StatusOr<std::unique_ptr<Loader>> r = std::unique_ptr<Loader>();
              {
                py::gil_scoped_release nogil;
@@ -732,7 +732,7 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("datasets"), py::arg("weights"))
       .def(
-          "next", [](LoaderHandle& h, bool capsules) { return NextBatch<Batch>(h, capsules); },
+          "next", [](LoaderHandle& h, bool capsules) { return NextBatch(h, capsules); },
           py::arg("capsules") = false)
       .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
       .def("load_state",
@@ -747,45 +747,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("step", [](const LoaderHandle& h) { return h.loader->Step(); })
       .def_property_readonly("remaining_steps",
                              [](const LoaderHandle& h) { return h.loader->RemainingSteps(); })
-      .def_property_readonly("forked", [](const LoaderHandle& h) { return getpid() != h.pid; })
+      .def_property_readonly("forked", [](const LoaderHandle& h) { return h.forked(); })
+      .def_property_readonly("options", [](const LoaderHandle& h) { return OptionsDict(h.options); })
       .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
-
-  py::class_<DeviceLoaderHandle>(m, "DeviceLoader")
-      .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
-                       const std::vector<double>& weights, int device, int device_prefetch,
-                       const py::kwargs& kw) {
-             std::vector<Loader::Source> sources = Sources(datasets, weights);
-             const LoaderOptions o = ParseOptions(kw);
-             auto h = std::make_unique<DeviceLoaderHandle>();
-             StatusOr<std::unique_ptr<DeviceLoader>> r = std::unique_ptr<DeviceLoader>();
-             {
-               py::gil_scoped_release nogil;
-               r = DeviceLoader::Create(std::move(sources), o, device, device_prefetch);
-             }
-             h->loader = Unwrap(std::move(r));
-             return h;
-           }),
-           py::arg("datasets"), py::arg("weights"), py::arg("device"), py::arg("device_prefetch"))
-      .def("next", [](DeviceLoaderHandle& h) { return NextBatch<DeviceBatch>(h, false); })
-      .def("state", [](const DeviceLoaderHandle& h) { return h.loader->SaveState(); })
-      .def("load_state",
-           [](DeviceLoaderHandle& h, const std::string& state) {
-             Status s;
-             {
-               py::gil_scoped_release nogil;
-               s = h.loader->LoadState(state);
-             }
-             Check(s);
-           })
-      .def_property_readonly("step", [](const DeviceLoaderHandle& h) { return h.loader->Step(); })
-      .def_property_readonly("remaining_steps",
-                             [](const DeviceLoaderHandle& h) {
-                               py::gil_scoped_release nogil;
-                               return h.loader->RemainingSteps();
-                             })
-      .def_property_readonly("forked",
-                             [](const DeviceLoaderHandle& h) { return getpid() != h.pid; })
-      .def("stats", [](const DeviceLoaderHandle& h) { return StatsDict(h.loader->Stats()); });
 
   m.def(
       "read_remote_file",
@@ -806,7 +770,7 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("cuda_available", [] {
     std::string why;
-    const bool ok = DeviceLoader::Available(&why);
+    const bool ok = CudaAvailable(&why);
     return py::make_tuple(ok, why);
   });
 

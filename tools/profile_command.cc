@@ -17,7 +17,6 @@
 
 #include "common/json_writer.h"
 #include "io/file_system.h"
-#include "tokpack/device_loader.h"
 #include "tokpack/loader.h"
 #include "tools/commands.h"
 
@@ -90,24 +89,12 @@ Status Measure(const ProfileArgs& a, const std::shared_ptr<Dataset>& ds, double 
   LoaderOptions o = a.o;
   o.threads = r->threads;
   o.prefetch = r->prefetch;
-  std::unique_ptr<Loader> host;
-  std::unique_ptr<DeviceLoader> device;
-  if (a.device == "cpu") {
-    TOKPACK_ASSIGN_OR_RETURN(host, Loader::Create({{ds, 1.0}}, o));
-  } else {
-    const int index = a.device == "cuda" ? 0 : std::atoi(a.device.c_str() + 5);
-    TOKPACK_ASSIGN_OR_RETURN(device, DeviceLoader::Create({{ds, 1.0}}, o, index));
-  }
+  TOKPACK_ASSIGN_OR_RETURN(o.device, Device::Parse(a.device));
+  TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, Loader::Create({{ds, 1.0}}, o));
   const auto next = [&]() -> Status {
-    if (host) {
-      TOKPACK_ASSIGN_OR_RETURN(auto b, host->Next());
-      if (!b) return OutOfRangeError("the dataset ended; use a smaller --steps");
-    } else {
-      TOKPACK_ASSIGN_OR_RETURN(auto b, device->Next());
-      if (!b) return OutOfRangeError("the dataset ended; use a smaller --steps");
-      TOKPACK_RETURN_IF_ERROR(b->UseOn(nullptr));
-    }
-    return Status::Ok();
+    TOKPACK_ASSIGN_OR_RETURN(auto b, loader->Next());
+    if (!b) return OutOfRangeError("the dataset ended; use a smaller --steps");
+    return b->UseOn(nullptr);  // A training step's stream waits for the batch.
   };
   for (int i = 0; i < a.warmup; ++i) {
     TOKPACK_RETURN_IF_ERROR(next());
@@ -208,8 +195,8 @@ int Run(ProfileArgs& a) {
   for (const Status& s : {step.status(), threads.status(), prefetch.status()}) {
     if (!s.ok()) return ReportError("profile", s);
   }
-  if (a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
-    return ReportError("profile", InvalidArgumentError("--device must be cpu, cuda or cuda:N"));
+  if (auto d = Device::Parse(a.device); !d.ok()) {
+    return ReportError("profile", d.status().WithContext("--device"));
   }
   auto ds = Dataset::Open(a.dataset);
   if (!ds.ok()) return ReportError("profile", ds.status());

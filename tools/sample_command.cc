@@ -9,6 +9,7 @@
 #include "tokpack/loader.h"
 #include "tokpack/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/option_flags.h"
 
 namespace tokpack::cli {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 struct SampleArgs {
   std::vector<std::string> datasets;  // DIR or DIR:WEIGHT
   LoaderOptions o;
-  std::string shuffle = "full";
+  std::function<Status(LoaderOptions*)> apply_flags;
   int64_t steps = 1;
   std::string state_in, state_out;
   bool decode = false;
@@ -45,10 +46,7 @@ Status ParseSource(const std::string& spec, Loader::Source* out) {
 
 int Run(SampleArgs& a) {
   LoaderOptions& o = a.o;
-  o.shuffle = a.shuffle == "none"    ? ShuffleMode::kNone
-              : a.shuffle == "block" ? ShuffleMode::kBlock
-                                     : ShuffleMode::kFull;
-  o.max_steps = 0;
+  if (Status st = a.apply_flags(&o); !st.ok()) return ReportError("sample", st);
   std::vector<Loader::Source> sources;
   for (const std::string& spec : a.datasets) {
     Loader::Source s;
@@ -116,15 +114,10 @@ Runner AddSampleCommand(CLI::App* app) {
   app->add_option("datasets", a->datasets,
                   "Dataset directories or Megatron prefixes, each optionally DIR:WEIGHT")
       ->required();
-  app->add_option("--seq-len", o.seq_len, "Tokens per sample (inputs)")->capture_default_str();
-  app->add_option("--batch-size", o.batch_size, "Samples per rank per step")->capture_default_str();
-  app->add_option("--seed", o.seed, "Shuffle seed")->capture_default_str();
-  app->add_option("--rank", o.rank, "This rank")->capture_default_str();
-  app->add_option("--world-size", o.world_size, "Number of ranks")->capture_default_str();
+  // Batches are printed from host memory: the device options do not apply.
+  a->apply_flags = AddOptionFlags<LoaderOptions>(app, LoaderOptions::Describe(),
+                                                 {"device", "device_prefetch", "dtype"});
   app->add_option("--steps", a->steps, "Batches to print")->capture_default_str();
-  app->add_option("--shuffle", a->shuffle, "full, block or none")
-      ->check(CLI::IsMember({"full", "block", "none"}))
-      ->capture_default_str();
   app->add_option("--state-in", a->state_in, "Resume from this cursor file");
   app->add_option("--state-out", a->state_out, "Write the cursor after the last batch here");
   app->add_flag("--decode", a->decode, "Print decoded text instead of token ids");

@@ -1,6 +1,6 @@
 // Loader: serves batches of fixed-length token sequences from one or more
 // weighted datasets, shuffled, partitioned across data-parallel ranks, with a
-// checkpointable cursor (docs/reader.md).
+// checkpointable cursor (docs/reader.md), on the CPU or a GPU.
 //
 // Sample i of a dataset with sequence length L is the window of L+1 tokens at
 // stream offset i*L (inputs = first L, targets = last L). Training consumes
@@ -8,10 +8,14 @@
 // positions and rank r takes its contiguous slice, so all ranks run the same
 // number of steps and a saved cursor resumes exactly, with any world size.
 //
-// Batches are assembled ahead by background threads into a fixed ring of
-// buffers (no allocation in steady state). Next() and SaveState() must be
-// called from one thread at a time; Batch objects may be read and released
-// from any thread.
+// Pipeline: assembler threads gather each step's rows into a fixed ring of
+// host buffers (no allocation in steady state). With a CUDA `device`, the
+// rows are gathered in the datasets' compact dtype into page-locked buffers
+// and a copy stage of the same loader moves them to a ring of device buffers
+// on its own stream, widening them there (docs/gpu.md).
+//
+// Next(), SaveState() and LoadState() must be called from one thread at a
+// time; Batch objects may be read and released from any thread.
 #ifndef TOKPACK_LOADER_H_
 #define TOKPACK_LOADER_H_
 
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "tokpack/dataset.h"
+#include "tokpack/options.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
@@ -34,27 +39,29 @@ enum class ShuffleMode {
            // a window of blocks: locality for remote data.
 };
 
-enum class OutputDtype {
-  kInt32,
-  kInt64,
-  // Batch::inputs() holds each row's whole window, [batch_size, seq_len + 1]
-  // tokens as stored (Dataset::dtype(); all sources must share it), and
-  // targets() is null: for a stage that widens elsewhere (on the GPU).
-  kStoredWindows,
+enum class OutputDtype { kInt32, kInt64 };
+
+// Where a loader delivers its batches: "cpu", "cuda" (device 0) or "cuda:N".
+struct Device {
+  enum class Kind { kCpu, kCuda };
+  Kind kind = Kind::kCpu;
+  int index = 0;
+
+  // The one parser of device names; InvalidArgument for anything else
+  // ("cuda:x", "cuda:-1", "gpu").
+  static StatusOr<Device> Parse(const std::string& text);
+  std::string ToString() const;
+  bool is_cuda() const { return kind == Kind::kCuda; }
+  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
 };
 
-// Where a loader's batch buffers come from. The default is ordinary memory;
-// the CUDA stage supplies page-locked memory so copies to the GPU are DMA.
-// Must be safe to call from any thread; memory is freed when the last batch
-// using it is released, which may be after the loader is gone.
-class HostMemory {
- public:
-  virtual ~HostMemory() = default;
-  // `bytes` of memory aligned to at least 64 bytes, or null if unavailable.
-  virtual void* Allocate(size_t bytes) = 0;
-  virtual void Free(void* p, size_t bytes) = 0;
-};
+// True if this build has CUDA and a device is usable; else false and, if
+// `why` is given, the reason (no CUDA in the build, no driver, no device).
+bool CudaAvailable(std::string* why);
 
+// A loader's settings. Each field is declared once, with its name, default,
+// validation and documentation, in the table behind Describe(); the CLI
+// flags and the Python keyword arguments are made from that table.
 struct LoaderOptions {
   int64_t seq_len = 2048;
   int64_t batch_size = 8;  // Per rank.
@@ -73,21 +80,38 @@ struct LoaderOptions {
   // Stop after this many steps from the start of the data (0: no limit).
   int64_t max_steps = 0;
   int threads = 2;   // Assembler threads.
-  int prefetch = 4;  // Ring depth: batches assembled ahead.
+  int prefetch = 4;  // Host ring depth: batches assembled ahead.
   // For remote datasets: how many steps ahead the loader tells the storage
   // layer which chunks it will read, so fetches run ahead of need.
   int lookahead_steps = 16;
-  // Memory for the ring's buffers; null means ordinary (malloc) memory.
-  std::shared_ptr<HostMemory> host_memory;
+  Device device;            // Where batches are delivered.
+  int device_prefetch = 3;  // With a CUDA device: device ring depth.
+
+  // The declaration of every option above, in order.
+  static const std::vector<OptionInfo>& Describe();
+  // Sets option `name`; InvalidArgument naming it for an unknown name, a
+  // value of the wrong type or out of range.
+  Status Set(const std::string& name, const OptionValue& value);
+  // As Set, from text (CLI flags, files).
+  Status SetText(const std::string& name, const std::string& text);
+  // The value of option `name`; InvalidArgument for an unknown name.
+  StatusOr<OptionValue> Get(const std::string& name) const;
+  // Every option as one JSON object line ({"seq_len": 2048, ...}).
+  std::string ToJson() const;
+  // Checks what one field cannot check alone (rank < world_size, the batch
+  // size limit); Loader::Create calls it.
+  Status Validate() const;
 };
 
 // One rank's batch. Arrays are row-major [batch_size, seq_len] of the
-// loader's output dtype. The memory belongs to the loader's ring and returns
-// to it when the last shared_ptr to the Batch is released; it stays valid and
-// unchanged until then, even after the Loader is destroyed.
+// loader's output dtype, in host memory or, with a CUDA device, in device
+// memory. The memory belongs to the loader's ring and returns to it when the
+// last shared_ptr to the Batch is released; it stays valid and unchanged
+// until then, even after the Loader is destroyed.
 class Batch {
  public:
   virtual ~Batch() = default;
+  virtual Device device() const = 0;
   virtual int64_t batch_size() const = 0;
   virtual int64_t seq_len() const = 0;
   virtual OutputDtype dtype() const = 0;
@@ -103,6 +127,14 @@ class Batch {
   // row start is always a segment start (flash-attention's cu_seqlens).
   virtual const int32_t* cu_seqlens() const = 0;
   virtual int64_t num_cu_seqlens() const = 0;
+
+  // For a device batch: makes work queued on `stream` (a cudaStream_t;
+  // nullptr is the legacy default stream) after this call wait until the
+  // batch is on the device, and registers the stream as a user, so the
+  // buffer is refilled only after the work queued on it by the release has
+  // finished. Read device arrays only from streams passed here. Thread-safe.
+  // On the CPU it does nothing. Internal if CUDA refuses (an invalid stream).
+  virtual Status UseOn(void* stream) const = 0;
 };
 
 struct LoaderStats {
@@ -132,8 +164,9 @@ class Loader {
   };
 
   // Validates options (InvalidArgument naming the field; OutOfRange when
-  // seq_len leaves a dataset with no sample) and starts the assembler threads
-  // at the beginning of the data.
+  // seq_len leaves a dataset with no sample; FailedPrecondition when the
+  // CUDA device is not usable, saying why) and starts the pipeline at the
+  // beginning of the data.
   static StatusOr<std::unique_ptr<Loader>> Create(std::vector<Source> sources,
                                                   const LoaderOptions& options);
   // Stops and joins the threads. Outstanding batches stay valid.
@@ -142,6 +175,7 @@ class Loader {
   // The next batch of this rank; nullptr once epochs/max_steps are reached.
   // Errors from the assembler threads (e.g. a read error) surface here.
   // FailedPrecondition if the consumer still holds every ring buffer.
+  // Errors of CUDA surface here too.
   virtual StatusOr<std::shared_ptr<const Batch>> Next() = 0;
   // As Next(), but waits at most `timeout_seconds` for the batch to be
   // assembled; DeadlineExceeded (and no change) if it is not ready by then.

@@ -5,10 +5,14 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._dataset import Dataset
+from ._options import LoaderOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 PathLike = Union[str, "os.PathLike[str]", Dataset]
 Sources = Union[PathLike, Sequence[PathLike], Sequence[Tuple[PathLike, float]], Mapping[Any, float]]
@@ -99,71 +103,48 @@ class Loader:
     def __init__(
         self,
         sources: Sources,
-        seq_len: int = 2048,
-        batch_size: int = 8,
-        seed: int = 0,
-        *,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
-        shuffle: Union[bool, str] = True,
-        block_size: int = 64,
-        block_window: int = 16,
-        dtype: Any = "int64",
-        document_boundaries: bool = False,
-        epochs: int = 0,
-        max_steps: int = 0,
-        threads: int = 2,
-        prefetch: int = 4,
+        *args: int,
         as_: Optional[str] = None,
-        device: Any = None,
-        device_prefetch: int = 3,
-        lookahead_steps: int = 16,
+        **options: "Unpack[LoaderOptions]",
     ) -> None:
+        # The options are declared once, in the C++ core (LoaderOptions);
+        # tokpack._options lists them with their types and docs. Positional
+        # arguments are the first ones: seq_len, batch_size, seed.
+        names = [o["name"] for o in _core.loader_options()]
+        if len(args) > 3:
+            raise TypeError("tokpack.Loader takes seq_len, batch_size and seed positionally; "
+                            "pass the other options by keyword")
+        for name, value in zip(names, args):
+            if name in options:
+                raise TypeError(f"tokpack.Loader got {name} twice")
+            options[name] = value
         if as_ is None:
             as_ = "torch" if _torch_available() else "numpy"
         if as_ not in _FORMATS:
             raise ValueError(f"as_ must be one of {_FORMATS}, not {as_!r}")
-        self._device = _parse_device(device)
-        if self._device is not None and as_ == "numpy":
+        # Python spellings of option values: shuffle=True/False, dtype=torch.int64,
+        # device=torch.device(...), and rank/world_size from torch.distributed.
+        if isinstance(options.get("shuffle"), bool):
+            options["shuffle"] = "full" if options["shuffle"] else "none"
+        if "dtype" in options:
+            options["dtype"] = _dtype_name(options["dtype"])
+        options["device"] = _core.parse_device(_device_text(options.get("device")))
+        on_gpu = options["device"] != "cpu"
+        if on_gpu and as_ == "numpy":
             raise ValueError('numpy arrays cannot hold GPU memory: use as_="torch" or "dlpack"')
         default_rank, default_world = _default_rank_world()
-        self._rank = default_rank if rank is None else int(rank)
-        self._world_size = default_world if world_size is None else int(world_size)
+        if options.get("rank") is None:
+            options["rank"] = default_rank
+        if options.get("world_size") is None:
+            options["world_size"] = default_world
         self._datasets, self._weights = _parse_sources(sources)
-        self._seq_len = int(seq_len)
-        self._batch_size = int(batch_size)
-        self._document_boundaries = bool(document_boundaries)
+        self._core = _core.Loader([d._core for d in self._datasets], self._weights, **options)
+        self._options: Dict[str, Any] = self._core.options
         self._as = as_
         self._convert = _converter(as_)
         # torch converts bare DLPack capsules fastest; device batches need
         # __dlpack__(stream) to order torch's stream, so they stay Arrays.
-        self._capsules = as_ == "torch" and self._device is None
-        if self._device is None:
-            make = _core.Loader
-            where: Tuple[Any, ...] = ()
-        else:
-            make = _core.DeviceLoader
-            where = (self._device, int(device_prefetch))
-        self._core = make(
-            [d._core for d in self._datasets],
-            self._weights,
-            *where,
-            seq_len=self._seq_len,
-            batch_size=self._batch_size,
-            seed=int(seed),
-            rank=self._rank,
-            world_size=self._world_size,
-            shuffle=_shuffle_mode(shuffle),
-            block_size=int(block_size),
-            block_window=int(block_window),
-            dtype=_dtype_name(dtype),
-            document_boundaries=self._document_boundaries,
-            epochs=int(epochs),
-            max_steps=int(max_steps),
-            threads=int(threads),
-            prefetch=int(prefetch),
-            lookahead_steps=int(lookahead_steps),
-        )
+        self._capsules = as_ == "torch" and not on_gpu
         self._created = time.perf_counter()
         self._first_next: Optional[float] = None
         self._last_next: Optional[float] = None
@@ -241,9 +222,9 @@ class Loader:
         s["wait_seconds_mean"] = s["wait_seconds_total"] / steps if steps else 0.0
         s["elapsed_seconds"] = elapsed
         s["wait_fraction"] = s["wait_seconds_total"] / elapsed if elapsed > 0 else 0.0
-        samples = steps * self._batch_size
+        samples = steps * self.batch_size
         s["samples_per_second"] = samples / elapsed if elapsed > 0 else 0.0
-        s["tokens_per_second"] = s["samples_per_second"] * self._seq_len
+        s["tokens_per_second"] = s["samples_per_second"] * self.seq_len
         return s
 
     @property
@@ -251,20 +232,25 @@ class Loader:
         return list(self._datasets)
 
     @property
+    def options(self) -> Dict[str, Any]:
+        """Every option of this loader, defaults included (see tokpack._options)."""
+        return dict(self._options)
+
+    @property
     def rank(self) -> int:
-        return self._rank
+        return int(self._options["rank"])
 
     @property
     def world_size(self) -> int:
-        return self._world_size
+        return int(self._options["world_size"])
 
     @property
     def seq_len(self) -> int:
-        return self._seq_len
+        return int(self._options["seq_len"])
 
     @property
     def batch_size(self) -> int:
-        return self._batch_size
+        return int(self._options["batch_size"])
 
     @property
     def samples_per_source(self) -> List[int]:
@@ -274,13 +260,13 @@ class Loader:
     @property
     def device(self) -> str:
         """Where batches are delivered: "cpu" or "cuda:N"."""
-        return "cpu" if self._device is None else f"cuda:{self._device}"
+        return str(self._options["device"])
 
     def __repr__(self) -> str:
         names = ", ".join(f"{d.path!r}: {w:g}" for d, w in zip(self._datasets, self._weights))
         return (
-            f"tokpack.Loader({{{names}}}, seq_len={self._seq_len}, "
-            f"batch_size={self._batch_size}, rank={self._rank}/{self._world_size}, "
+            f"tokpack.Loader({{{names}}}, seq_len={self.seq_len}, "
+            f"batch_size={self.batch_size}, rank={self.rank}/{self.world_size}, "
             f"step={self.step}, device={self.device!r}, as_={self._as!r})"
         )
 
@@ -309,23 +295,18 @@ _FORK_MESSAGE = (
 )
 
 
-def _parse_device(device: Any) -> Optional[int]:
-    """None for the CPU, else the CUDA device index ("cuda", "cuda:1", torch.device)."""
+def _device_text(device: Any) -> str:
+    """A device as text for the core's one parser. A torch.device("cuda")
+    has no index: it means torch's current device."""
     if device is None:
-        return None
-    text = str(device)
-    if text == "cpu":
-        return None
-    if text == "cuda":
-        # A torch.device("cuda") has index None: the current device then.
-        index = None if isinstance(device, str) else getattr(device, "index", None)
-        if index is not None:
-            return int(index)
-        cuda = sys.modules.get("torch.cuda")
-        return int(cuda.current_device()) if cuda is not None and cuda.is_initialized() else 0
-    if text.startswith("cuda:") and text[5:].isdigit():
-        return int(text[5:])
-    raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', not {device!r}")
+        return "cpu"
+    if not isinstance(device, str) and getattr(device, "type", None) == "cuda":
+        index = getattr(device, "index", None)
+        if index is None:
+            cuda = sys.modules.get("torch.cuda")
+            index = cuda.current_device() if cuda is not None and cuda.is_initialized() else 0
+        return f"cuda:{int(index)}"
+    return str(device)
 
 
 def cuda_available() -> bool:

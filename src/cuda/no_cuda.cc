@@ -1,17 +1,19 @@
-// DeviceLoader in builds without CUDA (TOKPACK_ENABLE_CUDA=OFF): a clear
+// The device stage in builds without CUDA (TOKPACK_ENABLE_CUDA=OFF): a clear
 // error instead of a link failure, so callers need no build-time checks.
-#include "tokpack/device_loader.h"
+#include "reader/device_stage.h"
 
 namespace tokpack {
+namespace {
+constexpr char kNoCuda[] = "tokpack was built without CUDA (TOKPACK_ENABLE_CUDA=OFF)";
+}  // namespace
 
-bool DeviceLoader::Available(std::string* why) {
-  if (why) *why = "tokpack was built without CUDA (TOKPACK_ENABLE_CUDA=OFF)";
+bool CudaAvailable(std::string* why) {
+  if (why) *why = kNoCuda;
   return false;
 }
 
-StatusOr<std::unique_ptr<DeviceLoader>> DeviceLoader::Create(std::vector<Loader::Source>,
-                                                             const LoaderOptions&, int, int) {
-  return FailedPreconditionError("tokpack was built without CUDA (TOKPACK_ENABLE_CUDA=OFF)");
+StatusOr<std::shared_ptr<DeviceStage>> DeviceStage::Create(const LoaderOptions&, size_t) {
+  return FailedPreconditionError(kNoCuda);
 }
 
 }  // namespace tokpack

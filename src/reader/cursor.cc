@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tokpack/loader.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {
@@ -64,9 +65,9 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
       root["block_window"].get_uint64().get(c.block_window) != simdjson::SUCCESS) {
     return Bad("missing or mistyped position, seed, seq_len, shuffle or block fields");
   }
-  if (shuffle != "full" && shuffle != "block" && shuffle != "none") {
-    return Bad("shuffle must be \"full\", \"block\" or \"none\"");
-  }
+  // The loader's option table knows the mode names.
+  LoaderOptions names;
+  if (Status s = names.Set("shuffle", std::string(shuffle)); !s.ok()) return Bad(s.message());
   c.shuffle = std::string(shuffle);
   simdjson::dom::array arr;
   if (root["sources"].get_array().get(arr) != simdjson::SUCCESS) return Bad("no sources");

@@ -5,16 +5,16 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
-#include <optional>
 #include <thread>
-#include <type_traits>
 
-#include "reader/batch_ring.h"
+#include "reader/batch_assembler.h"
 #include "reader/blend_schedule.h"
 #include "reader/cursor.h"
+#include "reader/device_stage.h"
+#include "reader/loader_internal.h"
 #include "reader/sample_order.h"
+#include "reader/slot_ring.h"
 #include "reader/wait_window.h"
 #include "storage/storage_counters.h"
 
@@ -25,40 +25,29 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-const char* ShuffleName(ShuffleMode m) {
-  switch (m) {
-    case ShuffleMode::kNone:
-      return "none";
-    case ShuffleMode::kFull:
-      return "full";
-    case ShuffleMode::kBlock:
-      return "block";
-  }
-  return "?";
-}
-
-class MallocMemory : public HostMemory {
- public:
-  void* Allocate(size_t bytes) override {
-    return std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
-  }
-  void Free(void* p, size_t) override { std::free(p); }
-};
-
+// The pipeline: T assembler threads fill the host ring in step order (a
+// ticket per claimed step orders the planners); with a device stage one
+// copy thread moves each host batch, in step order, into the device ring.
+// Next() takes the step it wants from the last ring. Every counter below
+// that is "under mu" is guarded by pipeline_->mu.
 class LoaderImpl : public Loader {
  public:
-  LoaderImpl(std::vector<Source> sources, const LoaderOptions& o, std::vector<uint64_t> samples)
+  LoaderImpl(std::vector<Source> sources, const LoaderOptions& o, std::vector<uint64_t> samples,
+             std::shared_ptr<DeviceStage> stage)
       : sources_(std::move(sources)),
         o_(o),
         samples_(std::move(samples)),
-        ring_(std::make_shared<Ring>()),
+        pipeline_(std::make_shared<Pipeline>(
+            static_cast<size_t>(o.prefetch), stage ? static_cast<size_t>(o.device_prefetch) : 0,
+            static_cast<size_t>(std::max(1, std::min(o.threads, o.prefetch / 2))))),
         schedule_(Weights()),
         ahead_(Weights()) {
+    pipeline_->stage = std::move(stage);
+    pipeline_->options = o_;
     for (size_t s = 0; s < sources_.size(); ++s) {
       orders_.emplace_back(samples_[s], o_.shuffle, o_.seed, s, o_.block_size, o_.block_window);
     }
-    ring_->slots = std::vector<Slot>(static_cast<size_t>(o_.prefetch));
-    for (Slot& slot : ring_->slots) slot.rows.resize(static_cast<size_t>(o_.batch_size));
+    for (Slot& slot : pipeline_->host.slots()) slot.rows.resize(static_cast<size_t>(o_.batch_size));
     uint64_t total = 0;
     for (uint64_t n : samples_) total += n;
     limit_ = UINT64_MAX;
@@ -70,88 +59,49 @@ class LoaderImpl : public Loader {
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
   }
 
-  // Allocates the ring and starts the assembler threads.
+  // Allocates the host ring (page-locked with a device stage) and starts
+  // the threads.
   Status Start() {
-    std::shared_ptr<HostMemory> host = o_.host_memory;
-    if (!host) host = std::make_shared<MallocMemory>();
-    const SlotLayout layout =
-        SlotLayout::For(o_, static_cast<size_t>(TokenDtypeSize(sources_[0].dataset->dtype())));
-    for (Slot& slot : ring_->slots) {
-      if (!slot.Allocate(host, layout, o_.document_boundaries)) {
+    const std::shared_ptr<DeviceStage>& stage = pipeline_->stage;
+    const size_t stored_item = static_cast<size_t>(TokenDtypeSize(sources_[0].dataset->dtype()));
+    layout_ = HostLayout::For(o_, stage != nullptr, stored_item);
+    for (Slot& slot : pipeline_->host.slots()) {
+      char* p = static_cast<char*>(stage ? stage->AllocateHost(layout_.total)
+                                         : std::aligned_alloc(64, layout_.total));
+      if (p == nullptr) {
         return Status(StatusCode::kResourceExhausted,
                       "cannot allocate " + std::to_string(o_.prefetch) + " batch buffers of " +
-                          std::to_string(layout.total) + " bytes");
+                          std::to_string(layout_.total) + " bytes");
       }
+      slot.memory = stage ? std::shared_ptr<char>(p, [stage](char* q) { stage->FreeHost(q); })
+                          : std::shared_ptr<char>(p, [](char* q) { std::free(q); });
+      layout_.Place(p, o_.document_boundaries, &slot);
     }
-    payload_bytes_ = layout.inputs_bytes + layout.targets_bytes;
+    for (Slot& slot : pipeline_->device.slots()) slot.arrays = stage->SlotArrays(slot.index);
     for (int i = 0; i < o_.threads; ++i) threads_.emplace_back([this] { AssembleLoop(); });
+    if (stage) threads_.emplace_back([this] { CopyLoop(); });
     return Status::Ok();
   }
 
   ~LoaderImpl() override {
     stopping_ = true;
     {
-      std::lock_guard<std::mutex> lock(ring_->mu);
+      std::lock_guard<std::mutex> lock(pipeline_->mu);
       stop_ = true;
+      pipeline_->host.WakeAll();
+      pipeline_->device.WakeAll();
     }
-    ring_->cv.notify_all();
     for (auto& t : threads_) t.join();
   }
 
-  StatusOr<std::shared_ptr<const Batch>> Next() override { return NextWithin(std::nullopt); }
+  StatusOr<std::shared_ptr<const Batch>> Next() override { return NextWithin(-1); }
 
   StatusOr<std::shared_ptr<const Batch>> Next(double timeout_seconds) override {
-    return NextWithin(std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
-  }
-
-  StatusOr<std::shared_ptr<const Batch>> NextWithin(
-      std::optional<std::chrono::duration<double>> timeout) {
-    std::unique_lock<std::mutex> lock(ring_->mu);
-    if (end_step_ >= 0 && consume_step_ >= end_step_) {
-      return std::shared_ptr<const Batch>();
-    }
-    if (HeldSlots() == ring_->slots.size()) {
-      return FailedPreconditionError(
-          "all " + std::to_string(o_.prefetch) +
-          " batch buffers are still held by the caller; release old batches (or raise prefetch)");
-    }
-    const auto t0 = Clock::now();
-    Slot* found = nullptr;
-    const auto ready = [&] {
-      for (Slot& s : ring_->slots) {
-        if (s.state == Slot::State::kReady && s.step == consume_step_ &&
-            s.generation == generation_) {
-          found = &s;
-          return true;
-        }
-      }
-      return false;
-    };
-    if (!timeout) {
-      ring_->cv.wait(lock, ready);
-    } else if (!ring_->cv.wait_for(lock, *timeout, ready)) {
-      // Counted into the step's wait once the batch arrives.
-      pending_wait_ += Seconds(Clock::now() - t0);
-      return Status(StatusCode::kDeadlineExceeded, "no batch ready within the timeout");
-    }
-    const double waited = Seconds(Clock::now() - t0) + pending_wait_;
-    pending_wait_ = 0;
-    Slot& slot = *found;
-    if (!slot.status.ok()) return slot.status;
-    slot.state = Slot::State::kHeld;
-    consumer_counts_ = slot.counts_after;
-    consumer_position_ = slot.position_after;
-    ++consume_step_;
-    waits_.Record(waited, &stats_);
-    stats_.bytes_served += payload_bytes_;
-    static_assert(sizeof(BatchView) <= sizeof(Slot::view_storage));
-    BatchView* view = new (slot.view_storage) BatchView(&slot, o_);
-    return std::shared_ptr<const Batch>(view, &BatchView::Destroy,
-                                        SlotAllocator<char>(ring_, &slot));
+    return NextWithin(std::max(0.0, timeout_seconds));
   }
 
   std::string SaveState() const override {
-    std::lock_guard<std::mutex> lock(ring_->mu);
+    std::lock_guard<std::mutex> lock(pipeline_->mu);
     Cursor c = Settings();
     c.position = consumer_position_;
     for (size_t s = 0; s < sources_.size(); ++s) c.sources[s].consumed = consumer_counts_[s];
@@ -165,17 +115,16 @@ class LoaderImpl : public Loader {
     for (const auto& s : saved.sources) counts.push_back(s.consumed);
     uint64_t ticket = 0, generation = 0;
     {
-      std::lock_guard<std::mutex> lock(ring_->mu);
+      std::lock_guard<std::mutex> lock(pipeline_->mu);
       generation = ++generation_;
-      for (Slot& slot : ring_->slots) {
-        if (slot.state == Slot::State::kReady) slot.state = Slot::State::kFree;
-      }
       consumer_counts_ = counts;
       consumer_position_ = saved.position;
       // Step numbers keep rising across a reset: stale slots never match a fresh step.
-      plan_step_ = consume_step_;
+      plan_step_ = copy_step_ = consume_step_;
       end_step_ = EndStep(saved.position, consume_step_);
       ticket = next_ticket_++;
+      pipeline_->host.Reset();
+      pipeline_->device.Reset();
     }
     // Steps claimed before this call plan (or skip) first; steps claimed
     // after it plan from the reset schedule.
@@ -189,22 +138,21 @@ class LoaderImpl : public Loader {
       ++planned_tickets_;
       plan_cv_.notify_all();
     }
-    ring_->cv.notify_all();
     return Status::Ok();
   }
 
   int64_t Step() const override {
-    std::lock_guard<std::mutex> lock(ring_->mu);
+    std::lock_guard<std::mutex> lock(pipeline_->mu);
     return static_cast<int64_t>((consumer_position_ + GlobalBatch() - 1) / GlobalBatch());
   }
 
   int64_t RemainingSteps() const override {
-    std::lock_guard<std::mutex> lock(ring_->mu);
+    std::lock_guard<std::mutex> lock(pipeline_->mu);
     return end_step_ < 0 ? -1 : end_step_ - consume_step_;
   }
 
   LoaderStats Stats() const override {
-    std::lock_guard<std::mutex> lock(ring_->mu);
+    std::lock_guard<std::mutex> lock(pipeline_->mu);
     LoaderStats s = stats_;
     s.assemble_seconds_total = assemble_seconds_;
     waits_.Percentiles(&s);
@@ -219,6 +167,43 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> SamplesPerSource() const override { return samples_; }
 
  private:
+  // The ring Next() takes batches from.
+  SlotRing& Last() const { return pipeline_->stage ? pipeline_->device : pipeline_->host; }
+
+  // timeout < 0: wait as long as it takes.
+  StatusOr<std::shared_ptr<const Batch>> NextWithin(double timeout) {
+    std::unique_lock<std::mutex> lock(pipeline_->mu);
+    if (end_step_ >= 0 && consume_step_ >= end_step_) return std::shared_ptr<const Batch>();
+    SlotRing& ring = Last();
+    if (ring.Held() == ring.slots().size()) {
+      const bool device = pipeline_->stage != nullptr;
+      return FailedPreconditionError(
+          "all " + std::to_string(ring.slots().size()) + (device ? " device" : "") +
+          " batch buffers are still held by the caller; release old batches (or raise " +
+          (device ? "device_prefetch)" : "prefetch)"));
+    }
+    const auto t0 = Clock::now();
+    Slot* found = nullptr;
+    const auto ready = [&] {
+      found = ring.FindReady(consume_step_, generation_);
+      return found != nullptr;
+    };
+    if (!ready() && !ring.WaitForReady(lock, timeout, ready)) {
+      // Counted into the step's wait once the batch arrives.
+      pending_wait_ += Seconds(Clock::now() - t0);
+      return Status(StatusCode::kDeadlineExceeded, "no batch ready within the timeout");
+    }
+    const double waited = Seconds(Clock::now() - t0) + pending_wait_;
+    pending_wait_ = 0;
+    if (!found->status.ok()) return found->status;
+    consumer_counts_ = found->info.counts_after;
+    consumer_position_ = found->info.position_after;
+    ++consume_step_;
+    waits_.Record(waited, &stats_);
+    stats_.bytes_served += layout_.payload_bytes;
+    return HandOut(pipeline_, &ring, found);
+  }
+
   std::vector<double> Weights() const {
     std::vector<double> w;
     for (const auto& s : sources_) w.push_back(s.weight);
@@ -234,25 +219,14 @@ class LoaderImpl : public Loader {
     if (position >= limit_) return step;
     return step + static_cast<int64_t>((limit_ - position) / GlobalBatch());
   }
-  // Any free slot takes the next step, so a batch the caller keeps for long
-  // blocks only its own buffer, never the order. Under ring_->mu.
-  Slot* FreeSlot() {
-    for (Slot& s : ring_->slots) {
-      if (s.state == Slot::State::kFree) return &s;
-    }
-    return nullptr;
-  }
-  size_t HeldSlots() const {
-    size_t n = 0;
-    for (const Slot& s : ring_->slots) n += s.state == Slot::State::kHeld;
-    return n;
-  }
+  // Under mu: whether local step `step` lies past the end of the data.
+  bool PastEnd(int64_t step) const { return end_step_ >= 0 && step >= end_step_; }
 
   Cursor Settings() const {
     Cursor c;
     c.seed = o_.seed;
     c.seq_len = o_.seq_len;
-    c.shuffle = ShuffleName(o_.shuffle);
+    c.shuffle = std::get<std::string>(*o_.Get("shuffle"));
     c.block_size = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_size) : 0;
     c.block_window = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_window) : 0;
     for (const auto& s : sources_) c.sources.push_back({s.dataset->fingerprint(), s.weight, 0});
@@ -299,99 +273,39 @@ class LoaderImpl : public Loader {
                                 orders_[s].Sample(schedule_.counts()[s] - 1)};
       }
     }
-    slot.counts_after = schedule_.counts();
-    slot.position_after = schedule_.position();
-    slot.global_step = static_cast<int64_t>((slot.position_after - 1) / GlobalBatch());
+    slot.info.counts_after = schedule_.counts();
+    slot.info.position_after = schedule_.position();
+    slot.info.global_step = static_cast<int64_t>((slot.info.position_after - 1) / GlobalBatch());
     return true;
   }
 
-  Status Assemble(Slot& slot) {
-    switch (o_.dtype) {
-      case OutputDtype::kInt32:
-        return AssembleAs<int32_t>(slot);
-      case OutputDtype::kInt64:
-        return AssembleAs<int64_t>(slot);
-      case OutputDtype::kStoredWindows:
-        return AssembleAs<void>(slot);
-    }
-    return InternalError("unknown output dtype");
-  }
-
-  // T: the output token type, or void for windows as stored.
-  template <typename T>
-  Status AssembleAs(Slot& slot) {
-    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
-    thread_local std::vector<uint64_t> starts;  // Reused: no steady-state allocation.
-    slot.num_cu = 0;
-    for (size_t b = 0; b < slot.rows.size(); ++b) {
-      const Dataset& ds = *sources_[slot.rows[b].first].dataset;
-      const uint64_t a = slot.rows[b].second * L;
-      if constexpr (std::is_void_v<T>) {
-        const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
-        TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, slot.inputs + b * (L + 1) * item));
-      } else {
-        // One read of the window, then inputs and targets from it: half the
-        // reads (which matters when each one goes through the chunk cache).
-        thread_local std::vector<T> window;
-        window.resize(L + 1);
-        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, window.data()));
-        std::memcpy(reinterpret_cast<T*>(slot.inputs) + b * L, window.data(), L * sizeof(T));
-        std::memcpy(reinterpret_cast<T*>(slot.targets) + b * L, window.data() + 1, L * sizeof(T));
-      }
-      if (!o_.document_boundaries) continue;
-      starts.clear();
-      ds.DocumentStarts(a + 1, a + L, &starts);
-      int32_t* pos = slot.position_ids + b * L;
-      const int32_t row0 = static_cast<int32_t>(b * L);
-      slot.cu_seqlens[slot.num_cu++] = row0;
-      uint64_t seg = a;
-      size_t k = 0;
-      for (uint64_t j = 0; j < L; ++j) {
-        if (k < starts.size() && starts[k] == a + j) {
-          seg = a + j;
-          slot.cu_seqlens[slot.num_cu++] = row0 + static_cast<int32_t>(j);
-          ++k;
-        }
-        pos[j] = static_cast<int32_t>(a + j - seg);
-      }
-    }
-    if (o_.document_boundaries) {
-      slot.cu_seqlens[slot.num_cu++] = static_cast<int32_t>(o_.batch_size * o_.seq_len);
-    }
-    return Status::Ok();
-  }
-
-  // Claims the next step's slot under the ring lock, then plans it outside
-  // that lock (planning walks the whole global batch, world_size *
-  // batch_size positions) in claim order, so Next() never waits behind a
-  // plan. Tickets order the planners and LoadState()'s schedule reset.
+  // Claims the next step's slot under mu, then plans it outside that lock
+  // (planning walks the whole global batch, world_size * batch_size
+  // positions) in claim order, so Next() never waits behind a plan.
+  // Tickets order the planners and LoadState()'s schedule reset.
   void AssembleLoop() {
+    SlotRing& ring = pipeline_->host;
     while (true) {
       uint64_t ticket = 0, generation = 0;
-      Slot* claimed = nullptr;
+      Slot* slot = nullptr;
       {
-        std::unique_lock<std::mutex> lock(ring_->mu);
-        ring_->cv.wait(lock, [&] {
-          if (stop_) return true;
-          if (end_step_ >= 0 && plan_step_ >= end_step_) return false;
-          return FreeSlot() != nullptr;
-        });
+        std::unique_lock<std::mutex> lock(pipeline_->mu);
+        ring.WaitForFree(lock, [&] { return stop_ || (!PastEnd(plan_step_) && ring.FreeSlot()); });
         if (stop_) return;
-        claimed = FreeSlot();
-        claimed->step = plan_step_++;
-        claimed->generation = generation = generation_;
-        claimed->state = Slot::State::kAssembling;
+        slot = ring.FreeSlot();
+        slot->seq = plan_step_++;
+        slot->generation = generation = generation_;
+        slot->state = Slot::State::kFilling;
         ticket = next_ticket_++;
       }
-      Slot& slot = *claimed;
       bool planned = false;
       {
         std::unique_lock<std::mutex> plan(plan_mu_);
         plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
         // A LoadState() after the claim makes this step stale: skip it.
         if (generation == planned_generation_ && !stopping_.load()) {
-          planned = Plan(slot);
-          if (planned && lookahead_) PrefetchAhead(slot.position_after);
+          planned = Plan(*slot);
+          if (planned && lookahead_) PrefetchAhead(slot->info.position_after);
         }
         ++planned_tickets_;
         plan_cv_.notify_all();
@@ -400,18 +314,54 @@ class LoaderImpl : public Loader {
       double took = 0;
       if (planned) {
         const auto t0 = Clock::now();
-        s = Assemble(slot);
+        s = AssembleRows(sources_, o_, layout_, *slot);
         took = Seconds(Clock::now() - t0);
       }
-      std::lock_guard<std::mutex> lock(ring_->mu);
+      std::lock_guard<std::mutex> lock(pipeline_->mu);
       assemble_seconds_ += took;
-      if (!planned || generation != generation_) {
-        slot.state = Slot::State::kFree;
+      if (planned) {
+        ring.Finish(slot, std::move(s), generation, generation_);
       } else {
-        slot.status = s;
-        slot.state = Slot::State::kReady;
+        ring.Free(slot);
       }
-      ring_->cv.notify_all();
+    }
+  }
+
+  // The device stage: takes host batches in step order and moves each into
+  // a free device slot.
+  void CopyLoop() {
+    SlotRing& host = pipeline_->host;
+    SlotRing& device = pipeline_->device;
+    std::unique_lock<std::mutex> lock(pipeline_->mu);
+    while (true) {
+      device.WaitForFree(lock, [&] { return stop_ || (!PastEnd(copy_step_) && device.FreeSlot()); });
+      if (stop_) return;
+      const uint64_t generation = generation_;
+      const int64_t seq = copy_step_++;
+      Slot* out = device.FreeSlot();
+      out->seq = seq;
+      out->generation = generation;
+      out->state = Slot::State::kFilling;
+      Slot* in = nullptr;
+      host.WaitForReady(lock, -1, [&] {
+        if (stop_ || generation_ != generation) return true;
+        in = host.FindReady(seq, generation);
+        return in != nullptr;
+      });
+      if (stop_) return;
+      if (in == nullptr) {  // LoadState() began a new generation.
+        device.Free(out);
+        continue;
+      }
+      in->state = Slot::State::kHeld;
+      lock.unlock();
+      Status s = in->status;
+      if (s.ok()) s = pipeline_->stage->Copy(in->arrays, out->index);
+      out->arrays.num_cu = in->arrays.num_cu;
+      out->info = in->info;
+      lock.lock();
+      host.Free(in);
+      device.Finish(out, std::move(s), generation, generation_);
     }
   }
 
@@ -419,9 +369,10 @@ class LoaderImpl : public Loader {
   LoaderOptions o_;
   std::vector<uint64_t> samples_;
   std::vector<SampleOrder> orders_;
-  std::shared_ptr<Ring> ring_;
+  std::shared_ptr<Pipeline> pipeline_;
+  HostLayout layout_;
   // Planner side, under plan_mu_: planners (and LoadState's reset) take
-  // tickets under ring_->mu and run in ticket order.
+  // tickets under mu and run in ticket order.
   std::mutex plan_mu_;
   std::condition_variable plan_cv_;
   BlendSchedule schedule_;
@@ -430,11 +381,13 @@ class LoaderImpl : public Loader {
   int64_t ahead_steps_ = 0;          // Current lookahead, growing to lookahead_steps.
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
-  uint64_t next_ticket_ = 0;         // Under ring_->mu.
   std::atomic<bool> stopping_{false};
-  uint64_t limit_ = 0;     // Global positions available in all.
+  uint64_t limit_ = 0;  // Global positions available in all.
+  // Under mu:
+  uint64_t next_ticket_ = 0;
   int64_t end_step_ = -1;  // Step number where the data ends; -1: endless.
-  int64_t plan_step_ = 0;
+  int64_t plan_step_ = 0;  // Next step an assembler claims.
+  int64_t copy_step_ = 0;  // Next step the copy stage moves.
   int64_t consume_step_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
@@ -442,45 +395,18 @@ class LoaderImpl : public Loader {
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
   WaitWindow waits_;
-  size_t payload_bytes_ = 0;  // Bytes of inputs + targets per batch.
-  double pending_wait_ = 0;   // Waited by Next(timeout) calls that timed out.
+  double pending_wait_ = 0;  // Waited by Next(timeout) calls that timed out.
   double assemble_seconds_ = 0;
   std::vector<std::thread> threads_;
 };
 
 Status Validate(const std::vector<Loader::Source>& sources, const LoaderOptions& o) {
   if (sources.empty()) return InvalidArgumentError("a loader needs at least one dataset");
-  if (o.seq_len < 1) return InvalidArgumentError("seq_len must be positive");
-  if (o.batch_size < 1) return InvalidArgumentError("batch_size must be positive");
-  if (o.world_size < 1) return InvalidArgumentError("world_size must be positive");
-  if (o.rank < 0 || o.rank >= o.world_size) {
-    return InvalidArgumentError("rank " + std::to_string(o.rank) + " is outside world_size " +
-                                std::to_string(o.world_size));
-  }
-  if (o.threads < 1) return InvalidArgumentError("threads must be positive");
-  if (o.prefetch < 1 || o.prefetch > 64) return InvalidArgumentError("prefetch must be 1..64");
-  if (o.lookahead_steps < 0) return InvalidArgumentError("lookahead_steps must not be negative");
-  if (o.batch_size * o.seq_len >= (int64_t{1} << 31)) {
-    return InvalidArgumentError("batch_size * seq_len must be below 2^31");
-  }
-  if (o.epochs < 0 || o.max_steps < 0) {
-    return InvalidArgumentError("epochs and max_steps must not be negative");
-  }
-  if (o.shuffle == ShuffleMode::kBlock && (o.block_size < 1 || o.block_window < 1)) {
-    return InvalidArgumentError("block_size and block_window must be positive");
-  }
-  if (o.dtype == OutputDtype::kStoredWindows && sources[0].dataset) {
-    for (const auto& s : sources) {
-      if (s.dataset && s.dataset->dtype() != sources[0].dataset->dtype()) {
-        return InvalidArgumentError("stored windows need one token dtype, but '" +
-                                    s.dataset->path() + "' differs from '" +
-                                    sources[0].dataset->path() + "'");
-      }
-    }
-  }
+  TOKPACK_RETURN_IF_ERROR(o.Validate());
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (!sources[i].dataset)
+    if (!sources[i].dataset) {
       return InvalidArgumentError("source " + std::to_string(i) + " is null");
+    }
     if (!(sources[i].weight > 0) || !std::isfinite(sources[i].weight)) {
       return InvalidArgumentError("weight of '" + sources[i].dataset->path() +
                                   "' must be positive and finite");
@@ -491,11 +417,22 @@ Status Validate(const std::vector<Loader::Source>& sources, const LoaderOptions&
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
-                                                 const LoaderOptions& options) {
+StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sources,
+                                               const LoaderOptions& options,
+                                               std::shared_ptr<DeviceStage> stage) {
   TOKPACK_RETURN_IF_ERROR(Validate(sources, options));
+  if (stage) {
+    // The device stage copies compact windows: one token size for all.
+    for (const auto& s : sources) {
+      if (s.dataset->dtype() != sources[0].dataset->dtype()) {
+        return InvalidArgumentError("a device loader needs one token dtype, but '" +
+                                    s.dataset->path() + "' differs from '" +
+                                    sources[0].dataset->path() + "'");
+      }
+    }
+  }
   std::vector<uint64_t> samples;
-  for (const Source& s : sources) {
+  for (const Loader::Source& s : sources) {
     const uint64_t tokens = s.dataset->num_tokens();
     const uint64_t n = tokens > 0 ? (tokens - 1) / static_cast<uint64_t>(options.seq_len) : 0;
     if (n == 0) {
@@ -505,9 +442,21 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
     }
     samples.push_back(n);
   }
-  auto loader = std::make_unique<LoaderImpl>(std::move(sources), options, std::move(samples));
+  auto loader = std::make_unique<LoaderImpl>(std::move(sources), options, std::move(samples),
+                                             std::move(stage));
   TOKPACK_RETURN_IF_ERROR(loader->Start());
   return std::unique_ptr<Loader>(std::move(loader));
+}
+
+StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
+                                                 const LoaderOptions& options) {
+  TOKPACK_RETURN_IF_ERROR(Validate(sources, options));
+  std::shared_ptr<DeviceStage> stage;
+  if (options.device.is_cuda()) {
+    const size_t item = static_cast<size_t>(TokenDtypeSize(sources[0].dataset->dtype()));
+    TOKPACK_ASSIGN_OR_RETURN(stage, DeviceStage::Create(options, item));
+  }
+  return CreateLoader(std::move(sources), options, std::move(stage));
 }
 
 }  // namespace tokpack

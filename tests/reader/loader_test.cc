@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "reader/dataset_internal.h"
+#include "reader/loader_internal.h"
+#include "tests/reader/host_stage.h"
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/test_util.h"
 
@@ -307,70 +309,36 @@ TEST_F(LoaderTest, AWorldSizedPlanNeitherBlocksNextNorShutdown) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
-// Counts what the loader takes from it; refuses once `budget` allocations are used.
-class CountingMemory : public HostMemory {
- public:
-  explicit CountingMemory(int budget) : budget_(budget) {}
-  void* Allocate(size_t bytes) override {
-    if (allocations_ >= budget_) return nullptr;
-    ++allocations_;
-    live_ += bytes;
-    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  }
-  void Free(void* p, size_t bytes) override {
-    live_ -= bytes;
-    std::free(p);
-  }
-  int allocations() const { return allocations_; }
-  size_t live() const { return live_; }
-
- private:
-  int budget_;
-  std::atomic<int> allocations_{0};
-  std::atomic<size_t> live_{0};
-};
-
-TEST_F(LoaderTest, StoredWindowsHoldInputsAndTargetsAsStoredInTheGivenMemory) {
-  auto memory = std::make_shared<CountingMemory>(100);
+TEST_F(LoaderTest, CompactWindowsThroughACopyStageEqualTheWidenedBatches) {
   LoaderOptions o = Opts();
   o.document_boundaries = true;
   auto widened = Make(o, /*blend=*/true);
-  o.dtype = OutputDtype::kStoredWindows;
-  o.host_memory = memory;
-  auto stored = Make(o, /*blend=*/true);
-  EXPECT_EQ(memory->allocations(), o.prefetch);
+  auto stage = std::make_shared<testing::HostStage>(o, 2);
+  auto staged = CreateLoader({{a_, 0.7}, {b_, 0.3}}, o, stage);
+  ASSERT_TRUE(staged.ok()) << staged.status().ToString();
+  EXPECT_EQ(stage->allocations(), o.prefetch);
   for (int step = 0; step < 10; ++step) {
     auto w = *widened->Next();
-    auto s = *stored->Next();
-    ASSERT_EQ(s->targets(), nullptr);
-    const uint16_t* win = static_cast<const uint16_t*>(s->inputs());
-    const int64_t* in = static_cast<const int64_t*>(w->inputs());
-    const int64_t* tg = static_cast<const int64_t*>(w->targets());
-    const int64_t L = o.seq_len;
-    for (int64_t b = 0; b < o.batch_size; ++b) {
-      for (int64_t j = 0; j < L; ++j) {
-        ASSERT_EQ(win[b * (L + 1) + j], in[b * L + j]);
-        ASSERT_EQ(win[b * (L + 1) + j + 1], tg[b * L + j]);
-      }
-    }
+    auto s = *(*staged)->Next();
+    const size_t cells = static_cast<size_t>(o.batch_size * o.seq_len);
+    ASSERT_EQ(0, std::memcmp(s->inputs(), w->inputs(), cells * 8)) << step;
+    ASSERT_EQ(0, std::memcmp(s->targets(), w->targets(), cells * 8)) << step;
     ASSERT_EQ(s->num_cu_seqlens(), w->num_cu_seqlens());
-    EXPECT_EQ(0, std::memcmp(s->position_ids(), w->position_ids(), L * o.batch_size * 4));
+    EXPECT_EQ(0, std::memcmp(s->position_ids(), w->position_ids(), cells * 4));
   }
-  stored.reset();
-  EXPECT_EQ(memory->live(), 0u);  // Every buffer went back once its batch was gone.
+  staged->reset();
+  EXPECT_EQ(stage->live(), 0);  // Every buffer went back once its batch was gone.
 }
 
 TEST_F(LoaderTest, RefusedHostMemoryAndMixedStoredDtypesAreClearErrors) {
   LoaderOptions o = Opts();
-  o.host_memory = std::make_shared<CountingMemory>(1);
-  auto l = Loader::Create({{a_, 1.0}}, o);
+  auto l = CreateLoader({{a_, 1.0}}, o, std::make_shared<testing::HostStage>(o, 2, 1));
   EXPECT_EQ(l.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(l.status().message().find("batch buffers"), std::string::npos);
 
   testing::WriteSyntheticDataset(dir_.Join("wide"), {100, 100}, 3, 1000, TokenDtype::kInt32);
-  o = Opts();
-  o.dtype = OutputDtype::kStoredWindows;
-  auto mixed = Loader::Create({{a_, 1.0}, {*Dataset::Open(dir_.Join("wide")), 1.0}}, o);
+  auto mixed = CreateLoader({{a_, 1.0}, {*Dataset::Open(dir_.Join("wide")), 1.0}}, o,
+                            std::make_shared<testing::HostStage>(o, 2));
   EXPECT_EQ(mixed.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(mixed.status().message().find("one token dtype"), std::string::npos);
 }

@@ -1,0 +1,52 @@
+// Options: the declared-once description of an options struct (LoaderOptions,
+// BuildOptions), from which the CLI flags, the Python keyword arguments and
+// the type stubs are generated.
+//
+// Every option has one entry: its name, type, default, documentation line and,
+// for an enumeration, its choices. The entry also validates a value when it
+// is set, so a bad value is refused with the option's name in the message
+// wherever it came from (a flag, a keyword argument, a JSON file).
+//
+// OptionInfo and OptionValue are plain values, safe to copy between threads.
+#ifndef TOKPACK_OPTIONS_H_
+#define TOKPACK_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tokpack {
+
+enum class OptionType {
+  kBool,
+  kInt,     // A signed 64-bit integer.
+  kUInt,    // An unsigned 64-bit integer (seeds, byte counts).
+  kFloat,
+  kString,  // Free text, or one of `choices` when that is not empty.
+};
+
+// A value as set by a caller: the binding and the CLI convert to these.
+using OptionValue = std::variant<bool, int64_t, uint64_t, double, std::string>;
+
+struct OptionInfo {
+  std::string name;  // snake_case: the Python keyword and the JSON key.
+  OptionType type = OptionType::kString;
+  std::string default_text;  // The default, as FormatOptionValue writes it.
+  std::string doc;           // One line, for --help, docstrings and stubs.
+  std::vector<std::string> choices;
+  // The CLI flag when it is not --name-with-dashes (e.g. "--bos" for
+  // add_bos); a flag that starts with "--no-" sets the option to false.
+  std::string flag;
+};
+
+// "true"/"false", integers in decimal, floats with round-trip precision,
+// strings as they are.
+std::string FormatOptionValue(const OptionValue& value);
+
+// The CLI flag of an option: info.flag, or "--" + name with '_' -> '-'.
+std::string OptionFlag(const OptionInfo& info);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_OPTIONS_H_

@@ -1,0 +1,43 @@
+"""The options of tokpack.Loader, as keyword-argument types.
+
+Generated from the C++ option table (LoaderOptions in include/tokpack/loader.h)
+by scripts/gen_options.py; do not edit. The core validates every value.
+"""
+from typing import Literal, TypedDict, Union
+
+
+class LoaderOptions(TypedDict, total=False):
+    seq_len: int
+    """Tokens per sample (the model's context length). Default: 2048."""
+    batch_size: int
+    """Samples per rank per step. Default: 8."""
+    seed: int
+    """Shuffle seed. Default: 0."""
+    rank: Union[int, None]
+    """This rank (data-parallel index). Default: 0."""
+    world_size: Union[int, None]
+    """Number of data-parallel ranks. Default: 1."""
+    shuffle: Union[Literal['full', 'block', 'none'], bool]
+    """Sample order: full (a fresh permutation each epoch), block or none. Default: full."""
+    block_size: int
+    """shuffle=block: samples per block. Default: 64."""
+    block_window: int
+    """shuffle=block: blocks shuffled together. Default: 16."""
+    dtype: Union[Literal['int64', 'int32'], object]
+    """Integer type of input_ids and labels. Default: int64."""
+    document_boundaries: bool
+    """Also return position_ids and cu_seqlens (document boundaries). Default: false."""
+    epochs: int
+    """Stop after this many passes over the data (0: endless). Default: 0."""
+    max_steps: int
+    """Stop after this many steps from the start (0: no limit). Default: 0."""
+    threads: int
+    """Assembler threads. Default: 2."""
+    prefetch: int
+    """Host ring depth: batches assembled ahead. Default: 4."""
+    lookahead_steps: int
+    """Remote datasets: steps ahead whose chunks are fetched in the background. Default: 16."""
+    device: Union[str, object]
+    """Where batches are delivered: cpu, cuda (device 0) or cuda:N. Default: cpu."""
+    device_prefetch: int
+    """With a CUDA device: device ring depth. Default: 3."""

@@ -1,0 +1,181 @@
+// OptionTable<T>: the one declaration of an options struct's fields (see
+// include/tokpack/options.h). Each entry couples an OptionInfo with a getter
+// and a checking setter over a field of T, so setting by name from a flag, a
+// keyword argument or JSON goes through the same validation.
+//
+// Entries are made with the builders below from an accessor lambda
+// `[](auto& o) -> auto& { return o.field; }`, which reaches nested fields too.
+// A table is immutable once built; share it as a function-local static.
+#ifndef TOKPACK_SRC_COMMON_OPTION_TABLE_H_
+#define TOKPACK_SRC_COMMON_OPTION_TABLE_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tokpack/options.h"
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+// Converts `v` to the option's type (integers widen to floats, non-negative
+// integers cross between kInt and kUInt); InvalidArgument naming `name` if
+// it does not fit.
+StatusOr<OptionValue> CoerceOptionValue(const std::string& name, OptionType type,
+                                        const OptionValue& v);
+// Parses CLI text by type ("true"/"false"/"1"/"0" for bools).
+StatusOr<OptionValue> ParseOptionText(const std::string& name, OptionType type,
+                                      const std::string& text);
+// The option names closest to `name`, for "unknown option" messages.
+std::string SuggestOption(const std::string& name, const std::vector<OptionInfo>& infos);
+// {"name": value, ...} on one line, in the order given.
+std::string OptionsToJson(const std::vector<std::pair<std::string, OptionValue>>& values);
+// InvalidArgument: "<name> must be one of 'a', 'b', not '<value>'".
+Status NotAChoice(const std::string& name, const std::vector<std::string>& choices,
+                  const std::string& value);
+
+template <typename T>
+class OptionTable {
+ public:
+  struct Entry {
+    OptionInfo info;
+    std::function<OptionValue(const T&)> get;
+    // Receives a value already coerced to info.type.
+    std::function<Status(T&, const OptionValue&)> set;
+  };
+
+  explicit OptionTable(std::vector<Entry> entries) : entries_(std::move(entries)) {
+    const T defaults{};
+    for (Entry& e : entries_) {
+      e.info.default_text = FormatOptionValue(e.get(defaults));
+      infos_.push_back(e.info);
+    }
+  }
+
+  const std::vector<OptionInfo>& infos() const { return infos_; }
+
+  Status Set(T& o, const std::string& name, const OptionValue& v) const {
+    TOKPACK_ASSIGN_OR_RETURN(const Entry* e, Find(name));
+    TOKPACK_ASSIGN_OR_RETURN(OptionValue typed, CoerceOptionValue(name, e->info.type, v));
+    return e->set(o, typed);
+  }
+  Status SetText(T& o, const std::string& name, const std::string& text) const {
+    TOKPACK_ASSIGN_OR_RETURN(const Entry* e, Find(name));
+    TOKPACK_ASSIGN_OR_RETURN(OptionValue typed, ParseOptionText(name, e->info.type, text));
+    return e->set(o, typed);
+  }
+  StatusOr<OptionValue> Get(const T& o, const std::string& name) const {
+    TOKPACK_ASSIGN_OR_RETURN(const Entry* e, Find(name));
+    return e->get(o);
+  }
+  // Every option and its value, in table order.
+  std::vector<std::pair<std::string, OptionValue>> Values(const T& o) const {
+    std::vector<std::pair<std::string, OptionValue>> out;
+    for (const Entry& e : entries_) out.emplace_back(e.info.name, e.get(o));
+    return out;
+  }
+
+ private:
+  StatusOr<const Entry*> Find(const std::string& name) const {
+    for (const Entry& e : entries_) {
+      if (e.info.name == name) return &e;
+    }
+    return InvalidArgumentError("unknown option '" + name + "'" + SuggestOption(name, infos_));
+  }
+
+  std::vector<Entry> entries_;
+  std::vector<OptionInfo> infos_;
+};
+
+// Builders. `ref` is an accessor lambda; `doc` one line.
+template <typename T, typename Ref>
+typename OptionTable<T>::Entry BoolOption(std::string name, std::string doc, Ref ref,
+                                          std::string flag = "") {
+  return {{name, OptionType::kBool, "", std::move(doc), {}, std::move(flag)},
+          [ref](const T& o) -> OptionValue { return ref(o); },
+          [ref](T& o, const OptionValue& v) {
+            ref(o) = std::get<bool>(v);
+            return Status::Ok();
+          }};
+}
+
+// An integer field of any integral type, checked against [min, max].
+template <typename T, typename Ref>
+typename OptionTable<T>::Entry IntOption(std::string name, std::string doc, Ref ref, int64_t min,
+                                         int64_t max) {
+  return {{name, OptionType::kInt, "", std::move(doc), {}, ""},
+          [ref](const T& o) -> OptionValue { return static_cast<int64_t>(ref(o)); },
+          [ref, name, min, max](T& o, const OptionValue& v) {
+            const int64_t x = std::get<int64_t>(v);
+            if (x < min || x > max) {
+              return InvalidArgumentError(name + " must be in [" + std::to_string(min) + ", " +
+                                          std::to_string(max) + "], not " + std::to_string(x));
+            }
+            ref(o) = static_cast<std::remove_reference_t<decltype(ref(o))>>(x);
+            return Status::Ok();
+          }};
+}
+
+template <typename T, typename Ref>
+typename OptionTable<T>::Entry UIntOption(std::string name, std::string doc, Ref ref,
+                                          uint64_t min = 0) {
+  return {{name, OptionType::kUInt, "", std::move(doc), {}, ""},
+          [ref](const T& o) -> OptionValue { return static_cast<uint64_t>(ref(o)); },
+          [ref, name, min](T& o, const OptionValue& v) {
+            const uint64_t x = std::get<uint64_t>(v);
+            if (x < min) {
+              return InvalidArgumentError(name + " must be at least " + std::to_string(min));
+            }
+            ref(o) = x;
+            return Status::Ok();
+          }};
+}
+
+template <typename T, typename Ref>
+typename OptionTable<T>::Entry StringOption(std::string name, std::string doc, Ref ref,
+                                            std::vector<std::string> choices = {}) {
+  return {{name, OptionType::kString, "", std::move(doc), choices, ""},
+          [ref](const T& o) -> OptionValue { return ref(o); },
+          [ref, name, choices](T& o, const OptionValue& v) {
+            const std::string& s = std::get<std::string>(v);
+            if (!choices.empty() && std::find(choices.begin(), choices.end(), s) == choices.end()) {
+              return NotAChoice(name, choices, s);
+            }
+            ref(o) = s;
+            return Status::Ok();
+          }};
+}
+
+// An enumeration field named by strings: `names` pairs each name with its value.
+template <typename T, typename E, typename Ref>
+typename OptionTable<T>::Entry EnumOption(std::string name, std::string doc, Ref ref,
+                                          std::vector<std::pair<std::string, E>> names) {
+  std::vector<std::string> choices;
+  for (const auto& n : names) choices.push_back(n.first);
+  return {{name, OptionType::kString, "", std::move(doc), choices, ""},
+          [ref, names](const T& o) -> OptionValue {
+            for (const auto& n : names) {
+              if (n.second == ref(o)) return n.first;
+            }
+            return std::string("?");
+          },
+          [ref, name, names, choices](T& o, const OptionValue& v) {
+            const std::string& s = std::get<std::string>(v);
+            for (const auto& n : names) {
+              if (n.first == s) {
+                ref(o) = n.second;
+                return Status::Ok();
+              }
+            }
+            return NotAChoice(name, choices, s);
+          }};
+}
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_COMMON_OPTION_TABLE_H_

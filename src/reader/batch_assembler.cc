@@ -1,0 +1,103 @@
+#include "reader/batch_assembler.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace tokpack {
+namespace {
+
+size_t OutItem(const LoaderOptions& o) { return o.dtype == OutputDtype::kInt32 ? 4 : 8; }
+
+// Row b's window, widened to T: read straight into inputs row b, whose one
+// extra token lands on row b + 1's first cell (rewritten by the next row;
+// the last row's lands in the layout's padding), then the targets are that
+// row shifted by one. One read per row (which matters when each goes
+// through the chunk cache) and one copy.
+template <typename T>
+Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, const BatchArrays& out) {
+  T* in = reinterpret_cast<T*>(out.inputs) + b * L;
+  TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, in));
+  std::memcpy(reinterpret_cast<T*>(out.targets) + b * L, in + 1, L * sizeof(T));
+  return Status::Ok();
+}
+
+void FillBoundaries(const Dataset& ds, uint64_t a, uint64_t L, size_t b, BatchArrays& out) {
+  thread_local std::vector<uint64_t> starts;  // Reused: no steady-state allocation.
+  starts.clear();
+  ds.DocumentStarts(a + 1, a + L, &starts);
+  int32_t* pos = out.position_ids + b * L;
+  const int32_t row0 = static_cast<int32_t>(b * L);
+  out.cu_seqlens[out.num_cu++] = row0;
+  uint64_t seg = a;
+  size_t k = 0;
+  for (uint64_t j = 0; j < L; ++j) {
+    if (k < starts.size() && starts[k] == a + j) {
+      seg = a + j;
+      out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
+      ++k;
+    }
+    pos[j] = static_cast<int32_t>(a + j - seg);
+  }
+}
+
+}  // namespace
+
+HostLayout HostLayout::For(const LoaderOptions& o, bool compact, size_t stored_item) {
+  const size_t cells = static_cast<size_t>(o.batch_size * o.seq_len);
+  HostLayout l;
+  l.compact = compact;
+  size_t at = 0;
+  const auto take = [&at](size_t bytes) {
+    const size_t offset = at;
+    at += (bytes + 63) / 64 * 64;  // Each array on its own cache line.
+    return offset;
+  };
+  if (compact) {
+    l.payload_bytes = static_cast<size_t>(o.batch_size * (o.seq_len + 1)) * stored_item;
+    l.inputs = take(l.payload_bytes);
+  } else {
+    const size_t bytes = cells * OutItem(o);
+    l.payload_bytes = 2 * bytes;
+    l.inputs = take(bytes + OutItem(o));  // + the last row's extra token (ReadRow).
+    l.targets = take(bytes);
+  }
+  if (o.document_boundaries) {
+    l.position_ids = take(cells * 4);
+    l.cu_seqlens = take((cells + 1) * 4);
+  }
+  l.total = at;
+  return l;
+}
+
+void HostLayout::Place(char* memory, bool boundaries, Slot* slot) const {
+  slot->arrays.inputs = memory + inputs;
+  slot->arrays.targets = compact ? nullptr : memory + targets;
+  if (boundaries) {
+    slot->arrays.position_ids = reinterpret_cast<int32_t*>(memory + position_ids);
+    slot->arrays.cu_seqlens = reinterpret_cast<int32_t*>(memory + cu_seqlens);
+  }
+}
+
+Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
+                    const HostLayout& layout, Slot& slot) {
+  const uint64_t L = static_cast<uint64_t>(o.seq_len);
+  BatchArrays& out = slot.arrays;
+  out.num_cu = 0;
+  for (size_t b = 0; b < slot.rows.size(); ++b) {
+    const Dataset& ds = *sources[slot.rows[b].first].dataset;
+    const uint64_t a = slot.rows[b].second * L;
+    if (layout.compact) {
+      const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
+      TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, out.inputs + b * (L + 1) * item));
+    } else if (o.dtype == OutputDtype::kInt32) {
+      TOKPACK_RETURN_IF_ERROR(ReadRow<int32_t>(ds, a, L, b, out));
+    } else {
+      TOKPACK_RETURN_IF_ERROR(ReadRow<int64_t>(ds, a, L, b, out));
+    }
+    if (o.document_boundaries) FillBoundaries(ds, a, L, b, out);
+  }
+  if (o.document_boundaries) out.cu_seqlens[out.num_cu++] = static_cast<int32_t>(o.batch_size * o.seq_len);
+  return Status::Ok();
+}
+
+}  // namespace tokpack

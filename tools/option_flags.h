@@ -1,0 +1,52 @@
+// CLI flags made from an options table (LoaderOptions::Describe(),
+// BuildOptions::Describe()): one flag per option, with the option's doc line,
+// default and choices, so the CLI never declares an option of its own.
+#ifndef TOKPACK_TOOLS_OPTION_FLAGS_H_
+#define TOKPACK_TOOLS_OPTION_FLAGS_H_
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "tokpack/options.h"
+#include "tokpack/status.h"
+
+namespace tokpack::cli {
+
+// Registers a flag for each option of `infos` not in `skip`. The returned
+// function, called after parsing, sets the options given on the command line
+// in *options (through Options::SetText, which names a bad value's option).
+template <typename Options>
+std::function<Status(Options*)> AddOptionFlags(CLI::App* app, const std::vector<OptionInfo>& infos,
+                                               const std::set<std::string>& skip = {}) {
+  auto given = std::make_shared<std::map<std::string, std::string>>();
+  for (const OptionInfo& info : infos) {
+    if (skip.count(info.name)) continue;
+    const std::string flag = OptionFlag(info);
+    const std::string name = info.name;
+    if (info.type == OptionType::kBool) {
+      const bool negated = flag.rfind("--no-", 0) == 0;
+      app->add_flag_callback(
+          flag, [given, name, negated] { (*given)[name] = negated ? "false" : "true"; }, info.doc);
+      continue;
+    }
+    CLI::Option* opt =
+        app->add_option_function<std::string>(
+               flag, [given, name](const std::string& v) { (*given)[name] = v; }, info.doc)
+            ->default_str(info.default_text);
+    if (!info.choices.empty()) opt->check(CLI::IsMember(info.choices));
+  }
+  return [given](Options* options) -> Status {
+    for (const auto& [name, text] : *given) {
+      TOKPACK_RETURN_IF_ERROR(options->SetText(name, text).WithContext("--" + name));
+    }
+    return Status::Ok();
+  };
+}
+
+}  // namespace tokpack::cli
+
+#endif  // TOKPACK_TOOLS_OPTION_FLAGS_H_
