@@ -774,20 +774,19 @@ PYBIND11_MODULE(_core, m) {
     return py::make_tuple(ok, why);
   });
 
+  // The settings come as keyword arguments, set through BuildOptions' table.
   m.def(
       "build",
       [](const std::vector<std::string>& inputs, const std::string& output,
          const std::string& tokenizer_model, const std::string& pattern,
          const std::vector<std::pair<std::string, int64_t>>& special, const std::string& eos_token,
-         const std::string& bos_token, const std::string& text_key, const std::string& input_format,
-         bool text_per_line, bool add_bos, bool add_eos, const std::string& invalid_utf8,
-         bool skip_bad_lines, uint64_t shard_tokens, uint64_t chunk_bytes, int threads, bool force,
-         const py::object& progress, const py::object& texts, const py::object& arrow_stream) {
-        BuildOptions o;
+         const std::string& bos_token, const py::object& progress, const py::object& texts,
+         const py::object& arrow_stream, const py::kwargs& settings) {
+        BuildOptions o = ParseOptions<BuildOptions>(settings);
         o.inputs = inputs;
         std::shared_ptr<PyIterTextSource> iterable;
         if (!arrow_stream.is_none()) {
-          o.texts = ArrowTextSource(arrow_stream, text_key);
+          o.texts = ArrowTextSource(arrow_stream, o.settings.text_key);
         } else if (!texts.is_none()) {
           iterable = std::make_shared<PyIterTextSource>(texts);
           o.texts = iterable;
@@ -795,25 +794,10 @@ PYBIND11_MODULE(_core, m) {
         o.output = output;
         o.tokenizer_model = tokenizer_model;
         o.tokenizer_options = TokenizerOptions{pattern, special, eos_token, bos_token};
-        o.settings.text_key = text_key;
-        o.settings.input_format = input_format;
-        o.settings.text_per_line = text_per_line;
-        o.settings.add_bos = add_bos;
-        o.settings.add_eos = add_eos;
-        o.settings.invalid_utf8 = invalid_utf8;
-        o.settings.skip_bad_lines = skip_bad_lines;
-        o.settings.shard_tokens = shard_tokens;
-        o.chunk_bytes = chunk_bytes;
-        o.threads = threads;
-        o.force = force;
         return RunBuild(std::move(o), progress, iterable.get());
       },
       py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("pattern"),
-      py::arg("special"), py::arg("eos_token"), py::arg("bos_token"), py::arg("text_key"),
-      py::arg("input_format"), py::arg("text_per_line"), py::arg("add_bos"), py::arg("add_eos"),
-      py::arg("invalid_utf8"), py::arg("skip_bad_lines"), py::arg("shard_tokens"),
-      py::arg("chunk_bytes"), py::arg("threads"), py::arg("force"), py::arg("progress"),
+      py::arg("special"), py::arg("eos_token"), py::arg("bos_token"), py::arg("progress"),
       py::arg("texts") = py::none(), py::arg("arrow_stream") = py::none());
-  m.attr("DEFAULT_SHARD_TOKENS") = kDefaultShardTokens;
-  m.attr("DEFAULT_CHUNK_BYTES") = Manifest::kDefaultChunkBytes;
+  m.def("build_options", [] { return DescribeOptions(BuildOptions::Describe()); });
 }

@@ -6,14 +6,16 @@ the checked-in file is stale; rerun this then:
 
     .venv/bin/python scripts/gen_options.py
 """
+import os
 import sys
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "python" / "tokpack" / "_options.py"
 
-HEADER = '''"""The options of tokpack.Loader, as keyword-argument types.
+HEADER = '''"""The options of tokpack.Loader and tokpack.build, as keyword-argument types.
 
-Generated from the C++ option table (LoaderOptions in include/tokpack/loader.h)
+Generated from the C++ option tables (LoaderOptions in include/tokpack/loader.h,
+BuildOptions in include/tokpack/builder.h)
 by scripts/gen_options.py; do not edit. The core validates every value.
 """
 from typing import Literal, TypedDict, Union
@@ -40,10 +42,27 @@ def render(name, options):
     return lines
 
 
-def generate():
-    from tokpack import _core
+def load_core():
+    """tokpack._core alone: the package's __init__ imports the file this writes."""
+    import glob
+    import importlib.machinery
+    import importlib.util
 
-    return HEADER + "\n".join(render("LoaderOptions", _core.loader_options())) + "\n"
+    package = importlib.util.find_spec("tokpack").submodule_search_locations[0]
+    path = glob.glob(os.path.join(package, "_core*.so"))[0]
+    loader = importlib.machinery.ExtensionFileLoader("tokpack._core", path)
+    spec = importlib.util.spec_from_file_location("tokpack._core", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def generate():
+    _core = load_core()
+
+    lines = render("LoaderOptions", _core.loader_options())
+    lines += render("BuildOptions", _core.build_options())
+    return HEADER + "\n".join(lines) + "\n"
 
 
 def main():

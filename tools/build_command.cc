@@ -13,6 +13,7 @@
 #include "tokpack/builder.h"
 #include "tokpack/dataset_ops.h"
 #include "tools/commands.h"
+#include "tools/option_flags.h"
 #include "tools/progress_printer.h"
 
 namespace tokpack::cli {
@@ -20,7 +21,7 @@ namespace {
 
 struct BuildArgs {
   BuildOptions options;
-  bool no_eos = false;
+  std::function<Status(BuildOptions*)> apply_flags;  // The settings given as flags.
   std::string part;
   bool quiet = false;
   double progress_every = 0;  // 0: 0.2 s on a terminal, 10 s otherwise.
@@ -66,8 +67,6 @@ void PrintSummary(const BuildSummary& s, const std::string& output) {
 Runner AddBuildCommand(CLI::App* app) {
   auto args = std::make_shared<BuildArgs>();
   BuildOptions& o = args->options;
-  BuildSettings& s = o.settings;
-  s.shard_tokens = kDefaultShardTokens;
   app->add_option("-i,--input", o.inputs,
                   "Input files, directories, globs ('corpus/**/*.jsonl.zst'), object-store "
                   "URLs, prefixes or globs ('s3://bucket/fineweb/**/*.parquet') or - for stdin")
@@ -80,47 +79,16 @@ Runner AddBuildCommand(CLI::App* app) {
                   "tiktoken ranks (with --pattern)")
       ->required();
   auto parse_tokenizer_options = AddTokenizerOptions(app, &o.tokenizer_options);
-  app->add_option("--threads", o.threads, "Tokenizer threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--text-key", s.text_key,
-                  "JSONL field or Parquet column holding the text; nested: /meta/text (JSONL "
-                  "and Parquet) or meta.text (Parquet)")
-      ->capture_default_str();
-  app->add_option("--input-format", s.input_format,
-                  "auto (by file name), jsonl, text or parquet (applies to every input)")
-      ->check(CLI::IsMember({"auto", "jsonl", "text", "parquet"}))
-      ->capture_default_str();
-  app->add_flag("--text-per-line", s.text_per_line,
-                "Plain text: one document per line instead of one per file");
-  app->add_flag("--bos", s.add_bos, "Prepend the tokenizer's BOS id to every document");
-  app->add_flag("--no-eos", args->no_eos, "Do not append the EOS id to every document");
-  app->add_option("--invalid-utf8", s.invalid_utf8,
-                  "replace (with U+FFFD, as Python's errors='replace'), skip the document, "
-                  "or error")
-      ->check(CLI::IsMember({"replace", "skip", "error"}))
-      ->capture_default_str();
-  app->add_flag("--skip-bad-lines", s.skip_bad_lines,
-                "Skip and count bad records (malformed JSON, missing, null or non-string "
-                "text) instead of failing");
-  app->add_flag("--skip-unknown-files", o.skip_unknown_files,
-                "Leave out (and list) files whose format the name does not tell, instead of "
-                "failing");
-  app->add_option("--shard-tokens", s.shard_tokens, "Token budget per shard")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app->add_option("--chunk-bytes", o.chunk_bytes, "Checksum chunk size in bytes")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  args->apply_flags = AddOptionFlags<BuildOptions>(app, BuildOptions::Describe());
   app->add_option("--part", args->part,
                   "Build part i/N of the inputs (0-based), e.g. for a Slurm job array");
-  app->add_flag("--force", o.force, "Replace an existing dataset at --output");
   app->add_flag("-q,--quiet", args->quiet, "No progress output (the summary is still printed)");
   app->add_option("--progress-every", args->progress_every,
                   "Seconds between progress reports (default: 0.2 on a terminal, else 10)");
 
   return [args, parse_tokenizer_options]() -> int {
     BuildOptions& opts = args->options;
-    opts.settings.add_eos = !args->no_eos;
+    if (Status st = args->apply_flags(&opts); !st.ok()) return ReportError("build", st);
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("build", st);
     if (!args->part.empty()) {
       Status st = ParsePart(args->part, &opts.part_index, &opts.part_count);

@@ -5,6 +5,7 @@
 #define TOKPACK_TOOLS_OPTION_FLAGS_H_
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,19 +30,26 @@ std::function<Status(Options*)> AddOptionFlags(CLI::App* app, const std::vector<
     const std::string name = info.name;
     if (info.type == OptionType::kBool) {
       const bool negated = flag.rfind("--no-", 0) == 0;
+      std::string doc = info.doc;
+      if (negated && !doc.empty()) {
+        doc[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(doc[0])));
+        doc = "Do not " + doc;
+      }
       app->add_flag_callback(
-          flag, [given, name, negated] { (*given)[name] = negated ? "false" : "true"; }, info.doc);
+          flag, [given, name, negated] { (*given)[name] = negated ? "false" : "true"; }, doc);
       continue;
     }
+    static const char* const kTypeNames[] = {"", "INT", "UINT", "FLOAT", "TEXT"};
     CLI::Option* opt =
         app->add_option_function<std::string>(
                flag, [given, name](const std::string& v) { (*given)[name] = v; }, info.doc)
+            ->type_name(kTypeNames[static_cast<int>(info.type)])
             ->default_str(info.default_text);
     if (!info.choices.empty()) opt->check(CLI::IsMember(info.choices));
   }
   return [given](Options* options) -> Status {
     for (const auto& [name, text] : *given) {
-      TOKPACK_RETURN_IF_ERROR(options->SetText(name, text).WithContext("--" + name));
+      TOKPACK_RETURN_IF_ERROR(options->SetText(name, text));
     }
     return Status::Ok();
   };

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tokpack/manifest.h"
+#include "tokpack/options.h"
 #include "tokpack/status.h"
 #include "tokpack/tokenizer.h"
 
@@ -96,7 +97,16 @@ StatusOr<std::unique_ptr<TextSource>> MakeArrowStreamTextSource(void* arrow_arra
                                                                 std::string text_key,
                                                                 std::string name);
 
+// The default per-shard token budget: 2^29 tokens (1 GiB of uint16).
+inline constexpr uint64_t kDefaultShardTokens = 1ull << 29;
+
+// A build's inputs, output and settings. The settings (text_key through
+// force below) are declared once, with their names, defaults, validation and
+// documentation, in the table behind Describe(); the CLI flags of `tokpack
+// build` and the keyword arguments of tokpack.build are made from it.
 struct BuildOptions {
+  BuildOptions() { settings.shard_tokens = kDefaultShardTokens; }
+
   // Files, directories, globs ("corpus/**/*.jsonl.zst"), object-store URLs
   // and globs ("s3://bucket/fineweb/**/*.parquet") or "-" for stdin.
   std::vector<std::string> inputs;
@@ -128,6 +138,21 @@ struct BuildOptions {
   // Called about every `progress_interval_seconds`, from a helper thread.
   std::function<void(const BuildProgress&)> progress;
   double progress_interval_seconds = 0.5;
+
+  // The declaration of every setting, in order.
+  static const std::vector<OptionInfo>& Describe();
+  // Sets setting `name`; InvalidArgument naming it for an unknown name, a
+  // value of the wrong type or out of range.
+  Status Set(const std::string& name, const OptionValue& value);
+  // As Set, from text (CLI flags).
+  Status SetText(const std::string& name, const std::string& text);
+  // The value of setting `name`; InvalidArgument for an unknown name.
+  StatusOr<OptionValue> Get(const std::string& name) const;
+  // Every setting as one JSON object line.
+  std::string ToJson() const;
+  // Checks every setting and what one setting cannot check alone (an
+  // output and a tokenizer given, the part, files or texts); Build() calls it.
+  Status Validate() const;
 };
 
 struct BuildSummary {
@@ -137,9 +162,6 @@ struct BuildSummary {
   std::vector<std::string> skipped_files;  // With skip_unknown_files.
   double seconds = 0;
 };
-
-// The default per-shard token budget: 2^29 tokens (1 GiB of uint16).
-inline constexpr uint64_t kDefaultShardTokens = 1ull << 29;
 
 // Runs a build. Errors name the offending file and line (malformed JSON,
 // missing text key), input (missing, unreadable, corrupt compression), or

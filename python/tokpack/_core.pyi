@@ -3,11 +3,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 from typing_extensions import Unpack
 
-from ._options import LoaderOptions
+from ._options import BuildOptions, LoaderOptions
 
 __version__: str
-DEFAULT_SHARD_TOKENS: int
-DEFAULT_CHUNK_BYTES: int
 
 class Array:
     """Dense row-major memory owned by a batch or a dataset; DLPack and buffer protocol."""
@@ -101,18 +99,10 @@ def build(
     special: Sequence[Tuple[str, int]],
     eos_token: str,
     bos_token: str,
-    text_key: str,
-    input_format: str,
-    text_per_line: bool,
-    add_bos: bool,
-    add_eos: bool,
-    invalid_utf8: str,
-    skip_bad_lines: bool,
-    shard_tokens: int,
-    chunk_bytes: int,
-    threads: int,
-    force: bool,
     progress: Optional[Callable[[Dict[str, float]], None]],
     texts: Optional[Iterable[Any]] = None,
     arrow_stream: Optional[Any] = None,
+    **settings: Unpack[BuildOptions],
 ) -> str: ...
+
+def build_options() -> List[Dict[str, Any]]: ...

@@ -7,12 +7,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import (Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple,
-                    Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Protocol,
+                    Sequence, Tuple, Union)
 
 import numpy as np
 
 from . import _core
+from ._options import BuildOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -299,18 +303,8 @@ def build(
     special: Optional[Dict[str, int]] = None,
     eos_token: Optional[str] = None,
     bos_token: Optional[str] = None,
-    text_key: str = "text",
-    input_format: str = "auto",
-    text_per_line: bool = False,
-    bos: bool = False,
-    eos: bool = True,
-    invalid_utf8: str = "replace",
-    skip_bad_lines: bool = False,
-    shard_tokens: int = _core.DEFAULT_SHARD_TOKENS,
-    chunk_bytes: int = _core.DEFAULT_CHUNK_BYTES,
-    threads: int = 0,
-    force: bool = False,
     progress: Optional[Callable[[Dict[str, float]], None]] = None,
+    **options: "Unpack[BuildOptions]",
 ) -> Dataset:
     """Packs corpora into a dataset at ``output``, exactly as ``tokpack build``
     does (same options, byte-identical output), and opens it.
@@ -350,8 +344,14 @@ def build(
     existing input. To pack strings as texts whatever they look like, pass
     ``iter(the_list)``: an iterator (like a generator) is never paths.
 
+    The other keyword arguments are the packer's settings, declared once
+    in the C++ core and listed with their types, defaults and docs in
+    ``tokpack._options.BuildOptions`` (the flags of ``tokpack build``):
     ``text_key`` names the text field of JSONL, Parquet and Arrow inputs;
-    ``input_format`` and ``text_per_line`` apply to files only.
+    ``input_format`` and ``text_per_line`` apply to files only; ``bos`` and
+    ``eos`` add the tokenizer's BOS/EOS ids; ``invalid_utf8``,
+    ``skip_bad_lines``, ``shard_tokens``, ``chunk_bytes``, ``threads`` and
+    ``force`` are as the flags say.
     ``tokenizer`` is any file ``Tokenizer`` reads;
     ``pattern``, ``special``, ``eos_token`` and ``bos_token`` are as there
     (``--pattern``, ``--special``, ``--eos``, ``--bos-token`` of the CLI). ``progress`` is called with a dict (bytes_read,
@@ -380,19 +380,9 @@ def build(
         special=_specials(special),
         eos_token=eos_token or "",
         bos_token=bos_token or "",
-        text_key=text_key,
-        input_format=input_format,
-        text_per_line=text_per_line,
-        add_bos=bos,
-        add_eos=eos,
-        invalid_utf8=invalid_utf8,
-        skip_bad_lines=skip_bad_lines,
-        shard_tokens=int(shard_tokens),
-        chunk_bytes=int(chunk_bytes),
-        threads=int(threads),
-        force=force,
         progress=progress,
         texts=texts,
         arrow_stream=arrow_stream,
+        **options,
     )
     return Dataset(output)

@@ -1,6 +1,7 @@
-"""The options of tokpack.Loader, as keyword-argument types.
+"""The options of tokpack.Loader and tokpack.build, as keyword-argument types.
 
-Generated from the C++ option table (LoaderOptions in include/tokpack/loader.h)
+Generated from the C++ option tables (LoaderOptions in include/tokpack/loader.h,
+BuildOptions in include/tokpack/builder.h)
 by scripts/gen_options.py; do not edit. The core validates every value.
 """
 from typing import Literal, TypedDict, Union
@@ -41,3 +42,30 @@ class LoaderOptions(TypedDict, total=False):
     """Where batches are delivered: cpu, cuda (device 0) or cuda:N. Default: cpu."""
     device_prefetch: int
     """With a CUDA device: device ring depth. Default: 3."""
+
+
+class BuildOptions(TypedDict, total=False):
+    text_key: str
+    """JSONL field or Parquet/Arrow column holding the text; nested: /meta/text or meta.text. Default: text."""
+    input_format: Literal['auto', 'jsonl', 'text', 'parquet']
+    """auto (by file name), jsonl, text or parquet (applies to every input file). Default: auto."""
+    text_per_line: bool
+    """Plain text: one document per line instead of one per file. Default: false."""
+    bos: bool
+    """Prepend the tokenizer's BOS id to every document. Default: false."""
+    eos: bool
+    """Append the tokenizer's EOS id to every document. Default: true."""
+    invalid_utf8: Literal['replace', 'skip', 'error']
+    """replace (with U+FFFD, as Python's errors='replace'), skip the document, or error. Default: replace."""
+    skip_bad_lines: bool
+    """Skip and count bad records (malformed JSON, missing, null or non-string text) instead of failing. Default: false."""
+    skip_unknown_files: bool
+    """Leave out (and list) files whose format the name does not tell, instead of failing. Default: false."""
+    shard_tokens: int
+    """Token budget per shard. Default: 536870912."""
+    chunk_bytes: int
+    """Checksum chunk size in bytes. Default: 4194304."""
+    threads: int
+    """Tokenizer threads (0: one per hardware thread). Default: 0."""
+    force: bool
+    """Replace an existing dataset at the output. Default: false."""

@@ -28,35 +28,6 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-Status ValidateOptions(const BuildOptions& o) {
-  const BuildSettings& s = o.settings;
-  if (o.output.empty()) return InvalidArgumentError("no output directory given (--output)");
-  if (o.tokenizer_model.empty()) return InvalidArgumentError("no tokenizer given (--tokenizer)");
-  if (o.threads < 0) return InvalidArgumentError("--threads must be >= 0");
-  if (s.shard_tokens == 0) return InvalidArgumentError("--shard-tokens must be positive");
-  if (o.chunk_bytes == 0) return InvalidArgumentError("--chunk-bytes must be positive");
-  if (o.part_count < 1 || o.part_index < 0 || o.part_index >= o.part_count) {
-    return InvalidArgumentError("--part must be i/N with 0 <= i < N");
-  }
-  if (s.invalid_utf8 != "replace" && s.invalid_utf8 != "skip" && s.invalid_utf8 != "error") {
-    return InvalidArgumentError("--invalid-utf8 must be replace, skip or error, not '" +
-                                s.invalid_utf8 + "'");
-  }
-  if (s.input_format != "auto" && s.input_format != "jsonl" && s.input_format != "text" &&
-      s.input_format != "parquet") {
-    return InvalidArgumentError("--input-format must be auto, jsonl, text or parquet, not '" +
-                                s.input_format + "'");
-  }
-  if (o.texts && !o.inputs.empty()) {
-    return InvalidArgumentError("give either input files or texts, not both");
-  }
-  if (o.texts && o.part_count > 1) {
-    return InvalidArgumentError("--part splits input files; it cannot split texts");
-  }
-  if (s.text_key.empty()) return InvalidArgumentError("--text-key must not be empty");
-  return Status::Ok();
-}
-
 // Reader thread -> encoder threads -> the calling thread, which writes in
 // input order. At most `max_inflight` batches exist at once, so memory is
 // bounded whatever the input size; batches are recycled through pools, so
@@ -281,7 +252,7 @@ StatusOr<BuildSummary> Build(const BuildOptions& options) {
 
 StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs) {
   const auto t0 = Clock::now();
-  TOKPACK_RETURN_IF_ERROR(ValidateOptions(o));
+  TOKPACK_RETURN_IF_ERROR(o.Validate());
   TOKPACK_ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(o.tokenizer_model, o.tokenizer_options));
   const TokenizerInfo& tok = tokenizer->info();
   if (o.settings.add_bos && tok.bos_id < 0) {

@@ -1,0 +1,94 @@
+// BuildOptions' table: the one declaration of each packer option (name, type,
+// default, validation, doc line). The CLI flags of `tokpack build`, the
+// keyword arguments of tokpack.build and the stubs are made from it.
+#include <climits>
+
+#include "common/option_table.h"
+#include "tokpack/builder.h"
+
+namespace tokpack {
+namespace {
+
+using O = BuildOptions;
+
+const OptionTable<O>& Table() {
+  static const OptionTable<O>* table = new OptionTable<O>({
+      StringOption<O>(
+          "text_key",
+          "JSONL field or Parquet/Arrow column holding the text; nested: /meta/text or meta.text",
+          [](auto& o) -> auto& { return o.settings.text_key; }),
+      StringOption<O>("input_format",
+                      "auto (by file name), jsonl, text or parquet (applies to every input file)",
+                      [](auto& o) -> auto& { return o.settings.input_format; },
+                      {"auto", "jsonl", "text", "parquet"}),
+      BoolOption<O>("text_per_line", "Plain text: one document per line instead of one per file",
+                    [](auto& o) -> auto& { return o.settings.text_per_line; }),
+      BoolOption<O>("bos", "Prepend the tokenizer's BOS id to every document",
+                    [](auto& o) -> auto& { return o.settings.add_bos; }),
+      BoolOption<O>("eos", "Append the tokenizer's EOS id to every document",
+                    [](auto& o) -> auto& { return o.settings.add_eos; }, "--no-eos"),
+      StringOption<O>("invalid_utf8",
+                      "replace (with U+FFFD, as Python's errors='replace'), skip the document, "
+                      "or error",
+                      [](auto& o) -> auto& { return o.settings.invalid_utf8; },
+                      {"replace", "skip", "error"}),
+      BoolOption<O>("skip_bad_lines",
+                    "Skip and count bad records (malformed JSON, missing, null or non-string "
+                    "text) instead of failing",
+                    [](auto& o) -> auto& { return o.settings.skip_bad_lines; }),
+      BoolOption<O>("skip_unknown_files",
+                    "Leave out (and list) files whose format the name does not tell, instead of "
+                    "failing",
+                    [](auto& o) -> auto& { return o.skip_unknown_files; }),
+      UIntOption<O>("shard_tokens", "Token budget per shard",
+                    [](auto& o) -> auto& { return o.settings.shard_tokens; }, 1),
+      UIntOption<O>("chunk_bytes", "Checksum chunk size in bytes",
+                    [](auto& o) -> auto& { return o.chunk_bytes; }, 1),
+      IntOption<O>("threads", "Tokenizer threads (0: one per hardware thread)",
+                   [](auto& o) -> auto& { return o.threads; }, 0, 1024),
+      BoolOption<O>("force", "Replace an existing dataset at the output",
+                    [](auto& o) -> auto& { return o.force; }),
+  });
+  return *table;
+}
+
+}  // namespace
+
+const std::vector<OptionInfo>& BuildOptions::Describe() { return Table().infos(); }
+
+Status BuildOptions::Set(const std::string& name, const OptionValue& value) {
+  return Table().Set(*this, name, value);
+}
+
+Status BuildOptions::SetText(const std::string& name, const std::string& text) {
+  return Table().SetText(*this, name, text);
+}
+
+StatusOr<OptionValue> BuildOptions::Get(const std::string& name) const {
+  return Table().Get(*this, name);
+}
+
+std::string BuildOptions::ToJson() const { return OptionsToJson(Table().Values(*this)); }
+
+Status BuildOptions::Validate() const {
+  // Fields filled in by hand get the table's checks too.
+  BuildOptions copy;
+  for (const auto& [name, value] : Table().Values(*this)) {
+    TOKPACK_RETURN_IF_ERROR(copy.Set(name, value));
+  }
+  if (output.empty()) return InvalidArgumentError("no output directory given (--output)");
+  if (tokenizer_model.empty()) return InvalidArgumentError("no tokenizer given (--tokenizer)");
+  if (part_count < 1 || part_index < 0 || part_index >= part_count) {
+    return InvalidArgumentError("--part must be i/N with 0 <= i < N");
+  }
+  if (texts && !inputs.empty()) {
+    return InvalidArgumentError("give either input files or texts, not both");
+  }
+  if (texts && part_count > 1) {
+    return InvalidArgumentError("--part splits input files; it cannot split texts");
+  }
+  if (settings.text_key.empty()) return InvalidArgumentError("--text-key must not be empty");
+  return Status::Ok();
+}
+
+}  // namespace tokpack
