@@ -21,12 +21,13 @@ DatasetInfo InspectDataset(const Dataset& dataset) {
   for (const ShardInfo& shard : info.manifest.shards) {
     info.data_bytes += shard.bin.bytes + shard.idx.bytes;
   }
-  info.length_histogram.assign(32, 0);
+  // A bucket for every uint64 length: opening checks index headers only,
+  // so a damaged index can hold any length here (verify finds it).
+  info.length_histogram.assign(64, 0);
   const uint64_t docs = dataset.num_documents();
   for (uint64_t i = 0; i < docs; ++i) {
     uint64_t offset = 0, len = 0;
     if (!dataset.DocumentExtent(i, &offset, &len).ok()) break;  // Only past the end.
-    // Lengths are int32 in the index, so the bucket is below 32.
     const int bucket = len == 0 ? 0 : 63 - __builtin_clzll(len);
     ++info.length_histogram[bucket];
     info.min_length = i == 0 ? len : std::min(info.min_length, len);
