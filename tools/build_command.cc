@@ -1,17 +1,10 @@
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
-#include "io/file_system.h"
-#include "io/input_files.h"
-#include "storage/object_url.h"
 #include "tokpack/builder.h"
-#include "tokpack/dataset_ops.h"
 #include "tools/commands.h"
 #include "tools/option_flags.h"
 #include "tools/progress_printer.h"
@@ -72,7 +65,8 @@ Runner AddBuildCommand(CLI::App* app) {
                   "URLs, prefixes or globs ('s3://bucket/fineweb/**/*.parquet') or - for stdin")
       ->required();
   app->add_option("-o,--output", o.output,
-                  "Dataset directory to create, or s3:// / gs:// URL (built locally, then pushed)")
+                  "Dataset directory to create, or s3:// / gs:// URL (built in $TMPDIR, then "
+                  "pushed)")
       ->required();
   app->add_option("-t,--tokenizer", o.tokenizer_model,
                   "Tokenizer file: sentencepiece .model, Hugging Face tokenizer.json (BPE) or "
@@ -102,36 +96,14 @@ Runner AddBuildCommand(CLI::App* app) {
           args->progress_every > 0 ? args->progress_every : (tty ? 0.2 : 10.0);
       opts.progress = [&printer](const BuildProgress& p) { printer.Update(p); };
     }
-    // An object-store output: build in a local temporary directory, then push.
-    const std::string destination = opts.output;
-    std::string scratch;
-    if (IsRemoteUrl(destination)) {
-      const char* tmp = std::getenv("TMPDIR");
-      std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tokpack-build-XXXXXX";
-      if (::mkdtemp(pattern.data()) == nullptr) {
-        return ReportError("build", ErrnoToStatus(errno, "mkdtemp", pattern));
-      }
-      scratch = pattern;
-      opts.output = JoinPath(scratch, "data");
-    }
     StatusOr<BuildSummary> summary = Build(opts);
     printer.Finish();
-    if (!summary.ok()) {
-      if (!scratch.empty()) RemoveAllQuietly(scratch);
-      return ReportError("build", summary.status());
+    if (!summary.ok()) return ReportError("build", summary.status());
+    PrintSummary(*summary, opts.output);
+    if (summary->uploaded_bytes > 0) {
+      std::fprintf(stderr, "pushed %s to %s\n",
+                   ProgressPrinter::Bytes(summary->uploaded_bytes).c_str(), opts.output.c_str());
     }
-    PrintSummary(*summary, destination);
-    if (scratch.empty()) return 0;
-    PushOptions push;
-    push.dir = opts.output;
-    push.url = destination;
-    push.force = opts.force;
-    push.cancel = &g_interrupted;
-    StatusOr<uint64_t> pushed = PushDataset(push);
-    RemoveAllQuietly(scratch);
-    if (!pushed.ok()) return ReportError("build", pushed.status());
-    std::fprintf(stderr, "pushed %s to %s\n", ProgressPrinter::Bytes(*pushed).c_str(),
-                 destination.c_str());
     return 0;
   };
 }

@@ -4,8 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "common/json_writer.h"
-#include "io/file_system.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/tokenizer.h"
@@ -17,15 +15,22 @@ namespace {
 
 using ull = unsigned long long;
 
-void PrintInfoText(const std::string& dir, const DatasetInfo& info) {
+constexpr const char* kDatasetHelp =
+    "Dataset: a directory, a Megatron prefix, or an s3://, gs://, http(s):// URL";
+
+void PrintInfoText(const DatasetInfo& info) {
   const Manifest& m = info.manifest;
   const TokenizerInfo& t = m.tokenizer;
   const Provenance& p = m.provenance;
-  std::printf("dataset      %s\n", dir.c_str());
+  std::printf("dataset      %s\n", info.path.c_str());
   std::printf("fingerprint  %s\n", HashToHex(m.Fingerprint()).c_str());
-  std::printf("made by      %s %s (%s", p.tool.c_str(), p.version.c_str(), p.kind.c_str());
-  if (p.part_count > 1) std::printf(", part %d/%d", p.part_index, p.part_count);
-  std::printf(")\n");
+  if (!info.has_manifest) {
+    std::printf("made by      unknown (a bare Megatron prefix: no manifest.json)\n");
+  } else {
+    std::printf("made by      %s %s (%s", p.tool.c_str(), p.version.c_str(), p.kind.c_str());
+    if (p.part_count > 1) std::printf(", part %d/%d", p.part_index, p.part_count);
+    std::printf(")\n");
+  }
   std::printf("tokens       %llu (%s)\n", static_cast<ull>(m.TotalTokens()),
               std::string(TokenDtypeName(m.dtype)).c_str());
   std::printf("documents    %llu\n", static_cast<ull>(m.TotalDocuments()));
@@ -74,43 +79,21 @@ void PrintInfoText(const std::string& dir, const DatasetInfo& info) {
   }
 }
 
-void PrintInfoJson(const std::string& dir, const DatasetInfo& info) {
-  const Manifest& m = info.manifest;
-  JsonWriter w;
-  w.BeginObject();
-  w.String("dataset", dir);
-  w.String("fingerprint", HashToHex(m.Fingerprint()));
-  w.String("dtype", TokenDtypeName(m.dtype));
-  w.UInt("tokens", m.TotalTokens());
-  w.UInt("documents", m.TotalDocuments());
-  w.UInt("shards", m.shards.size());
-  w.UInt("data_bytes", info.data_bytes);
-  w.Int("vocab_size", m.tokenizer.vocab_size);
-  w.Int("bos_id", m.tokenizer.bos_id);
-  w.Int("eos_id", m.tokenizer.eos_id);
-  w.UInt("min_doc_tokens", info.min_length);
-  w.UInt("max_doc_tokens", info.max_length);
-  w.BeginArray("doc_length_log2_histogram");
-  for (uint64_t n : info.length_histogram) w.UInt(n);
-  w.EndArray();
-  w.EndObject();
-  std::fputs(w.str().c_str(), stdout);
-}
-
 }  // namespace
 
 Runner AddInfoCommand(CLI::App* app) {
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  app->add_option("dataset", *dir, "Dataset directory")->required();
+  app->add_option("dataset", *dir, kDatasetHelp)->required();
   app->add_flag("--json", *json, "Print one JSON object");
   return [dir, json]() -> int {
-    StatusOr<DatasetInfo> info = InspectDataset(*dir);
-    if (!info.ok()) return ReportError("info", info.status());
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(*dir);
+    if (!ds.ok()) return ReportError("info", ds.status());
+    const DatasetInfo info = InspectDataset(**ds);
     if (*json) {
-      PrintInfoJson(*dir, *info);
+      std::fputs(DatasetInfoToJson(info).c_str(), stdout);
     } else {
-      PrintInfoText(*dir, *info);
+      PrintInfoText(info);
     }
     return 0;
   };
@@ -118,11 +101,12 @@ Runner AddInfoCommand(CLI::App* app) {
 
 Runner AddVerifyCommand(CLI::App* app) {
   auto dir = std::make_shared<std::string>();
-  app->add_option("dataset", *dir, "Dataset directory")->required();
+  app->add_option("dataset", *dir, kDatasetHelp)->required();
   return [dir]() -> int {
     StatusOr<VerifyReport> report = VerifyDataset(*dir);
     if (!report.ok()) return ReportError("verify", report.status());
     for (const std::string& p : report->problems) std::printf("BAD  %s\n", p.c_str());
+    for (const std::string& u : report->unchecked) std::printf("NOT CHECKED  %s\n", u.c_str());
     if (!report->ok()) {
       std::printf("%s: FAILED, %zu problem(s) in %llu files checked\n", dir->c_str(),
                   report->problems.size(), static_cast<ull>(report->files_checked));
@@ -140,7 +124,9 @@ Runner AddMergeCommand(CLI::App* app) {
   auto parts = std::make_shared<std::vector<std::string>>();
   auto force = std::make_shared<bool>(false);
   app->add_option("output", *out, "Dataset directory to create")->required();
-  app->add_option("parts", *parts, "Part directories (any order)")->required();
+  app->add_option("parts", *parts,
+                  "Datasets with manifest.json, or the parts of a --part build (any order)")
+      ->required();
   app->add_flag("--force", *force, "Replace an existing dataset at OUTPUT");
   return [out, parts, force]() -> int {
     StatusOr<Manifest> m = MergeDatasets(*out, *parts, *force);
@@ -185,7 +171,7 @@ Runner AddShowCommand(CLI::App* app) {
     TokenizerOptions tokenizer_options;
   };
   auto a = std::make_shared<Args>();
-  app->add_option("dataset", a->dir, "Dataset directory")->required();
+  app->add_option("dataset", a->dir, kDatasetHelp)->required();
   app->add_option("--doc", a->doc, "First document (0-based)")->capture_default_str();
   app->add_option("--count", a->count, "Number of documents")->capture_default_str();
   app->add_flag("--decode", a->decode, "Print text decoded with the dataset's tokenizer");
@@ -196,18 +182,15 @@ Runner AddShowCommand(CLI::App* app) {
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("show", st);
     StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir);
     if (!ds.ok()) return ReportError("show", ds.status());
-    const Manifest* m = &(*ds)->manifest();
     std::unique_ptr<Tokenizer> tok;
     if (a->decode) {
-      StatusOr<std::unique_ptr<Tokenizer>> loaded = InvalidArgumentError("");
-      if (!a->tokenizer.empty()) {
-        loaded = Tokenizer::Load(a->tokenizer, a->tokenizer_options);
-      } else if (m->tokenizer.file.empty()) {
+      if (a->tokenizer.empty() && (*ds)->manifest().tokenizer.file.empty()) {
         return ReportError(
             "show", InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));
-      } else {
-        loaded = Tokenizer::LoadRecorded(JoinPath(a->dir, m->tokenizer.file), m->tokenizer);
       }
+      StatusOr<std::unique_ptr<Tokenizer>> loaded =
+          a->tokenizer.empty() ? LoadDatasetTokenizer(**ds)
+                               : Tokenizer::Load(a->tokenizer, a->tokenizer_options);
       if (!loaded.ok()) return ReportError("show", loaded.status());
       tok = std::move(*loaded);
     }
@@ -237,7 +220,7 @@ Runner AddShowCommand(CLI::App* app) {
 
 Runner AddPushCommand(CLI::App* app) {
   auto o = std::make_shared<PushOptions>();
-  app->add_option("dir", o->dir, "Local dataset directory")->required();
+  app->add_option("dir", o->dir, "Local dataset directory (with manifest.json)")->required();
   app->add_option("url", o->url, "s3://bucket/prefix or gs://bucket/prefix")->required();
   app->add_flag("--force", o->force, "Replace a dataset already at the URL");
   app->add_option("--part-bytes", o->part_bytes,

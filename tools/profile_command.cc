@@ -15,10 +15,10 @@
 #include <sstream>
 #include <thread>
 
-#include "common/json_writer.h"
-#include "io/file_system.h"
+#include "tokpack/json_writer.h"
 #include "tokpack/loader.h"
 #include "tools/commands.h"
+#include "tools/file_util.h"
 
 namespace tokpack::cli {
 namespace {

@@ -1,14 +1,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
-#include "io/file_system.h"
+#include "tokpack/dataset_ops.h"
 #include "tokpack/loader.h"
 #include "tokpack/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/file_util.h"
 #include "tools/option_flags.h"
 
 namespace tokpack::cli {
@@ -61,17 +61,18 @@ int Run(SampleArgs& a) {
       return ReportError("sample",
                          InvalidArgumentError("the dataset holds no tokenizer to decode with"));
     }
-    auto t = Tokenizer::LoadRecorded(JoinPath(sources[0].dataset->path(), m.tokenizer.file),
-                                     m.tokenizer);
+    auto t = LoadDatasetTokenizer(*sources[0].dataset);
     if (!t.ok()) return ReportError("sample", t.status());
     tok = std::move(*t);
   }
   auto loader = Loader::Create(std::move(sources), o);
   if (!loader.ok()) return ReportError("sample", loader.status());
   if (!a.state_in.empty()) {
-    auto state = ReadFileToString(a.state_in);
-    if (!state.ok()) return ReportError("sample", state.status());
-    Status st = (*loader)->LoadState(*state);
+    std::ifstream in(a.state_in, std::ios::binary);
+    if (!in) return ReportError("sample", NotFoundError(a.state_in + " cannot be read"));
+    std::stringstream state;
+    state << in.rdbuf();
+    Status st = (*loader)->LoadState(state.str());
     if (!st.ok()) return ReportError("sample", st.WithContext(a.state_in));
   }
   for (int64_t i = 0; i < a.steps; ++i) {
@@ -96,10 +97,7 @@ int Run(SampleArgs& a) {
     }
   }
   if (!a.state_out.empty()) {
-    const std::filesystem::path out(a.state_out);
-    const std::string dir = out.has_parent_path() ? out.parent_path().string() : ".";
-    Status st = WriteFileAtomically(PosixFileSystem(), dir, out.filename().string(),
-                                    (*loader)->SaveState());
+    Status st = WriteFileAtomically(a.state_out, (*loader)->SaveState());
     if (!st.ok()) return ReportError("sample", st);
   }
   return 0;

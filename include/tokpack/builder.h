@@ -115,7 +115,9 @@ struct BuildOptions {
   // Inputs of a type the packer does not read are skipped (and listed in the
   // summary) instead of failing the build.
   bool skip_unknown_files = false;
-  // The dataset directory to create.
+  // The dataset directory to create, or an s3:// or gs:// URL: the dataset
+  // is then built in a temporary local directory (in $TMPDIR) and pushed as
+  // PushDataset (tokpack/dataset_ops.h) does, manifest.json last.
   std::string output;
   // A tokenizer file (sentencepiece .model, tokenizer.json or tiktoken
   // ranks), copied into the dataset as tokenizer.model/.json/.tiktoken.
@@ -161,6 +163,7 @@ struct BuildSummary {
   uint64_t text_bytes = 0;                 // Decompressed bytes read.
   std::vector<std::string> skipped_files;  // With skip_unknown_files.
   double seconds = 0;
+  uint64_t uploaded_bytes = 0;  // Bytes pushed, for an object-store output.
 };
 
 // Runs a build. Errors name the offending file and line (malformed JSON,
@@ -169,6 +172,10 @@ struct BuildSummary {
 // output are reported before any work starts. On failure nothing is left at
 // `output` that was not there before.
 StatusOr<BuildSummary> Build(const BuildOptions& options);
+
+// Parses "i/N" (0 <= i < N), as `tokpack build --part` takes it, into
+// BuildOptions::part_index and part_count. InvalidArgument naming the text.
+Status ParsePart(const std::string& text, int* index, int* count);
 
 // The tokpack version string, e.g. "0.1.0".
 const char* Version();

@@ -54,6 +54,9 @@ class Dataset {
   void Prefetch(uint64_t begin, uint64_t count) const;
   // True when the shards are read from remote storage (s3://, gs://, http(s)://).
   bool remote() const;
+  // False for a bare Megatron prefix: manifest() was made in memory from the
+  // .idx headers (no tokenizer, no checksums).
+  bool has_manifest() const;
 
   // Appends to *starts the stream offsets of the documents that start in
   // [begin, end), in increasing order.

@@ -1,16 +1,19 @@
 // Dataset maintenance operations behind `tokpack info`, `verify`, `merge`,
-// `import` and `push`. Each function works on directories named by path and
-// is safe to call concurrently on different datasets; none modifies an
-// existing local dataset.
+// `import` and `push`. Each is safe to call concurrently on different
+// datasets; none modifies an existing local dataset. Datasets are named as
+// Dataset::Open takes them (a directory, a bare Megatron prefix, or an
+// s3://, gs://, http(s):// URL) except where a function says otherwise.
 #ifndef TOKPACK_DATASET_OPS_H_
 #define TOKPACK_DATASET_OPS_H_
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "tokpack/dataset.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
 #include "tokpack/tokenizer.h"
@@ -18,6 +21,8 @@
 namespace tokpack {
 
 struct DatasetInfo {
+  std::string path;          // As the dataset was opened.
+  bool has_manifest = true;  // False for a bare Megatron prefix (no tokenizer, no checksums).
   Manifest manifest;
   uint64_t data_bytes = 0;  // .bin plus .idx bytes of all shards.
   // Document lengths in tokens: histogram[k] counts documents whose length
@@ -27,23 +32,39 @@ struct DatasetInfo {
   uint64_t max_length = 0;
 };
 
-// Loads the manifest and reads every .idx for the length statistics.
-// Cost: O(documents) reads of index data; no token data is read.
-StatusOr<DatasetInfo> InspectDataset(const std::string& dir);
+// Summarizes an opened dataset: its manifest and document length statistics.
+// Cost: O(documents) reads of the (memory-resident) indexes; no token data.
+DatasetInfo InspectDataset(const Dataset& dataset);
+
+// `info` as one JSON object (what `tokpack info --json` prints).
+std::string DatasetInfoToJson(const DatasetInfo& info);
+
+// The tokenizer recorded in the dataset's manifest, loaded from the copy
+// inside the dataset (downloaded first for a remote one). InvalidArgument
+// when the dataset holds none (e.g. a bare Megatron prefix).
+StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset);
 
 struct VerifyReport {
   uint64_t files_checked = 0;
   uint64_t bytes_checked = 0;
-  std::vector<std::string> problems;  // One line each, naming file and place.
+  std::vector<std::string> problems;   // One line each, naming file and place.
+  std::vector<std::string> unchecked;  // What could not be checked here, and why.
   bool ok() const { return problems.empty(); }
 };
 
-// Recomputes every chunk checksum of every shard file, checks each .idx
-// against the manifest and its .bin, and (when the vocabulary is known) that
-// every token id lies inside it. Damage is reported in the VerifyReport; a
-// non-OK status means the dataset could not be checked at all (e.g. no
-// manifest). `on_bytes` (optional) is called with bytes read as it goes.
-StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
+// Checks the dataset at `path` (anything Dataset::Open takes). It takes a
+// path, not an opened Dataset, because its job is to describe damage that
+// makes Dataset::Open fail (truncated or missing files, bad indexes).
+// With a manifest: recomputes every chunk checksum of every shard file,
+// checks each .idx against the manifest and its .bin, and (when the
+// vocabulary is known) that every token id lies inside it. Remote files are
+// read from the store by ranged GETs, not from the chunk cache, so what is
+// checked is what the store holds. A bare Megatron prefix has no checksums:
+// its .idx is checked against its .bin and `unchecked` says what was not.
+// Damage is reported in the VerifyReport; a non-OK status means the dataset
+// could not be checked at all (e.g. nothing at `path`). `on_bytes`
+// (optional) is called with bytes read as it goes.
+StatusOr<VerifyReport> VerifyDataset(const std::string& path,
                                      const std::function<void(uint64_t)>& on_bytes = {});
 
 // Writes a manifest at `output` over the shards of `sources` without copying
@@ -53,6 +74,9 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
 // tokenizer and chunk size. An object-store `output` (s3://, gs://) merges
 // parts that lie under it (e.g. s3://b/ds/part-0 for s3://b/ds): only
 // manifest.json and the tokenizer are written, manifest.json last.
+// Sources are datasets with a manifest: the merged manifest copies their
+// checksums (a bare Megatron prefix needs `import` first), and a local
+// output cannot refer to remote shards.
 StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
                                  bool force);
 
@@ -70,7 +94,10 @@ struct ImportOptions {
 StatusOr<Manifest> ImportMegatron(const ImportOptions& options);
 
 struct PushOptions {
-  std::string dir;                           // A local dataset directory.
+  // A local dataset directory. A bare Megatron prefix (no checksums, which
+  // remote reads need) or a remote dataset (copy it with the store's tools)
+  // is refused with a message saying so.
+  std::string dir;
   std::string url;                           // s3://bucket/prefix or gs://bucket/prefix.
   bool force = false;                        // Replace a dataset already at `url`.
   uint64_t part_bytes = uint64_t{64} << 20;  // Multipart part size for larger files.

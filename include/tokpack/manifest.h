@@ -165,7 +165,8 @@ class Manifest {
   // manifest, DataLoss when the stored fingerprint does not match.
   static StatusOr<Manifest> Parse(std::string_view json, std::string_view source);
 
-  // Reads <dir>/manifest.json. NotFound when the directory has none.
+  // Reads <dir>/manifest.json. NotFound when the directory has none; the
+  // message says whether nothing is at `dir` or it is a bare Megatron prefix.
   static StatusOr<Manifest> Load(const std::string& dir);
 
   // Writes <dir>/<name> atomically (temporary file, fsync, rename, fsync dir).

@@ -307,7 +307,9 @@ def build(
     **options: "Unpack[BuildOptions]",
 ) -> Dataset:
     """Packs corpora into a dataset at ``output``, exactly as ``tokpack build``
-    does (same options, byte-identical output), and opens it.
+    does (same options, byte-identical output), and opens it. ``output`` is a
+    directory, or an ``s3://``/``gs://`` URL: the dataset is then built in
+    ``$TMPDIR`` and pushed, manifest last.
 
     ``inputs`` is one of:
 

@@ -1,4 +1,4 @@
-#include "common/json_writer.h"
+#include "tokpack/json_writer.h"
 
 #include <cinttypes>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/json_writer.h"
+#include "tokpack/json_writer.h"
 
 namespace tokpack {
 namespace {

@@ -9,8 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/json_writer.h"
+#include "format/idx_file.h"
 #include "io/file_system.h"
+#include "tokpack/json_writer.h"
 
 namespace tokpack {
 namespace {
@@ -576,6 +577,15 @@ StatusOr<Manifest> Manifest::Load(const std::string& dir) {
   StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
+      const std::string prefix = StripShardExtension(dir);
+      if (FileSize(prefix + ".idx").ok()) {
+        return NotFoundError("'" + dir +
+                             "' is a bare Megatron prefix: it has no manifest.json (tokpack "
+                             "import writes one)");
+      }
+      if (FileSize(dir).status().code() == StatusCode::kNotFound) {
+        return NotFoundError(dir + " does not exist");
+      }
       return NotFoundError("'" + dir +
                            "' has no manifest.json: not a tokpack dataset, or its build "
                            "did not finish");

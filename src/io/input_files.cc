@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <stdexcept>
 #include <system_error>
 
 #include "io/file_system.h"
@@ -273,24 +272,6 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
     }
   }
   return selected;
-}
-
-Status ParsePart(const std::string& text, int* index, int* count) {
-  size_t slash = text.find('/');
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument(text);
-    size_t n1 = 0, n2 = 0;
-    int i = std::stoi(text.substr(0, slash), &n1);
-    int n = std::stoi(text.substr(slash + 1), &n2);
-    if (n1 != slash || n2 != text.size() - slash - 1 || n < 1 || i < 0 || i >= n) {
-      throw std::invalid_argument(text);
-    }
-    *index = i;
-    *count = n;
-    return Status::Ok();
-  } catch (const std::exception&) {
-    return InvalidArgumentError("--part must be i/N with 0 <= i < N, got '" + text + "'");
-  }
 }
 
 }  // namespace tokpack

@@ -57,9 +57,6 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
                                                          const std::string& input_format,
                                                          const std::string& text_key);
 
-// Parses "i/N" with 0 <= i < N.
-Status ParsePart(const std::string& text, int* index, int* count);
-
 }  // namespace tokpack
 
 #endif  // TOKPACK_SRC_IO_INPUT_FILES_H_

@@ -8,7 +8,17 @@
 namespace tokpack {
 
 StatusOr<uint64_t> PushDataset(const PushOptions& options) {
-  TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(options.dir));
+  if (IsRemoteUrl(options.dir)) {
+    return InvalidArgumentError("push uploads a local dataset, and " + options.dir +
+                                " is remote already; copy it with the store's own tools");
+  }
+  StatusOr<Manifest> loaded = Manifest::Load(options.dir);
+  if (!loaded.ok()) {
+    // A bare prefix has no chunk checksums, which every remote read verifies.
+    return loaded.status().WithContext(
+        "push needs a tokpack dataset (its checksums guard remote reads)");
+  }
+  Manifest m = std::move(*loaded);
   TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.url));
   if (location.kind == ObjectLocation::Kind::kHttp) {
     return InvalidArgumentError("push needs an object store (s3:// or gs://), not " + options.url);

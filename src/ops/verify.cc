@@ -1,12 +1,78 @@
+#include <sys/stat.h>
+
+#include <memory>
+
 #include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
+#include "storage/http_store.h"
+#include "storage/object_url.h"
 #include "tokpack/dataset_ops.h"
 
 namespace tokpack {
 namespace {
 
 constexpr size_t kBlockBytes = 1 << 20;
+// Remote files are read in larger ranged GETs: fewer round trips.
+constexpr uint64_t kRemoteBlockBytes = uint64_t{8} << 20;
+
+using BlockVisitor = std::function<Status(std::string_view)>;
+
+// The files of one dataset, named relative to it: a local directory, or an
+// object-store prefix read by ranged GETs (not through the chunk cache, so
+// what is checked is what the store holds).
+class DatasetFiles {
+ public:
+  virtual ~DatasetFiles() = default;
+  // How problems name file `name`.
+  virtual std::string Where(const std::string& name) const = 0;
+  virtual StatusOr<uint64_t> Size(const std::string& name) const = 0;
+  virtual StatusOr<std::string> Read(const std::string& name) const = 0;
+  // Streams the first `size` bytes of `name` through `visit` in blocks whose
+  // sizes are multiples of 4 (so no token straddles two blocks).
+  virtual Status ReadBlocks(const std::string& name, uint64_t size,
+                            const BlockVisitor& visit) const = 0;
+};
+
+class LocalFiles : public DatasetFiles {
+ public:
+  explicit LocalFiles(std::string dir) : dir_(std::move(dir)) {}
+  std::string Where(const std::string& name) const override { return JoinPath(dir_, name); }
+  StatusOr<uint64_t> Size(const std::string& name) const override { return FileSize(Where(name)); }
+  StatusOr<std::string> Read(const std::string& name) const override {
+    return ReadFileToString(Where(name));
+  }
+  Status ReadBlocks(const std::string& name, uint64_t /*size*/,
+                    const BlockVisitor& visit) const override {
+    return ReadFileBlocks(Where(name), kBlockBytes, visit);
+  }
+
+ private:
+  std::string dir_;
+};
+
+class RemoteFiles : public DatasetFiles {
+ public:
+  RemoteFiles(std::string url, ObjectLocation location)
+      : url_(std::move(url)), store_(std::move(location), HttpOptions::FromEnvironment()) {}
+  std::string Where(const std::string& name) const override { return url_ + "/" + name; }
+  StatusOr<uint64_t> Size(const std::string& name) const override { return store_.Size(name); }
+  StatusOr<std::string> Read(const std::string& name) const override { return store_.Get(name); }
+  Status ReadBlocks(const std::string& name, uint64_t size,
+                    const BlockVisitor& visit) const override {
+    std::string block;
+    for (uint64_t offset = 0; offset < size; offset += kRemoteBlockBytes) {
+      TOKPACK_RETURN_IF_ERROR(
+          store_.GetRange(name, offset, std::min(kRemoteBlockBytes, size - offset), &block));
+      TOKPACK_RETURN_IF_ERROR(visit(block));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string url_;
+  HttpStore store_;
+};
 
 std::string ChunkRange(uint64_t k, uint64_t chunk, uint64_t size) {
   uint64_t begin = k * chunk, end = std::min(size, begin + chunk);
@@ -30,16 +96,18 @@ void CompareDigest(const std::string& path, const FileDigest& want, const FileDi
   }
 }
 
-// Hashes a .bin and finds the first token id outside [0, vocab). Blocks are a
-// multiple of the token size, so no token straddles two blocks.
-void CheckBin(const std::string& path, const Manifest& m, const ShardInfo& shard,
-              const std::function<void(uint64_t)>& on_bytes, VerifyReport* report) {
+// Hashes a .bin of `size` bytes and finds the first token id outside [0,
+// vocab). Blocks are a multiple of the token size, so no token straddles two.
+void CheckBin(const DatasetFiles& files, const std::string& name, uint64_t size, const Manifest& m,
+              const ShardInfo& shard, const std::function<void(uint64_t)>& on_bytes,
+              VerifyReport* report) {
+  const std::string path = files.Where(name);
   ChunkHasher hasher(m.chunk_bytes);
   const int item = TokenDtypeSize(m.dtype);
   const int64_t vocab = m.tokenizer.vocab_size;
   uint64_t offset = 0;
   bool reported = false;
-  Status s = ReadFileBlocks(path, kBlockBytes, [&](std::string_view block) {
+  Status s = files.ReadBlocks(name, size, [&](std::string_view block) {
     hasher.Update(block);
     if (vocab > 0 && !reported) {
       for (size_t i = 0; i + item <= block.size(); i += item) {
@@ -66,9 +134,22 @@ void CheckBin(const std::string& path, const Manifest& m, const ShardInfo& shard
   CompareDigest(path, shard.bin, hasher.Finish(), m.chunk_bytes, report);
 }
 
-void CheckIdx(const std::string& path, const Manifest& m, const ShardInfo& shard, uint64_t bin_size,
-              VerifyReport* report) {
-  StatusOr<std::string> bytes = ReadFileToString(path);
+void CheckIdx(const DatasetFiles& files, const std::string& name, const Manifest& m,
+              const ShardInfo& shard, uint64_t bin_size, VerifyReport* report) {
+  const std::string path = files.Where(name);
+  // The size first: a remote .idx is read whole only when it is the size the
+  // manifest says (the manifest's sizes were checked when it was parsed).
+  StatusOr<uint64_t> size = files.Size(name);
+  if (!size.ok()) {
+    report->problems.push_back(size.status().message());
+    return;
+  }
+  if (*size != shard.idx.bytes) {
+    report->problems.push_back(path + ": size " + std::to_string(*size) + " bytes, manifest says " +
+                               std::to_string(shard.idx.bytes));
+    return;
+  }
+  StatusOr<std::string> bytes = files.Read(name);
   if (!bytes.ok()) {
     report->problems.push_back(bytes.status().message());
     return;
@@ -99,39 +180,95 @@ void CheckIdx(const std::string& path, const Manifest& m, const ShardInfo& shard
   }
 }
 
-}  // namespace
-
-StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
-                                     const std::function<void(uint64_t)>& on_bytes) {
-  TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
+VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
+                                const std::function<void(uint64_t)>& on_bytes) {
   VerifyReport report;
   for (const ShardInfo& shard : m.shards) {
-    const std::string bin = JoinPath(dir, shard.path + ".bin");
-    const std::string idx = JoinPath(dir, shard.path + ".idx");
-    StatusOr<uint64_t> bin_size = FileSize(bin);
+    const std::string bin = shard.path + ".bin";
+    StatusOr<uint64_t> bin_size = files.Size(bin);
     if (!bin_size.ok()) {
       report.problems.push_back(bin_size.status().message());
     } else {
-      CheckBin(bin, m, shard, on_bytes, &report);
+      CheckBin(files, bin, *bin_size, m, shard, on_bytes, &report);
     }
-    CheckIdx(idx, m, shard, bin_size.ok() ? *bin_size : 0, &report);
+    CheckIdx(files, shard.path + ".idx", m, shard, bin_size.ok() ? *bin_size : 0, &report);
   }
   if (!m.tokenizer.file.empty()) {
-    const std::string path = JoinPath(dir, m.tokenizer.file);
-    StatusOr<std::string> model = ReadFileToString(path);
+    StatusOr<std::string> model = files.Read(m.tokenizer.file);
     if (!model.ok()) {
       report.problems.push_back(model.status().message());
     } else if (Xxh3(*model) != m.tokenizer.model_xxh3) {
-      report.problems.push_back(path + ": checksum does not match the manifest's tokenizer");
+      report.problems.push_back(files.Where(m.tokenizer.file) +
+                                ": checksum does not match the manifest's tokenizer");
     }
   }
   if (m.provenance.inputs_in_file) {
-    const std::string path = JoinPath(dir, Provenance::kInputsFileName);
-    StatusOr<std::string> list = ReadFileToString(path);
-    Status s = list.ok() ? ReadInputList(*list, path, &m.provenance) : list.status();
+    const std::string name = Provenance::kInputsFileName;
+    StatusOr<std::string> list = files.Read(name);
+    Status s = list.ok() ? ReadInputList(*list, files.Where(name), &m.provenance) : list.status();
     if (!s.ok()) report.problems.push_back(s.message());
   }
   return report;
+}
+
+// A bare Megatron prefix: no checksums and no vocabulary to check against,
+// so only the index itself and its agreement with the .bin are checked.
+VerifyReport VerifyPrefix(const std::string& prefix) {
+  VerifyReport report;
+  const std::string idx_path = prefix + ".idx", bin_path = prefix + ".bin";
+  StatusOr<uint64_t> bin_size = FileSize(bin_path);
+  if (!bin_size.ok()) report.problems.push_back(bin_size.status().message());
+  StatusOr<std::string> bytes = ReadFileToString(idx_path);
+  if (!bytes.ok()) {
+    report.problems.push_back(bytes.status().message());
+    return report;
+  }
+  ++report.files_checked;
+  report.bytes_checked += bytes->size();
+  StatusOr<IdxView> idx = ParseIdx(*bytes, idx_path);
+  if (!idx.ok()) {
+    report.problems.push_back(idx.status().message());
+  } else if (bin_size.ok() && idx->bin_bytes() != *bin_size) {
+    report.problems.push_back(idx_path + ": describes " + std::to_string(idx->bin_bytes()) +
+                              " bytes of tokens but the .bin has " + std::to_string(*bin_size));
+  }
+  report.unchecked.push_back(prefix +
+                             " is a bare Megatron prefix: no manifest.json, so no checksums to "
+                             "compare the token data with (tokpack import records them)");
+  report.unchecked.push_back("the vocabulary is unknown, so token ids were not range-checked");
+  return report;
+}
+
+bool IsFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+StatusOr<VerifyReport> VerifyDataset(const std::string& path,
+                                     const std::function<void(uint64_t)>& on_bytes) {
+  if (IsRemoteUrl(path)) {
+    TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(path));
+    std::string url = path;
+    while (!url.empty() && url.back() == '/') url.pop_back();
+    RemoteFiles files(url, std::move(location));
+    StatusOr<std::string> text = files.Read(Manifest::kFileName);
+    if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+      return NotFoundError(url + " is not a tokpack dataset: " + text.status().message());
+    }
+    TOKPACK_RETURN_IF_ERROR(text.status());
+    TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Parse(*text, files.Where(Manifest::kFileName)));
+    return VerifyWithManifest(files, std::move(m), on_bytes);
+  }
+  const std::string prefix = StripShardExtension(path);
+  if (!IsFile(JoinPath(path, Manifest::kFileName)) &&
+      (IsFile(prefix + ".idx") || IsFile(prefix + ".bin"))) {
+    return VerifyPrefix(prefix);
+  }
+  // Also the errors for a missing path and a directory without a manifest.
+  TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(path));
+  return VerifyWithManifest(LocalFiles(path), std::move(m), on_bytes);
 }
 
 }  // namespace tokpack

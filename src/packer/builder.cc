@@ -1,5 +1,6 @@
 #include "tokpack/builder.h"
 
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -7,12 +8,13 @@
 #include <mutex>
 #include <thread>
 
-#include "packer/batch_encoder.h"
-#include "packer/builder_internal.h"
-#include "packer/document_reader.h"
 #include "format/shard_writer.h"
 #include "io/input_files.h"
 #include "io/staging_dir.h"
+#include "packer/batch_encoder.h"
+#include "packer/builder_internal.h"
+#include "packer/document_reader.h"
+#include "storage/object_url.h"
 #include "tokpack/tokenizer.h"
 
 #ifndef TOKPACK_VERSION
@@ -246,7 +248,26 @@ class ProgressThread {
 
 const char* Version() { return TOKPACK_VERSION; }
 
+Status ParsePart(const std::string& text, int* index, int* count) {
+  const size_t slash = text.find('/');
+  const char* end = text.data() + text.size();
+  int i = -1, n = 0;
+  if (slash != std::string::npos) {
+    const char* mid = text.data() + slash;
+    auto [p1, e1] = std::from_chars(text.data(), mid, i);
+    auto [p2, e2] = std::from_chars(mid + 1, end, n);
+    if (e1 == std::errc() && p1 == mid && e2 == std::errc() && p2 == end && n >= 1 && i >= 0 &&
+        i < n) {
+      *index = i;
+      *count = n;
+      return Status::Ok();
+    }
+  }
+  return InvalidArgumentError("--part must be i/N with 0 <= i < N, got '" + text + "'");
+}
+
 StatusOr<BuildSummary> Build(const BuildOptions& options) {
+  if (IsRemoteUrl(options.output)) return BuildAndPush(options, PosixFileSystem());
   return BuildWithFileSystem(options, PosixFileSystem());
 }
 

@@ -1,4 +1,4 @@
-// Internal entry point of the packer that takes the FileSystem to write
+// Internal entry points of the packer that take the FileSystem to write
 // through, so tests can inject write faults. See tokpack/builder.h.
 #ifndef TOKPACK_SRC_PACKER_BUILDER_INTERNAL_H_
 #define TOKPACK_SRC_PACKER_BUILDER_INTERNAL_H_
@@ -9,6 +9,10 @@
 namespace tokpack {
 
 StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& options, FileSystem* fs);
+
+// Build() for an s3:// or gs:// `options.output`: builds in a local
+// temporary directory through `fs`, then pushes the dataset.
+StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs);
 
 }  // namespace tokpack
 

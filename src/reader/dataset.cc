@@ -29,6 +29,7 @@ struct Dataset::Impl {
   std::vector<uint64_t> doc_ends;
   uint64_t fingerprint = 0;
   bool remote = false;
+  bool has_manifest = true;
 
   // Index of the shard holding stream token `t` (t < total).
   size_t ShardOfToken(uint64_t t) const {
@@ -108,6 +109,11 @@ bool IsFile(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool Exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
@@ -172,12 +178,16 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
   } else {
     const std::string prefix = StripShardExtension(path);
     if (!IsFile(prefix + ".idx") || !IsFile(prefix + ".bin")) {
+      if (!Exists(path) && !IsFile(prefix + ".idx") && !IsFile(prefix + ".bin")) {
+        return NotFoundError(path + " does not exist");
+      }
       return NotFoundError("'" + path +
                            "' is neither a tokpack dataset (no manifest.json) nor a Megatron "
                            "prefix (no " +
                            prefix + ".bin/.idx)");
     }
     prefixes.push_back(prefix);
+    d.has_manifest = false;
     d.manifest.provenance.kind = "import";
   }
   for (size_t k = 0; k < prefixes.size(); ++k) {
@@ -243,6 +253,7 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count) const {
 }
 
 bool Dataset::remote() const { return impl_->remote; }
+bool Dataset::has_manifest() const { return impl_->has_manifest; }
 
 Status Dataset::ReadStoredTokens(uint64_t begin, uint64_t count, void* out) const {
   return impl_->ReadStored(begin, count, out);

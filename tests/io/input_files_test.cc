@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "tests/test_util.h"
+#include "tokpack/builder.h"
 
 namespace tokpack {
 namespace {

@@ -116,13 +116,14 @@ TEST_F(DatasetOpsTest, ImportRefusesABinThatDisagreesWithItsIndex) {
 }
 
 TEST_F(DatasetOpsTest, InspectHistogramCoversEveryDocument) {
-  auto info = InspectDataset(out_);
-  ASSERT_TRUE(info.ok());
+  auto ds = Dataset::Open(out_);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  const DatasetInfo info = InspectDataset(**ds);
   uint64_t n = 0;
-  for (uint64_t c : info->length_histogram) n += c;
+  for (uint64_t c : info.length_histogram) n += c;
   EXPECT_EQ(n, m_.TotalDocuments());
-  EXPECT_GE(info->max_length, info->min_length);
-  EXPECT_GT(info->min_length, 0u);
+  EXPECT_GE(info.max_length, info.min_length);
+  EXPECT_GT(info.min_length, 0u);
 }
 
 }  // namespace

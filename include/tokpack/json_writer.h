@@ -1,8 +1,9 @@
 // JsonWriter: builds compact-but-readable JSON text (two-space indent) for
 // manifests and machine-readable CLI output, or one-line JSON for JSONL
-// files. Not thread-safe.
-#ifndef TOKPACK_SRC_COMMON_JSON_WRITER_H_
-#define TOKPACK_SRC_COMMON_JSON_WRITER_H_
+// files. Public so the tools write JSON as the library does. Not thread-safe:
+// one writer per thread.
+#ifndef TOKPACK_JSON_WRITER_H_
+#define TOKPACK_JSON_WRITER_H_
 
 #include <cstdint>
 #include <string>
@@ -54,4 +55,4 @@ class JsonWriter {
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_COMMON_JSON_WRITER_H_
+#endif  // TOKPACK_JSON_WRITER_H_

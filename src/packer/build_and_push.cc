@@ -1,0 +1,59 @@
+#include <stdlib.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+
+#include "packer/builder_internal.h"
+#include "storage/http_store.h"
+#include "storage/object_url.h"
+#include "tokpack/dataset_ops.h"
+
+namespace tokpack {
+
+// The dataset is built in a local temporary directory and pushed from there:
+// shards go up as whole files, and manifest.json last, so readers of the URL
+// never see a partial dataset.
+StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs) {
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.output));
+  if (location.kind == ObjectLocation::Kind::kHttp) {
+    return InvalidArgumentError("--output " + options.output +
+                                ": a dataset can be written to s3:// or gs://, not over HTTP");
+  }
+  // Refused before any work, as an existing local output is.
+  if (!options.force) {
+    HttpStore store(std::move(location), HttpOptions::FromEnvironment());
+    StatusOr<uint64_t> existing = store.Size(Manifest::kFileName);
+    if (existing.ok()) {
+      return AlreadyExistsError(options.output +
+                                " already holds a dataset; use --force to replace it");
+    }
+    if (existing.status().code() != StatusCode::kNotFound) return existing.status();
+  }
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) return IoError("no temporary directory to build in: " + ec.message());
+  std::string scratch = (tmp / "tokpack-build-XXXXXX").string();
+  if (::mkdtemp(scratch.data()) == nullptr) return ErrnoToStatus(errno, "mkdtemp", scratch);
+
+  BuildOptions local = options;
+  local.output = JoinPath(scratch, "data");
+  StatusOr<BuildSummary> summary = BuildWithFileSystem(local, fs);
+  if (summary.ok()) {
+    PushOptions push;
+    push.dir = local.output;
+    push.url = options.output;
+    push.force = options.force;
+    push.cancel = options.cancel;
+    StatusOr<uint64_t> pushed = PushDataset(push);
+    if (pushed.ok()) {
+      summary->uploaded_bytes = *pushed;
+    } else {
+      summary = pushed.status();
+    }
+  }
+  RemoveAllQuietly(scratch);
+  return summary;
+}
+
+}  // namespace tokpack
