@@ -110,8 +110,12 @@ endif()
 if(TOKPACK_BUILD_PYTHON)
   find_package(Python 3.9 QUIET COMPONENTS Interpreter Development.Module)
   _tokpack_need(Python_Development.Module_FOUND python3-dev)
-  # pybind11 then uses the Python found here (and not its deprecated FindPythonLibsNew).
-  set(PYBIND11_FINDPYTHON ON)
+  # pybind11 then uses the Python found here, not its deprecated FindPythonLibsNew
+  # (warnings with CMake 4), except without Python's headers: its FindPython
+  # would stop there, before the one message below.
+  if(Python_Development.Module_FOUND)
+    set(PYBIND11_FINDPYTHON ON)
+  endif()
   find_package(pybind11 CONFIG QUIET)
   _tokpack_need(pybind11_FOUND pybind11-dev)
   find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h)
