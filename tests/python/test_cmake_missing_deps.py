@@ -15,10 +15,13 @@ pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cma
 
 
 def configure(tmp_path, *args, env=None):
+    # pybind11 from the venv, as pip builds get it (setup.sh installs no pybind11-dev).
+    pybind11 = pytest.importorskip("pybind11")
     proc = subprocess.run(
         ["cmake", "-S", str(REPO), "-B", str(tmp_path / "build"),
          "-DTOKPACK_BUILD_TESTS=OFF", "-DTOKPACK_BUILD_BENCH=OFF",
-         "-DTOKPACK_BUILD_PYTHON=ON", f"-DPython_EXECUTABLE={sys.executable}", *args],
+         "-DTOKPACK_BUILD_PYTHON=ON", f"-DPython_EXECUTABLE={sys.executable}",
+         f"-Dpybind11_DIR={pybind11.get_cmake_dir()}", *args],
         capture_output=True, text=True, timeout=300, env=env)
     return proc.returncode, proc.stdout + proc.stderr
 
