@@ -53,9 +53,14 @@ function(_tokpack_pip_download_sentencepiece out_path)
        "sentencepiece==${TOKPACK_SPM_VERSION} --hash=sha256:${TOKPACK_SPM_SHA256}\n")
   set(errors "")
   set(with_pip "")
+  # Under `pip install .`'s build isolation, PYTHONPATH points at the build
+  # environment, whose site hook hides the installing interpreter's own
+  # site-packages, pip included: without it, that interpreter has pip again
+  # (so a venv's pip serves, with no python3-pip).
+  set(own_site ${CMAKE_COMMAND} -E env --unset=PYTHONPATH)
   foreach(python IN LISTS pythons)
     if(EXISTS "${python}")
-      execute_process(COMMAND "${python}" -m pip --version RESULT_VARIABLE rc
+      execute_process(COMMAND ${own_site} "${python}" -m pip --version RESULT_VARIABLE rc
                       OUTPUT_QUIET ERROR_QUIET)
       if(rc EQUAL 0)
         list(APPEND with_pip "${python}")
@@ -67,7 +72,7 @@ function(_tokpack_pip_download_sentencepiece out_path)
     foreach(python IN LISTS with_pip)
       message(STATUS "Downloading ${TOKPACK_SPM_SDIST_NAME} with ${python} -m pip ${isolation}")
       execute_process(
-        COMMAND "${python}" -m pip download --quiet --no-deps --no-binary :all:
+        COMMAND ${own_site} "${python}" -m pip download --quiet --no-deps --no-binary :all:
                 ${isolation} --require-hashes -r "${requirements}" -d "${TOKPACK_DOWNLOAD_DIR}"
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
       if(rc EQUAL 0 AND EXISTS "${TOKPACK_DOWNLOAD_DIR}/${TOKPACK_SPM_SDIST_NAME}")

@@ -18,7 +18,7 @@ esac
 APT_MAIN=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libzstd-dev zstd zlib1g-dev
-  libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev pybind11-dev
+  libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev
   libdlpack-dev libpcre2-dev libutf8proc-dev
   # sentencepiece's encoder is built from its PyPI sdist (cmake/sentencepiece.cmake,
   # which pip downloads) against Debian's Abseil and protobuf; Debian's own
@@ -27,7 +27,8 @@ APT_MAIN=(
   libabsl-dev libprotobuf-dev protobuf-compiler sentencepiece
   # The extension module compiles against Python's headers (python3-dev): the
   # venv is made from Debian's python3, whose headers are not in python3 itself.
-  python3 python3-dev python3-venv python3-pip
+  # The venv has its own pip (python3-venv), and pybind11 comes from PyPI.
+  python3 python3-dev python3-venv
 )
 APT_TEST=(
   libgtest-dev
