@@ -197,6 +197,12 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
   if (IsRemoteUrl(output)) return MergeRemote(output, sources, force);
   std::vector<std::pair<std::string, Manifest>> parts;
   for (const std::string& dir : sources) {
+    if (IsRemoteUrl(dir)) {
+      return InvalidArgumentError("part '" + dir + "' is remote, and a local merge output '" +
+                                  output +
+                                  "' can only refer to local shards; merge into a URL the parts "
+                                  "lie under instead");
+    }
     if (IsInside(dir, output)) {
       return InvalidArgumentError("part '" + dir + "' lies inside the merge output '" + output +
                                   "'");

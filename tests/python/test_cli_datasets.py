@@ -123,6 +123,8 @@ def test_commands_on_an_s3_dataset_and_verify_finds_a_damaged_object(
         assert missing.returncode == 1 and "s3://tokens/none" in missing.stderr
         p = run_tokpack("push", url, "s3://tokens/copy", env=env, check=False)
         assert p.returncode == 1 and "is remote already" in p.stderr
+        m = run_tokpack("merge", tmp_path / "merged", url, env=env, check=False)
+        assert m.returncode == 1 and "can only refer to local shards" in m.stderr
 
 
 def test_commands_on_an_http_dataset_and_verify_finds_a_damaged_file(
