@@ -9,7 +9,6 @@
 
 #include "io/file_system.h"
 #include "io/input_files.h"
-#include "storage/object_url.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset_ops.h"
 #include "tools/commands.h"
@@ -118,8 +117,9 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("--progress-every", args->progress_every,
                   "Seconds between progress reports (default: 0.2 on a terminal, else 10)");
 
-  return [args, parse_tokenizer_options]() -> int {
+  return [args, parse_tokenizer_options](const StorageOptions& storage) -> int {
     BuildOptions& opts = args->options;
+    opts.storage = storage;
     opts.settings.add_eos = !args->no_eos;
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("build", st);
     if (!args->part.empty()) {
@@ -138,8 +138,7 @@ Runner AddBuildCommand(CLI::App* app) {
     const std::string destination = opts.output;
     std::string scratch;
     if (IsRemoteUrl(destination)) {
-      const char* tmp = std::getenv("TMPDIR");
-      std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tokpack-build-XXXXXX";
+      std::string pattern = JoinPath(storage.temp_dir, "tokpack-build-XXXXXX");
       if (::mkdtemp(pattern.data()) == nullptr) {
         return ReportError("build", ErrnoToStatus(errno, "mkdtemp", pattern));
       }
@@ -157,6 +156,7 @@ Runner AddBuildCommand(CLI::App* app) {
     PushOptions push;
     push.dir = opts.output;
     push.url = destination;
+    push.storage = storage;
     push.force = opts.force;
     push.cancel = &g_interrupted;
     StatusOr<uint64_t> pushed = PushDataset(push);

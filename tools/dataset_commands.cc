@@ -104,7 +104,7 @@ Runner AddInfoCommand(CLI::App* app) {
   auto json = std::make_shared<bool>(false);
   app->add_option("dataset", *dir, "Dataset directory")->required();
   app->add_flag("--json", *json, "Print one JSON object");
-  return [dir, json]() -> int {
+  return [dir, json](const StorageOptions&) -> int {
     StatusOr<DatasetInfo> info = InspectDataset(*dir);
     if (!info.ok()) return ReportError("info", info.status());
     if (*json) {
@@ -119,7 +119,7 @@ Runner AddInfoCommand(CLI::App* app) {
 Runner AddVerifyCommand(CLI::App* app) {
   auto dir = std::make_shared<std::string>();
   app->add_option("dataset", *dir, "Dataset directory")->required();
-  return [dir]() -> int {
+  return [dir](const StorageOptions&) -> int {
     StatusOr<VerifyReport> report = VerifyDataset(*dir);
     if (!report.ok()) return ReportError("verify", report.status());
     for (const std::string& p : report->problems) std::printf("BAD  %s\n", p.c_str());
@@ -142,8 +142,8 @@ Runner AddMergeCommand(CLI::App* app) {
   app->add_option("output", *out, "Dataset directory to create")->required();
   app->add_option("parts", *parts, "Part directories (any order)")->required();
   app->add_flag("--force", *force, "Replace an existing dataset at OUTPUT");
-  return [out, parts, force]() -> int {
-    StatusOr<Manifest> m = MergeDatasets(*out, *parts, *force);
+  return [out, parts, force](const StorageOptions& storage) -> int {
+    StatusOr<Manifest> m = MergeDatasets(*out, *parts, *force, storage);
     if (!m.ok()) return ReportError("merge", m.status());
     std::printf("merged %zu dataset(s) into %s: %llu documents, %llu tokens, %zu shards\n",
                 parts->size(), out->c_str(), static_cast<ull>(m->TotalDocuments()),
@@ -164,7 +164,7 @@ Runner AddImportCommand(CLI::App* app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app->add_flag("--force", o->force, "Replace an existing dataset at --output");
-  return [o, parse_tokenizer_options]() -> int {
+  return [o, parse_tokenizer_options](const StorageOptions&) -> int {
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("import", st);
     StatusOr<Manifest> m = ImportMegatron(*o);
     if (!m.ok()) return ReportError("import", m.status());
@@ -192,9 +192,9 @@ Runner AddShowCommand(CLI::App* app) {
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
-  return [a, parse_tokenizer_options]() -> int {
+  return [a, parse_tokenizer_options](const StorageOptions& storage) -> int {
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("show", st);
-    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir);
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir, storage);
     if (!ds.ok()) return ReportError("show", ds.status());
     const Manifest* m = &(*ds)->manifest();
     std::unique_ptr<Tokenizer> tok;
@@ -243,7 +243,8 @@ Runner AddPushCommand(CLI::App* app) {
   app->add_option("--part-bytes", o->part_bytes,
                   "Files larger than this go up in multipart uploads of this part size")
       ->check(CLI::Range(uint64_t{5} << 20, uint64_t{5} << 30));
-  return [o]() -> int {
+  return [o](const StorageOptions& storage) -> int {
+    o->storage = storage;
     o->cancel = &g_interrupted;
     o->on_file = [](const std::string& name, uint64_t bytes) {
       std::fprintf(stderr, "uploaded %s (%s)\n", name.c_str(),

@@ -201,7 +201,7 @@ Status Plot(const std::string& out, const std::vector<Result>& results, size_t p
   return Status::Ok();
 }
 
-int Run(ProfileArgs& a) {
+int Run(ProfileArgs& a, const StorageOptions& storage) {
   StatusOr<double> step = ParseDuration(a.step_time);
   StatusOr<std::vector<int>> threads = ParseList(a.threads, "--threads");
   StatusOr<std::vector<int>> prefetch = ParseList(a.prefetch, "--prefetch");
@@ -211,7 +211,7 @@ int Run(ProfileArgs& a) {
   if (a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
     return ReportError("profile", InvalidArgumentError("--device must be cpu, cuda or cuda:N"));
   }
-  auto ds = Dataset::Open(a.dataset);
+  auto ds = Dataset::Open(a.dataset, storage);
   if (!ds.ok()) return ReportError("profile", ds.status());
   std::vector<Result> results;
   for (int t : *threads) {
@@ -305,7 +305,7 @@ Runner AddProfileCommand(CLI::App* app) {
   app->add_option("--seed", a->o.seed, "Shuffle seed")->default_val(0);
   app->add_flag("--json", a->json, "Machine-readable output");
   app->add_option("--plot", a->plot, "Write the timeline and wait histogram as PNG (gnuplot)");
-  return [a]() -> int { return Run(*a); };
+  return [a](const StorageOptions& storage) -> int { return Run(*a, storage); };
 }
 
 }  // namespace tokpack::cli

@@ -13,6 +13,7 @@
 
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 #include "tokpack/tokenizer.h"
 
 namespace tokpack {
@@ -51,10 +52,11 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir,
 // one build (`build --part i/N`) are ordered by part index and must all be
 // present; whole datasets are taken in the order given. All must share dtype,
 // tokenizer and chunk size. An object-store `output` (s3://, gs://) merges
-// parts that lie under it (e.g. s3://b/ds/part-0 for s3://b/ds): only
-// manifest.json and the tokenizer are written, manifest.json last.
+// parts that lie under it (e.g. s3://b/ds/part-0 for s3://b/ds), reached
+// with `storage`: only manifest.json and the tokenizer are written,
+// manifest.json last.
 StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
-                                 bool force);
+                                 bool force, const StorageOptions& storage);
 
 struct ImportOptions {
   std::vector<std::string> prefixes;  // Megatron prefixes (".bin"/".idx" optional).
@@ -72,6 +74,7 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& options);
 struct PushOptions {
   std::string dir;                           // A local dataset directory.
   std::string url;                           // s3://bucket/prefix or gs://bucket/prefix.
+  StorageOptions storage;                    // Credentials, endpoint and retries for `url`.
   bool force = false;                        // Replace a dataset already at `url`.
   uint64_t part_bytes = uint64_t{64} << 20;  // Multipart part size for larger files.
   const std::atomic<bool>* cancel = nullptr;

@@ -9,7 +9,7 @@ namespace tokpack {
 
 StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(options.dir));
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.url));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.url, options.storage));
   if (location.kind == ObjectLocation::Kind::kHttp) {
     return InvalidArgumentError("push needs an object store (s3:// or gs://), not " + options.url);
   }
@@ -38,7 +38,7 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   }
   files.push_back({Manifest::kFileName, 0});
 
-  HttpStore store(location, HttpOptions::FromEnvironment());
+  HttpStore store(location, HttpOptions::From(options.storage));
   if (!options.force) {
     StatusOr<std::string> existing = store.Get(Manifest::kFileName);
     if (existing.ok()) {

@@ -16,7 +16,6 @@
 #include "reader/cursor.h"
 #include "reader/sample_order.h"
 #include "reader/wait_window.h"
-#include "storage/storage_counters.h"
 
 namespace tokpack {
 namespace {
@@ -208,7 +207,7 @@ class LoaderImpl : public Loader {
     LoaderStats s = stats_;
     s.assemble_seconds_total = assemble_seconds_;
     waits_.Percentiles(&s);
-    const StorageCounters& c = StorageCounters::Global();
+    const ReadStats& c = *read_stats_;
     s.cache_hits = c.cache_hits.load();
     s.cache_misses = c.cache_misses.load();
     s.bytes_fetched = c.bytes_fetched.load();
@@ -281,7 +280,7 @@ class LoaderImpl : public Loader {
       const size_t s = ahead_.Next();
       if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
         const uint64_t sample = orders_[s].Sample(ahead_.counts()[s] - 1);
-        sources_[s].dataset->Prefetch(sample * L, L + 1);
+        sources_[s].dataset->Prefetch(sample * L, L + 1, read_stats_);
       }
     }
   }
@@ -328,13 +327,14 @@ class LoaderImpl : public Loader {
       const uint64_t a = slot.rows[b].second * L;
       if constexpr (std::is_void_v<T>) {
         const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
-        TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, slot.inputs + b * (L + 1) * item));
+        TOKPACK_RETURN_IF_ERROR(
+            ds.ReadStoredTokens(a, L + 1, slot.inputs + b * (L + 1) * item, read_stats_.get()));
       } else {
         // One read of the window, then inputs and targets from it: half the
         // reads (which matters when each one goes through the chunk cache).
         thread_local std::vector<T> window;
         window.resize(L + 1);
-        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, window.data()));
+        TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, window.data(), read_stats_.get()));
         std::memcpy(reinterpret_cast<T*>(slot.inputs) + b * L, window.data(), L * sizeof(T));
         std::memcpy(reinterpret_cast<T*>(slot.targets) + b * L, window.data() + 1, L * sizeof(T));
       }
@@ -441,6 +441,8 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> consumer_counts_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
+  // This loader's remote traffic; shared with the prefetches it queued.
+  std::shared_ptr<ReadStats> read_stats_ = std::make_shared<ReadStats>();
   WaitWindow waits_;
   size_t payload_bytes_ = 0;  // Bytes of inputs + targets per batch.
   double pending_wait_ = 0;   // Waited by Next(timeout) calls that timed out.
