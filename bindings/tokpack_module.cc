@@ -24,18 +24,18 @@
 #include <future>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <variant>
 #include <vector>
 
-#include "storage/http_store.h"
-#include "storage/object_url.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 #include "tokpack/tokenizer.h"
 
 namespace py = pybind11;
@@ -492,6 +492,12 @@ std::shared_ptr<TextSource> ArrowTextSource(const py::object& obj, const std::st
 // cancels it (the build then leaves nothing behind). The GIL is held only
 // briefly between waits, so a reader thread that pulls texts from Python
 // (`iterable`, may be null) always gets it.
+// The caller's storage settings, or by default those of the environment
+// (TOKPACK_CACHE_DIR, AWS_*, ...), read now.
+StorageOptions StorageOrEnvironment(const std::optional<StorageOptions>& storage) {
+  return storage ? *storage : Unwrap(StorageOptions::FromEnvironment());
+}
+
 std::string RunBuild(BuildOptions o, const py::object& progress,
                      PyIterTextSource* iterable = nullptr) {
   std::atomic<bool> cancel{false};
@@ -584,16 +590,42 @@ PYBIND11_MODULE(_core, m) {
                                strides, a.readonly);
       });
 
+  py::class_<StorageOptions>(m, "StorageOptions")
+      .def(py::init<>())
+      .def_static("from_environment", [] { return Unwrap(StorageOptions::FromEnvironment()); })
+      .def_readwrite("cache_dir", &StorageOptions::cache_dir)
+      .def_readwrite("cache_bytes", &StorageOptions::cache_bytes)
+      .def_readwrite("http_attempts", &StorageOptions::http_attempts)
+      .def_readwrite("http_stall_seconds", &StorageOptions::http_stall_seconds)
+      .def_readwrite("http_concurrency", &StorageOptions::http_concurrency)
+      .def_readwrite("prefetch_threads", &StorageOptions::prefetch_threads)
+      .def_readwrite("temp_dir", &StorageOptions::temp_dir)
+      .def_readwrite("s3_endpoint", &StorageOptions::s3_endpoint)
+      .def_readwrite("aws_region", &StorageOptions::aws_region)
+      .def_readwrite("aws_access_key_id", &StorageOptions::aws_access_key_id)
+      .def_readwrite("aws_secret_access_key", &StorageOptions::aws_secret_access_key)
+      .def_readwrite("aws_session_token", &StorageOptions::aws_session_token)
+      .def_readwrite("aws_profile", &StorageOptions::aws_profile)
+      .def_readwrite("aws_shared_credentials_file", &StorageOptions::aws_shared_credentials_file)
+      .def_readwrite("aws_config_file", &StorageOptions::aws_config_file)
+      .def_readwrite("gcs_endpoint", &StorageOptions::gcs_endpoint)
+      .def_readwrite("gs_access_key_id", &StorageOptions::gs_access_key_id)
+      .def_readwrite("gs_secret_access_key", &StorageOptions::gs_secret_access_key);
+
   py::class_<ForkSafe<Dataset>, std::shared_ptr<ForkSafe<Dataset>>>(m, "Dataset")
-      .def(py::init([](const std::string& path) {
+      .def(py::init([](const std::string& path, const std::optional<StorageOptions>& storage) {
+             // A local dataset needs no storage settings: a bad variable
+             // meant for remote reads does not stop it from opening.
+             const StorageOptions options =
+                 storage || IsRemoteUrl(path) ? StorageOrEnvironment(storage) : StorageOptions();
              StatusOr<std::shared_ptr<Dataset>> ds = std::shared_ptr<Dataset>();
              {
                py::gil_scoped_release nogil;
-               ds = Dataset::Open(path);
+               ds = Dataset::Open(path, options);
              }
              return std::make_shared<ForkSafe<Dataset>>(Unwrap(std::move(ds)));
            }),
-           py::arg("path"))
+           py::arg("path"), py::arg("storage") = py::none())
       .def_property_readonly("path", [](const ForkSafe<Dataset>& d) { return d.get()->path(); })
       .def_property_readonly("num_tokens",
                              [](const ForkSafe<Dataset>& d) { return d.get()->num_tokens(); })
@@ -753,20 +785,17 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "read_remote_file",
-      [](const std::string& url, const std::string& name) {
+      [](const std::string& url, const std::string& name,
+         const std::optional<StorageOptions>& storage) {
+        const StorageOptions options = StorageOrEnvironment(storage);
         StatusOr<std::string> data = std::string();
         {
           py::gil_scoped_release nogil;
-          StatusOr<ObjectLocation> location = ResolveObjectUrl(url);
-          if (!location.ok()) {
-            data = location.status();
-          } else {
-            data = HttpStore(*location, HttpOptions::FromEnvironment()).Get(name);
-          }
+          data = ReadObject(url, name, options);
         }
         return py::bytes(Unwrap(std::move(data)));
       },
-      py::arg("url"), py::arg("name"));
+      py::arg("url"), py::arg("name"), py::arg("storage") = py::none());
 
   m.def("cuda_available", [] {
     std::string why;
@@ -781,9 +810,11 @@ PYBIND11_MODULE(_core, m) {
          const std::string& tokenizer_model, const std::string& pattern,
          const std::vector<std::pair<std::string, int64_t>>& special, const std::string& eos_token,
          const std::string& bos_token, const py::object& progress, const py::object& texts,
-         const py::object& arrow_stream, const py::kwargs& settings) {
+         const py::object& arrow_stream, const std::optional<StorageOptions>& storage,
+         const py::kwargs& settings) {
         BuildOptions o = ParseOptions<BuildOptions>(settings);
         o.inputs = inputs;
+        o.storage = StorageOrEnvironment(storage);
         std::shared_ptr<PyIterTextSource> iterable;
         if (!arrow_stream.is_none()) {
           o.texts = ArrowTextSource(arrow_stream, o.settings.text_key);
@@ -798,6 +829,7 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("pattern"),
       py::arg("special"), py::arg("eos_token"), py::arg("bos_token"), py::arg("progress"),
-      py::arg("texts") = py::none(), py::arg("arrow_stream") = py::none());
+      py::arg("texts") = py::none(), py::arg("arrow_stream") = py::none(),
+      py::arg("storage") = py::none());
   m.def("build_options", [] { return DescribeOptions(BuildOptions::Describe()); });
 }

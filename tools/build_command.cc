@@ -80,9 +80,10 @@ Runner AddBuildCommand(CLI::App* app) {
   app->add_option("--progress-every", args->progress_every,
                   "Seconds between progress reports (default: 0.2 on a terminal, else 10)");
 
-  return [args, parse_tokenizer_options]() -> int {
+  return [args, parse_tokenizer_options](const StorageOptions& storage) -> int {
     BuildOptions& opts = args->options;
     if (Status st = args->apply_flags(&opts); !st.ok()) return ReportError("build", st);
+    opts.storage = storage;
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("build", st);
     if (!args->part.empty()) {
       Status st = ParsePart(args->part, &opts.part_index, &opts.part_count);

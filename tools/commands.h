@@ -1,6 +1,7 @@
 // Subcommands of the tokpack CLI. Each Add*Command registers its options on
-// `app` and returns a runner to call when the subcommand was chosen; runners
-// return the process exit code.
+// `app` and returns a runner to call when the subcommand was chosen, with the
+// storage settings main() read from the environment; runners return the
+// process exit code.
 #ifndef TOKPACK_TOOLS_COMMANDS_H_
 #define TOKPACK_TOOLS_COMMANDS_H_
 
@@ -8,6 +9,7 @@
 #include <functional>
 
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 #include "tokpack/tokenizer.h"
 
 namespace CLI {
@@ -16,7 +18,7 @@ class App;
 
 namespace tokpack::cli {
 
-using Runner = std::function<int()>;
+using Runner = std::function<int(const StorageOptions& storage)>;
 
 // Set by SIGINT/SIGTERM; long-running commands stop when it turns true.
 extern std::atomic<bool> g_interrupted;

@@ -86,8 +86,8 @@ Runner AddInfoCommand(CLI::App* app) {
   auto json = std::make_shared<bool>(false);
   app->add_option("dataset", *dir, kDatasetHelp)->required();
   app->add_flag("--json", *json, "Print one JSON object");
-  return [dir, json]() -> int {
-    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(*dir);
+  return [dir, json](const StorageOptions& storage) -> int {
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(*dir, storage);
     if (!ds.ok()) return ReportError("info", ds.status());
     const DatasetInfo info = InspectDataset(**ds);
     if (*json) {
@@ -102,8 +102,8 @@ Runner AddInfoCommand(CLI::App* app) {
 Runner AddVerifyCommand(CLI::App* app) {
   auto dir = std::make_shared<std::string>();
   app->add_option("dataset", *dir, kDatasetHelp)->required();
-  return [dir]() -> int {
-    StatusOr<VerifyReport> report = VerifyDataset(*dir);
+  return [dir](const StorageOptions& storage) -> int {
+    StatusOr<VerifyReport> report = VerifyDataset(*dir, storage);
     if (!report.ok()) return ReportError("verify", report.status());
     for (const std::string& p : report->problems) std::printf("BAD  %s\n", p.c_str());
     for (const std::string& u : report->unchecked) std::printf("NOT CHECKED  %s\n", u.c_str());
@@ -128,8 +128,8 @@ Runner AddMergeCommand(CLI::App* app) {
                   "Datasets with manifest.json, or the parts of a --part build (any order)")
       ->required();
   app->add_flag("--force", *force, "Replace an existing dataset at OUTPUT");
-  return [out, parts, force]() -> int {
-    StatusOr<Manifest> m = MergeDatasets(*out, *parts, *force);
+  return [out, parts, force](const StorageOptions& storage) -> int {
+    StatusOr<Manifest> m = MergeDatasets(*out, *parts, *force, storage);
     if (!m.ok()) return ReportError("merge", m.status());
     std::printf("merged %zu dataset(s) into %s: %llu documents, %llu tokens, %zu shards\n",
                 parts->size(), out->c_str(), static_cast<ull>(m->TotalDocuments()),
@@ -150,7 +150,7 @@ Runner AddImportCommand(CLI::App* app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app->add_flag("--force", o->force, "Replace an existing dataset at --output");
-  return [o, parse_tokenizer_options]() -> int {
+  return [o, parse_tokenizer_options](const StorageOptions&) -> int {
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("import", st);
     StatusOr<Manifest> m = ImportMegatron(*o);
     if (!m.ok()) return ReportError("import", m.status());
@@ -178,9 +178,9 @@ Runner AddShowCommand(CLI::App* app) {
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
-  return [a, parse_tokenizer_options]() -> int {
+  return [a, parse_tokenizer_options](const StorageOptions& storage) -> int {
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("show", st);
-    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir);
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir, storage);
     if (!ds.ok()) return ReportError("show", ds.status());
     std::unique_ptr<Tokenizer> tok;
     if (a->decode) {
@@ -189,7 +189,7 @@ Runner AddShowCommand(CLI::App* app) {
             "show", InvalidArgumentError("the dataset holds no tokenizer; pass --tokenizer"));
       }
       StatusOr<std::unique_ptr<Tokenizer>> loaded =
-          a->tokenizer.empty() ? LoadDatasetTokenizer(**ds)
+          a->tokenizer.empty() ? LoadDatasetTokenizer(**ds, storage)
                                : Tokenizer::Load(a->tokenizer, a->tokenizer_options);
       if (!loaded.ok()) return ReportError("show", loaded.status());
       tok = std::move(*loaded);
@@ -226,7 +226,8 @@ Runner AddPushCommand(CLI::App* app) {
   app->add_option("--part-bytes", o->part_bytes,
                   "Files larger than this go up in multipart uploads of this part size")
       ->check(CLI::Range(uint64_t{5} << 20, uint64_t{5} << 30));
-  return [o]() -> int {
+  return [o](const StorageOptions& storage) -> int {
+    o->storage = storage;
     o->cancel = &g_interrupted;
     o->on_file = [](const std::string& name, uint64_t bytes) {
       std::fprintf(stderr, "uploaded %s (%s)\n", name.c_str(),

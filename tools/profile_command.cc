@@ -188,7 +188,7 @@ Status Plot(const std::string& out, const std::vector<Result>& results, size_t p
   return Status::Ok();
 }
 
-int Run(ProfileArgs& a) {
+int Run(ProfileArgs& a, const StorageOptions& storage) {
   StatusOr<double> step = ParseDuration(a.step_time);
   StatusOr<std::vector<int>> threads = ParseList(a.threads, "--threads");
   StatusOr<std::vector<int>> prefetch = ParseList(a.prefetch, "--prefetch");
@@ -198,7 +198,7 @@ int Run(ProfileArgs& a) {
   if (auto d = Device::Parse(a.device); !d.ok()) {
     return ReportError("profile", d.status().WithContext("--device"));
   }
-  auto ds = Dataset::Open(a.dataset);
+  auto ds = Dataset::Open(a.dataset, storage);
   if (!ds.ok()) return ReportError("profile", ds.status());
   std::vector<Result> results;
   for (int t : *threads) {
@@ -292,7 +292,7 @@ Runner AddProfileCommand(CLI::App* app) {
   app->add_option("--seed", a->o.seed, "Shuffle seed")->default_val(0);
   app->add_flag("--json", a->json, "Machine-readable output");
   app->add_option("--plot", a->plot, "Write the timeline and wait histogram as PNG (gnuplot)");
-  return [a]() -> int { return Run(*a); };
+  return [a](const StorageOptions& storage) -> int { return Run(*a, storage); };
 }
 
 }  // namespace tokpack::cli

@@ -23,7 +23,7 @@ struct SampleArgs {
   bool decode = false;
 };
 
-Status ParseSource(const std::string& spec, Loader::Source* out) {
+Status ParseSource(const std::string& spec, const StorageOptions& storage, Loader::Source* out) {
   std::string path = spec;
   double weight = 1.0;
   const size_t colon = spec.rfind(':');
@@ -39,18 +39,18 @@ Status ParseSource(const std::string& spec, Loader::Source* out) {
       weight = 1.0;
     }
   }
-  TOKPACK_ASSIGN_OR_RETURN(out->dataset, Dataset::Open(path));
+  TOKPACK_ASSIGN_OR_RETURN(out->dataset, Dataset::Open(path, storage));
   out->weight = weight;
   return Status::Ok();
 }
 
-int Run(SampleArgs& a) {
+int Run(SampleArgs& a, const StorageOptions& storage) {
   LoaderOptions& o = a.o;
   if (Status st = a.apply_flags(&o); !st.ok()) return ReportError("sample", st);
   std::vector<Loader::Source> sources;
   for (const std::string& spec : a.datasets) {
     Loader::Source s;
-    Status st = ParseSource(spec, &s);
+    Status st = ParseSource(spec, storage, &s);
     if (!st.ok()) return ReportError("sample", st);
     sources.push_back(std::move(s));
   }
@@ -61,7 +61,7 @@ int Run(SampleArgs& a) {
       return ReportError("sample",
                          InvalidArgumentError("the dataset holds no tokenizer to decode with"));
     }
-    auto t = LoadDatasetTokenizer(*sources[0].dataset);
+    auto t = LoadDatasetTokenizer(*sources[0].dataset, storage);
     if (!t.ok()) return ReportError("sample", t.status());
     tok = std::move(*t);
   }
@@ -119,7 +119,7 @@ Runner AddSampleCommand(CLI::App* app) {
   app->add_option("--state-in", a->state_in, "Resume from this cursor file");
   app->add_option("--state-out", a->state_out, "Write the cursor after the last batch here");
   app->add_flag("--decode", a->decode, "Print decoded text instead of token ids");
-  return [a]() -> int { return Run(*a); };
+  return [a](const StorageOptions& storage) -> int { return Run(*a, storage); };
 }
 
 }  // namespace tokpack::cli

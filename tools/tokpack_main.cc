@@ -56,7 +56,11 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   for (auto& [sub, run] : runners) {
-    if (sub->parsed()) return run();
+    if (!sub->parsed()) continue;
+    // The one place the CLI reads the environment (TOKPACK_CACHE_DIR, AWS_*, ...).
+    tokpack::StatusOr<tokpack::StorageOptions> storage = tokpack::StorageOptions::FromEnvironment();
+    if (!storage.ok()) return ReportError(sub->get_name().c_str(), storage.status());
+    return run(*storage);
   }
   return 2;
 }

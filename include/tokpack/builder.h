@@ -22,6 +22,7 @@
 #include "tokpack/manifest.h"
 #include "tokpack/options.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 #include "tokpack/tokenizer.h"
 
 namespace tokpack {
@@ -110,6 +111,8 @@ struct BuildOptions {
   // Files, directories, globs ("corpus/**/*.jsonl.zst"), object-store URLs
   // and globs ("s3://bucket/fineweb/**/*.parquet") or "-" for stdin.
   std::vector<std::string> inputs;
+  // Credentials, endpoints and retries for object-store inputs.
+  StorageOptions storage;
   // Texts from the caller instead of `inputs` (which must then be empty).
   std::shared_ptr<TextSource> texts;
   // Inputs of a type the packer does not read are skipped (and listed in the

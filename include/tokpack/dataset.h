@@ -17,6 +17,7 @@
 
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -26,7 +27,14 @@ class Dataset {
   // (path/to/name for name.bin + name.idx; a ".bin"/".idx" suffix is
   // accepted). For a prefix, a manifest is made in memory (no checksums).
   // NotFound if neither exists; DataLoss if a .bin's size disagrees with its
-  // .idx or the manifest; InvalidArgument for an unsupported dtype.
+  // .idx or the manifest; InvalidArgument for an unsupported dtype. An
+  // s3://, gs:// or http(s):// URL opens a remote dataset (manifest
+  // required) through `storage`'s credentials, cache and retries.
+  static StatusOr<std::shared_ptr<Dataset>> Open(const std::string& path,
+                                                 const StorageOptions& storage);
+  // Open(path, StorageOptions()): enough for local datasets. It does not read
+  // the environment, so a URL fails for want of a cache directory; pass
+  // StorageOptions::FromEnvironment() for the documented variables.
   static StatusOr<std::shared_ptr<Dataset>> Open(const std::string& path);
   ~Dataset();
   Dataset(const Dataset&) = delete;
@@ -42,16 +50,22 @@ class Dataset {
   uint64_t fingerprint() const;
 
   // Copies tokens [begin, begin + count) of the stream into `out`, widened.
-  // OutOfRange past the end. `out` must hold `count` values.
-  Status ReadTokens(uint64_t begin, uint64_t count, int32_t* out) const;
-  Status ReadTokens(uint64_t begin, uint64_t count, int64_t* out) const;
+  // OutOfRange past the end. `out` must hold `count` values. Remote reads
+  // count their cache hits and downloads in `*stats` (may be null).
+  Status ReadTokens(uint64_t begin, uint64_t count, int32_t* out, ReadStats* stats = nullptr) const;
+  Status ReadTokens(uint64_t begin, uint64_t count, int64_t* out, ReadStats* stats = nullptr) const;
   // As ReadTokens, but copies the tokens as stored (dtype(), little-endian):
   // `out` must hold count * TokenDtypeSize(dtype()) bytes.
-  Status ReadStoredTokens(uint64_t begin, uint64_t count, void* out) const;
+  Status ReadStoredTokens(uint64_t begin, uint64_t count, void* out,
+                          ReadStats* stats = nullptr) const;
 
   // A hint that tokens [begin, begin + count) will be read soon: shards in
-  // remote storage start fetching them in the background. Never blocks.
-  void Prefetch(uint64_t begin, uint64_t count) const;
+  // remote storage start fetching them in the background, counting in
+  // `*stats` (may be null; kept alive until those fetches are done). Never
+  // blocks. Destroying the Dataset drops the fetches not yet started and
+  // waits for those in flight.
+  void Prefetch(uint64_t begin, uint64_t count,
+                const std::shared_ptr<ReadStats>& stats = nullptr) const;
   // True when the shards are read from remote storage (s3://, gs://, http(s)://).
   bool remote() const;
   // False for a bare Megatron prefix: manifest() was made in memory from the

@@ -16,6 +16,7 @@
 #include "tokpack/dataset.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 #include "tokpack/tokenizer.h"
 
 namespace tokpack {
@@ -40,9 +41,10 @@ DatasetInfo InspectDataset(const Dataset& dataset);
 std::string DatasetInfoToJson(const DatasetInfo& info);
 
 // The tokenizer recorded in the dataset's manifest, loaded from the copy
-// inside the dataset (downloaded first for a remote one). InvalidArgument
-// when the dataset holds none (e.g. a bare Megatron prefix).
-StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset);
+// inside the dataset (downloaded first for a remote one, with `storage`).
+// InvalidArgument when the dataset holds none (e.g. a bare Megatron prefix).
+StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset,
+                                                          const StorageOptions& storage);
 
 struct VerifyReport {
   uint64_t files_checked = 0;
@@ -63,8 +65,9 @@ struct VerifyReport {
 // its .idx is checked against its .bin and `unchecked` says what was not.
 // Damage is reported in the VerifyReport; a non-OK status means the dataset
 // could not be checked at all (e.g. nothing at `path`). `on_bytes`
-// (optional) is called with bytes read as it goes.
-StatusOr<VerifyReport> VerifyDataset(const std::string& path,
+// (optional) is called with bytes read as it goes. `storage` reaches a
+// remote dataset.
+StatusOr<VerifyReport> VerifyDataset(const std::string& path, const StorageOptions& storage,
                                      const std::function<void(uint64_t)>& on_bytes = {});
 
 // Writes a manifest at `output` over the shards of `sources` without copying
@@ -72,13 +75,13 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& path,
 // one build (`build --part i/N`) are ordered by part index and must all be
 // present; whole datasets are taken in the order given. All must share dtype,
 // tokenizer and chunk size. An object-store `output` (s3://, gs://) merges
-// parts that lie under it (e.g. s3://b/ds/part-0 for s3://b/ds): only
-// manifest.json and the tokenizer are written, manifest.json last.
-// Sources are datasets with a manifest: the merged manifest copies their
-// checksums (a bare Megatron prefix needs `import` first), and a local
-// output cannot refer to remote shards.
+// parts that lie under it (e.g. s3://b/ds/part-0 for s3://b/ds), reached
+// with `storage`: only manifest.json and the tokenizer are written,
+// manifest.json last. Sources are datasets with a manifest: the merged
+// manifest copies their checksums (a bare Megatron prefix needs `import`
+// first), and a local output cannot refer to remote shards.
 StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
-                                 bool force);
+                                 bool force, const StorageOptions& storage);
 
 struct ImportOptions {
   std::vector<std::string> prefixes;  // Megatron prefixes (".bin"/".idx" optional).
@@ -99,6 +102,7 @@ struct PushOptions {
   // is refused with a message saying so.
   std::string dir;
   std::string url;                           // s3://bucket/prefix or gs://bucket/prefix.
+  StorageOptions storage;                    // Credentials, endpoint and retries for `url`.
   bool force = false;                        // Replace a dataset already at `url`.
   uint64_t part_bytes = uint64_t{64} << 20;  // Multipart part size for larger files.
   const std::atomic<bool>* cancel = nullptr;

@@ -147,9 +147,9 @@ struct LoaderStats {
   double wait_seconds_p99 = 0;
   double assemble_seconds_total = 0;  // Summed over assembler threads.
   uint64_t bytes_served = 0;          // Bytes of inputs+targets handed out.
-  // Remote storage, for the whole process: chunk cache hits and misses
+  // Remote storage, this loader's reads only: chunk cache hits and misses
   // (downloads), bytes downloaded, and seconds spent downloading (summed
-  // over threads, prefetches included).
+  // over threads, its prefetches included).
   uint64_t cache_hits = 0;
   uint64_t cache_misses = 0;
   uint64_t bytes_fetched = 0;

@@ -8,8 +8,9 @@
 numpy is the only requirement; batches are torch tensors when torch is
 installed (or pass as_="numpy" / as_="dlpack"). See README.md and docs/.
 """
-from ._core import __version__
+from ._core import StorageOptions, __version__
 from ._dataset import Dataset, Tokenizer, build
 from ._loader import Loader, cuda_available
 
-__all__ = ["Dataset", "Loader", "Tokenizer", "build", "cuda_available", "__version__"]
+__all__ = ["Dataset", "Loader", "StorageOptions", "Tokenizer", "build", "cuda_available",
+           "__version__"]

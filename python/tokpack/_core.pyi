@@ -27,8 +27,31 @@ class Array:
     def __dlpack_device__(self) -> Tuple[int, int]: ...
     def __buffer__(self, flags: int) -> memoryview: ...
 
+class StorageOptions:
+    cache_dir: str
+    cache_bytes: int
+    http_attempts: int
+    http_stall_seconds: int
+    http_concurrency: int
+    prefetch_threads: int
+    temp_dir: str
+    s3_endpoint: str
+    aws_region: str
+    aws_access_key_id: str
+    aws_secret_access_key: str
+    aws_session_token: str
+    aws_profile: str
+    aws_shared_credentials_file: str
+    aws_config_file: str
+    gcs_endpoint: str
+    gs_access_key_id: str
+    gs_secret_access_key: str
+    def __init__(self) -> None: ...
+    @staticmethod
+    def from_environment() -> StorageOptions: ...
+
 class Dataset:
-    def __init__(self, path: str) -> None: ...
+    def __init__(self, path: str, storage: Optional[StorageOptions] = None) -> None: ...
     @property
     def path(self) -> str: ...
     @property
@@ -89,7 +112,7 @@ def parse_device(text: str) -> str: ...
 
 def cuda_available() -> Tuple[bool, str]: ...
 
-def read_remote_file(url: str, name: str) -> bytes: ...
+def read_remote_file(url: str, name: str, storage: Optional[StorageOptions] = None) -> bytes: ...
 
 def build(
     inputs: Sequence[str],
@@ -102,6 +125,7 @@ def build(
     progress: Optional[Callable[[Dict[str, float]], None]],
     texts: Optional[Iterable[Any]] = None,
     arrow_stream: Optional[Any] = None,
+    storage: Optional[StorageOptions] = None,
     **settings: Unpack[BuildOptions],
 ) -> str: ...
 

@@ -122,10 +122,15 @@ class Dataset:
     The shards are memory-mapped; opening costs O(shards) and reads no
     tokens. ``len(ds)`` is the number of documents. Immutable and safe to
     share between threads.
+
+    A remote dataset (``s3://``, ``gs://``, ``http(s)://``) is reached with
+    ``storage`` (a ``tokpack.StorageOptions``), by default the settings of
+    the environment variables in docs/remote.md, read when it is opened.
     """
 
-    def __init__(self, path: StrPath) -> None:
-        self._core = _core.Dataset(os.fspath(path))
+    def __init__(self, path: StrPath, *, storage: Optional[_core.StorageOptions] = None) -> None:
+        self._storage = storage
+        self._core = _core.Dataset(os.fspath(path), storage)
         self._manifest: Optional[Dict[str, Any]] = None
 
     def __len__(self) -> int:
@@ -223,7 +228,7 @@ class Dataset:
 
         local = Path(tempfile.gettempdir()) / f"tokpack-tokenizer-{info.get('xxh3_64', 'x')}-{name}"
         if not local.exists():
-            data = _core.read_remote_file(self.path, name)
+            data = _core.read_remote_file(self.path, name, self._storage)
             with tempfile.NamedTemporaryFile(dir=local.parent, delete=False) as f:
                 f.write(data)
             os.replace(f.name, local)

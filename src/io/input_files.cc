@@ -126,6 +126,7 @@ StatusOr<std::vector<std::string>> Glob(const std::string& pattern) {
 bool HasWildcard(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
 StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
+                                      const StorageOptions& storage,
                                       const std::string& input_format, bool skip_unknown) {
   if (specs.empty()) return InvalidArgumentError("no inputs given");
   ExpandedInputs out;
@@ -148,7 +149,7 @@ StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
       continue;
     }
     if (IsRemoteUrl(spec)) {
-      TOKPACK_ASSIGN_OR_RETURN(auto objects, ExpandRemoteInput(spec));
+      TOKPACK_ASSIGN_OR_RETURN(auto objects, ExpandRemoteInput(spec, storage));
       for (RemoteObject& o : objects) TOKPACK_RETURN_IF_ERROR(add(std::move(o.url), o.bytes));
       continue;
     }
@@ -222,7 +223,8 @@ std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int ind
 StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<InputRecord>& all,
                                                          int index, int count,
                                                          const std::string& input_format,
-                                                         const std::string& text_key) {
+                                                         const std::string& text_key,
+                                                         const StorageOptions& storage) {
   std::vector<InputRecord> units;
   std::vector<uint32_t> groups_of;   // Row groups of each unit's file.
   std::vector<uint64_t> file_bytes;  // Size of each unit's file.
@@ -230,7 +232,7 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
     StatusOr<InputFormat> format = InputFormatFor(in.path, input_format);
     uint32_t groups = 0;
     if (format.ok() && *format == InputFormat::kParquet) {
-      TOKPACK_ASSIGN_OR_RETURN(auto reader, OpenParquetInput(in.path, text_key));
+      TOKPACK_ASSIGN_OR_RETURN(auto reader, OpenParquetInput(in.path, text_key, storage));
       groups = static_cast<uint32_t>(reader->num_row_groups());
       for (uint32_t g = 0; g < groups; ++g) {
         units.push_back({in.path, reader->row_group_bytes(static_cast<int>(g)), g, g + 1});

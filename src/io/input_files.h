@@ -10,6 +10,7 @@
 
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -31,8 +32,9 @@ struct ExpandedInputs {
 // format `input_format` cannot tell (InputFormatFor) fails the expansion,
 // or with `skip_unknown` is left out and listed in `skipped`. Fails with
 // NotFound naming the first spec that matches nothing, before any input is
-// read.
+// read. Object stores are reached with `storage`.
 StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
+                                      const StorageOptions& storage,
                                       const std::string& input_format = "auto",
                                       bool skip_unknown = false);
 
@@ -51,11 +53,13 @@ std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int ind
 // weighed by its compressed bytes), so one large Parquet file spreads over
 // parts. A part's run of row groups of one file is one InputRecord with
 // row_group_begin/end set; all of a file's row groups: the whole file.
-// Reads each Parquet file's footer; errors name the file.
+// Reads each Parquet file's footer (remote ones with `storage`); errors
+// name the file.
 StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<InputRecord>& all,
                                                          int index, int count,
                                                          const std::string& input_format,
-                                                         const std::string& text_key);
+                                                         const std::string& text_key,
+                                                         const StorageOptions& storage);
 
 }  // namespace tokpack
 

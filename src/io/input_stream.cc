@@ -192,13 +192,14 @@ Compression Detect(const std::string& head) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
+                                                      const StorageOptions& storage,
                                                       std::atomic<uint64_t>* raw_bytes_read,
                                                       const std::atomic<bool>* cancel) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "<stdin>" : path;
   std::unique_ptr<ByteStream> raw;
   if (IsRemoteUrl(path)) {
-    TOKPACK_ASSIGN_OR_RETURN(raw, OpenRemoteStream(path, raw_bytes_read, cancel));
+    TOKPACK_ASSIGN_OR_RETURN(raw, OpenRemoteStream(path, storage, raw_bytes_read, cancel));
   } else {
     int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoToStatus(errno, "open", path);

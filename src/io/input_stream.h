@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -29,7 +30,9 @@ enum class Compression { kNone, kZstd, kGzip };
 // added to `*raw_bytes_read` if not null, for progress reporting. While a pipe
 // or terminal has no data, Read() fails with Cancelled within ~100 ms of
 // `*cancel` (if not null) turning true, so Ctrl-C works on a stalled stdin.
+// Object-store URLs are read with `storage`.
 StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
+                                                      const StorageOptions& storage,
                                                       std::atomic<uint64_t>* raw_bytes_read,
                                                       const std::atomic<bool>* cancel = nullptr);
 

@@ -210,13 +210,14 @@ StatusOr<bool> ParquetTextReader::Next(std::string_view* text, uint64_t* row, st
 }
 
 StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string& path,
-                                                              const std::string& text_key) {
+                                                              const std::string& text_key,
+                                                              const StorageOptions& storage) {
   // The plugin first: without pyarrow, that is what the user must fix.
   const Plugin& plugin = GetPlugin();
   TOKPACK_RETURN_IF_ERROR(plugin.status);
   std::unique_ptr<parquet_plugin::Input> input;
   if (IsRemoteUrl(path)) {
-    TOKPACK_ASSIGN_OR_RETURN(input, OpenRemoteRandomAccess(path));
+    TOKPACK_ASSIGN_OR_RETURN(input, OpenRemoteRandomAccess(path, storage));
   } else {
     TOKPACK_ASSIGN_OR_RETURN(input, OpenLocalInput(path));
   }

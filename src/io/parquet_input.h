@@ -11,6 +11,7 @@
 
 #include "parquet/parquet_plugin.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -37,9 +38,10 @@ class ParquetTextReader {
 // Opens `path` (a local file, or an s3://, gs:// or http(s):// object read by
 // ranged GETs) and selects column `text_key`. FailedPrecondition, saying how
 // to install it, when the plugin or the pyarrow it was built against is
-// missing; errors name the file.
+// missing; errors name the file. Objects are read with `storage`.
 StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string& path,
-                                                              const std::string& text_key);
+                                                              const std::string& text_key,
+                                                              const StorageOptions& storage);
 
 // True for names that end in .parquet (or .pq).
 bool IsParquetName(std::string_view path);

@@ -69,18 +69,19 @@ StatusOr<SplitUrl> Split(const std::string& url) {
 // The store for object `url` and the object's name in it: the bucket and the
 // whole key for s3:// and gs:// (so "a//b" stays that key), the directory and
 // the file name for http(s)://.
-StatusOr<std::pair<std::shared_ptr<HttpStore>, std::string>> StoreFor(const std::string& url) {
+StatusOr<std::pair<std::shared_ptr<HttpStore>, std::string>> StoreFor(
+    const std::string& url, const StorageOptions& storage) {
   TOKPACK_ASSIGN_OR_RETURN(SplitUrl split, Split(url));
   // Resolved once: for s3:// and gs:// that reads the credentials files.
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(split.scheme_and_bucket));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(split.scheme_and_bucket, storage));
   std::string name = split.key;
   if (loc.kind == ObjectLocation::Kind::kHttp) {
     const size_t slash = url.rfind('/');
     name = url.substr(slash + 1);
-    TOKPACK_ASSIGN_OR_RETURN(loc, ResolveObjectUrl(url.substr(0, slash)));
+    TOKPACK_ASSIGN_OR_RETURN(loc, ResolveObjectUrl(url.substr(0, slash), storage));
   }
   if (name.empty()) return InvalidArgumentError("'" + url + "' names no object");
-  return std::make_pair(std::make_shared<HttpStore>(std::move(loc), HttpOptions::FromEnvironment()),
+  return std::make_pair(std::make_shared<HttpStore>(std::move(loc), HttpOptions::From(storage)),
                         std::move(name));
 }
 
@@ -179,21 +180,22 @@ class RemoteRandomAccess : public parquet_plugin::Input {
 
 }  // namespace
 
-StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec) {
+StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec,
+                                                      const StorageOptions& storage) {
   TOKPACK_ASSIGN_OR_RETURN(SplitUrl url, Split(spec));
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(url.scheme_and_bucket));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(url.scheme_and_bucket, storage));
   std::vector<RemoteObject> out;
   if (loc.kind == ObjectLocation::Kind::kHttp) {
     if (HasWildcard(url.key) || url.key.empty() || url.key.back() == '/') {
       return InvalidArgumentError("'" + spec +
                                   "': HTTP(S) inputs are single files; they cannot be listed");
     }
-    TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(spec));
+    TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(spec, storage));
     TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.first->Size(store.second));
     out.push_back({spec, size});
     return out;
   }
-  HttpStore bucket(std::move(loc), HttpOptions::FromEnvironment());
+  HttpStore bucket(std::move(loc), HttpOptions::From(storage));
   const auto list = [&](const std::string& prefix, const std::string& pattern) -> Status {
     TOKPACK_ASSIGN_OR_RETURN(auto listed, bucket.List(prefix));
     const std::vector<std::string> p = Components(pattern);
@@ -212,7 +214,7 @@ StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec) {
     TOKPACK_RETURN_IF_ERROR(list(url.key, ""));
     if (out.empty()) return NotFoundError("no objects under input prefix '" + spec + "'");
   } else {
-    TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(spec));
+    TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(spec, storage));
     StatusOr<uint64_t> size = store.first->Size(store.second);
     if (size.ok()) {
       out.push_back({spec, *size});
@@ -230,16 +232,18 @@ StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec) {
 }
 
 StatusOr<std::unique_ptr<ByteStream>> OpenRemoteStream(const std::string& url,
+                                                       const StorageOptions& storage,
                                                        std::atomic<uint64_t>* raw_bytes_read,
                                                        const std::atomic<bool>* cancel) {
-  TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(url));
+  TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(url, storage));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.first->Size(store.second));
   return std::unique_ptr<ByteStream>(std::make_unique<RemoteStream>(
       std::move(store.first), std::move(store.second), size, raw_bytes_read, cancel));
 }
 
-StatusOr<std::unique_ptr<parquet_plugin::Input>> OpenRemoteRandomAccess(const std::string& url) {
-  TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(url));
+StatusOr<std::unique_ptr<parquet_plugin::Input>> OpenRemoteRandomAccess(
+    const std::string& url, const StorageOptions& storage) {
+  TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(url, storage));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.first->Size(store.second));
   return std::unique_ptr<parquet_plugin::Input>(std::make_unique<RemoteRandomAccess>(
       std::move(store.first), url, std::move(store.second), size));

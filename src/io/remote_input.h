@@ -1,7 +1,8 @@
 // Packer inputs in object storage (s3://, gs://, http(s)://): listing a
 // prefix or glob, an object's size, a sequential stream over one object and
 // random access for formats that need it (Parquet footers). All go through
-// HttpStore, so credentials, endpoints and retries are the reader's.
+// HttpStore, so credentials, endpoints and retries are the reader's, taken
+// from the caller's StorageOptions.
 // Thread-safe (no shared state beyond HttpStore's own).
 #ifndef TOKPACK_SRC_IO_REMOTE_INPUT_H_
 #define TOKPACK_SRC_IO_REMOTE_INPUT_H_
@@ -15,6 +16,7 @@
 #include "io/input_stream.h"
 #include "parquet/parquet_plugin.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -30,18 +32,21 @@ struct RemoteObject {
 // - "s3://b/prefix/" (trailing slash): every key under the prefix;
 // - "s3://b/key" or "https://host/file": that one object (its size by HEAD).
 // NotFound naming the spec when it matches nothing.
-StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec);
+StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec,
+                                                      const StorageOptions& storage);
 
 // Streams the object at `url` from the start, in ranged GETs of a few MiB
 // with the next one fetched while the current one is consumed; each byte is
 // fetched once. Adds bytes fetched to `*raw_bytes_read` (may be null); fails
 // with Cancelled soon after `*cancel` turns true.
 StatusOr<std::unique_ptr<ByteStream>> OpenRemoteStream(const std::string& url,
+                                                       const StorageOptions& storage,
                                                        std::atomic<uint64_t>* raw_bytes_read,
                                                        const std::atomic<bool>* cancel);
 
 // Random access to the object at `url` (ranged GETs), for the Parquet plugin.
-StatusOr<std::unique_ptr<parquet_plugin::Input>> OpenRemoteRandomAccess(const std::string& url);
+StatusOr<std::unique_ptr<parquet_plugin::Input>> OpenRemoteRandomAccess(
+    const std::string& url, const StorageOptions& storage);
 
 }  // namespace tokpack
 

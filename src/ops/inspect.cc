@@ -6,8 +6,6 @@
 #include <filesystem>
 
 #include "io/file_system.h"
-#include "storage/http_store.h"
-#include "storage/object_url.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/json_writer.h"
 
@@ -67,14 +65,11 @@ namespace {
 
 // Downloads a remote dataset's tokenizer file into a temporary file (the
 // loaders read files), loads it and removes the file.
-StatusOr<std::unique_ptr<Tokenizer>> LoadRemoteTokenizer(const Dataset& dataset) {
+StatusOr<std::unique_ptr<Tokenizer>> LoadRemoteTokenizer(const Dataset& dataset,
+                                                         const StorageOptions& storage) {
   const TokenizerInfo& recorded = dataset.manifest().tokenizer;
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(dataset.path()));
-  HttpStore store(std::move(location), HttpOptions::FromEnvironment());
-  TOKPACK_ASSIGN_OR_RETURN(std::string bytes, store.Get(recorded.file));
-  std::error_code ec;
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-  if (ec) return IoError("no temporary directory: " + ec.message());
+  TOKPACK_ASSIGN_OR_RETURN(std::string bytes, ReadObject(dataset.path(), recorded.file, storage));
+  const std::filesystem::path tmp(storage.temp_dir);
   // The recorded file's extension is kept: it is part of how a model is named.
   const std::string ext = std::filesystem::path(recorded.file).extension().string();
   std::string path = (tmp / "tokpack-tokenizer-XXXXXX").string() + ext;
@@ -91,19 +86,20 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadRemoteTokenizer(const Dataset& dataset)
   StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       written.ok() ? Tokenizer::LoadRecorded(path, recorded) : written;
   ::unlink(path.c_str());
-  if (!tokenizer.ok()) return tokenizer.status().WithContext(store.location().UrlOf(recorded.file));
+  if (!tokenizer.ok()) return tokenizer.status().WithContext(dataset.path() + "/" + recorded.file);
   return tokenizer;
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset) {
+StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset,
+                                                          const StorageOptions& storage) {
   const TokenizerInfo& recorded = dataset.manifest().tokenizer;
   if (recorded.file.empty()) {
     return InvalidArgumentError(dataset.path() + " holds no tokenizer" +
                                 (dataset.has_manifest() ? "" : " (a bare Megatron prefix)"));
   }
-  if (dataset.remote()) return LoadRemoteTokenizer(dataset);
+  if (dataset.remote()) return LoadRemoteTokenizer(dataset, storage);
   return Tokenizer::LoadRecorded(JoinPath(dataset.path(), recorded.file), recorded);
 }
 

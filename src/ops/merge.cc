@@ -142,10 +142,10 @@ Status CheckPart(const PartFiles& files, Manifest* m) {
 // scripts/slurm_build.sbatch pushes them), so the merged manifest points
 // into them by relative keys; manifest.json is written last.
 StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std::string>& sources,
-                               bool force) {
+                               bool force, const StorageOptions& storage) {
   const std::string root = output.back() == '/' ? output : output + "/";
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output));
-  HttpStore store(std::move(loc), HttpOptions::FromEnvironment());
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation loc, ResolveObjectUrl(output, storage));
+  HttpStore store(std::move(loc), HttpOptions::From(storage));
   std::vector<std::pair<std::string, Manifest>> parts;
   for (const std::string& dir : sources) {
     std::string rel = dir.compare(0, root.size(), root) == 0 ? dir.substr(root.size()) : "";
@@ -154,7 +154,7 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
       return InvalidArgumentError("part '" + dir + "' must lie under the merge output '" + output +
                                   "' (push parts to " + root + "part-<i>)");
     }
-    TOKPACK_ASSIGN_OR_RETURN(auto opener, RemoteOpener::ForUrl(dir));
+    TOKPACK_ASSIGN_OR_RETURN(auto opener, RemoteOpener::ForUrl(dir, storage));
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, opener->LoadManifest());
     const std::string under = rel + "/";
     PartFiles files{[&](const std::string& name) { return store.location().UrlOf(under + name); },
@@ -192,9 +192,9 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
 }  // namespace
 
 StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
-                                 bool force) {
+                                 bool force, const StorageOptions& storage) {
   if (sources.empty()) return InvalidArgumentError("merge needs at least one part directory");
-  if (IsRemoteUrl(output)) return MergeRemote(output, sources, force);
+  if (IsRemoteUrl(output)) return MergeRemote(output, sources, force, storage);
   std::vector<std::pair<std::string, Manifest>> parts;
   for (const std::string& dir : sources) {
     if (IsRemoteUrl(dir)) {

@@ -19,7 +19,7 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
         "push needs a tokpack dataset (its checksums guard remote reads)");
   }
   Manifest m = std::move(*loaded);
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.url));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.url, options.storage));
   if (location.kind == ObjectLocation::Kind::kHttp) {
     return InvalidArgumentError("push needs an object store (s3:// or gs://), not " + options.url);
   }
@@ -48,7 +48,7 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   }
   files.push_back({Manifest::kFileName, 0});
 
-  HttpStore store(location, HttpOptions::FromEnvironment());
+  HttpStore store(location, HttpOptions::From(options.storage));
   if (!options.force) {
     StatusOr<std::string> existing = store.Get(Manifest::kFileName);
     if (existing.ok()) {

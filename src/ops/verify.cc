@@ -53,8 +53,8 @@ class LocalFiles : public DatasetFiles {
 
 class RemoteFiles : public DatasetFiles {
  public:
-  RemoteFiles(std::string url, ObjectLocation location)
-      : url_(std::move(url)), store_(std::move(location), HttpOptions::FromEnvironment()) {}
+  RemoteFiles(std::string url, ObjectLocation location, const StorageOptions& storage)
+      : url_(std::move(url)), store_(std::move(location), HttpOptions::From(storage)) {}
   std::string Where(const std::string& name) const override { return url_ + "/" + name; }
   StatusOr<uint64_t> Size(const std::string& name) const override { return store_.Size(name); }
   StatusOr<std::string> Read(const std::string& name) const override { return store_.Get(name); }
@@ -246,13 +246,13 @@ bool IsFile(const std::string& path) {
 
 }  // namespace
 
-StatusOr<VerifyReport> VerifyDataset(const std::string& path,
+StatusOr<VerifyReport> VerifyDataset(const std::string& path, const StorageOptions& storage,
                                      const std::function<void(uint64_t)>& on_bytes) {
   if (IsRemoteUrl(path)) {
-    TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(path));
+    TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(path, storage));
     std::string url = path;
     while (!url.empty() && url.back() == '/') url.pop_back();
-    RemoteFiles files(url, std::move(location));
+    RemoteFiles files(url, std::move(location), storage);
     StatusOr<std::string> text = files.Read(Manifest::kFileName);
     if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
       return NotFoundError(url + " is not a tokpack dataset: " + text.status().message());

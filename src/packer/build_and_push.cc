@@ -1,8 +1,6 @@
 #include <stdlib.h>
 
 #include <cerrno>
-#include <filesystem>
-#include <system_error>
 
 #include "packer/builder_internal.h"
 #include "storage/http_store.h"
@@ -15,14 +13,14 @@ namespace tokpack {
 // shards go up as whole files, and manifest.json last, so readers of the URL
 // never see a partial dataset.
 StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs) {
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.output));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.output, options.storage));
   if (location.kind == ObjectLocation::Kind::kHttp) {
     return InvalidArgumentError("--output " + options.output +
                                 ": a dataset can be written to s3:// or gs://, not over HTTP");
   }
   // Refused before any work, as an existing local output is.
   if (!options.force) {
-    HttpStore store(std::move(location), HttpOptions::FromEnvironment());
+    HttpStore store(std::move(location), HttpOptions::From(options.storage));
     StatusOr<uint64_t> existing = store.Size(Manifest::kFileName);
     if (existing.ok()) {
       return AlreadyExistsError(options.output +
@@ -30,10 +28,7 @@ StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs)
     }
     if (existing.status().code() != StatusCode::kNotFound) return existing.status();
   }
-  std::error_code ec;
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-  if (ec) return IoError("no temporary directory to build in: " + ec.message());
-  std::string scratch = (tmp / "tokpack-build-XXXXXX").string();
+  std::string scratch = JoinPath(options.storage.temp_dir, "tokpack-build-XXXXXX");
   if (::mkdtemp(scratch.data()) == nullptr) return ErrnoToStatus(errno, "mkdtemp", scratch);
 
   BuildOptions local = options;
@@ -44,6 +39,7 @@ StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs)
     push.dir = local.output;
     push.url = options.output;
     push.force = options.force;
+    push.storage = options.storage;
     push.cancel = options.cancel;
     StatusOr<uint64_t> pushed = PushDataset(push);
     if (pushed.ok()) {

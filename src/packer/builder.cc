@@ -287,8 +287,8 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   if (o.texts) {
     expanded.inputs.push_back({o.texts->name(), 0});
   } else {
-    TOKPACK_ASSIGN_OR_RETURN(expanded,
-                             ExpandInputs(o.inputs, o.settings.input_format, o.skip_unknown_files));
+    TOKPACK_ASSIGN_OR_RETURN(
+        expanded, ExpandInputs(o.inputs, o.storage, o.settings.input_format, o.skip_unknown_files));
   }
   std::vector<InputRecord> inputs = expanded.inputs;
   if (o.part_count > 1) {
@@ -297,13 +297,13 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
     }
     TOKPACK_ASSIGN_OR_RETURN(
         inputs, SelectPartByRowGroups(inputs, o.part_index, o.part_count, o.settings.input_format,
-                                      o.settings.text_key));
+                                      o.settings.text_key, o.storage));
   }
   uint64_t bytes_total = 0;
   for (const auto& in : inputs) bytes_total += in.bytes;
 
   std::atomic<uint64_t> bytes_read{0};
-  DocumentReader reader(inputs, o.texts, o.settings, &bytes_read, o.cancel);
+  DocumentReader reader(inputs, o.texts, o.settings, o.storage, &bytes_read, o.cancel);
   TOKPACK_RETURN_IF_ERROR(reader.Init());
   TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
 

@@ -5,13 +5,15 @@
 namespace tokpack {
 
 DocumentReader::DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
-                               const BuildSettings& settings, std::atomic<uint64_t>* raw_bytes_read,
+                               const BuildSettings& settings, const StorageOptions& storage,
+                               std::atomic<uint64_t>* raw_bytes_read,
                                const std::atomic<bool>* cancel, size_t batch_bytes,
                                size_t batch_records)
     : inputs_(std::move(inputs)),
       texts_(std::move(texts)),
       settings_(settings),
-      context_{&settings_, raw_bytes_read, cancel},
+      storage_(storage),
+      context_{&settings_, &storage_, raw_bytes_read, cancel},
       batch_bytes_(batch_bytes),
       batch_records_(batch_records) {}
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "io/input_files.h"
 #include "packer/batch.h"
 #include "packer/record_source.h"
-#include "io/input_files.h"
 #include "tokpack/builder.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
@@ -23,11 +23,12 @@ class DocumentReader {
   // Reads `inputs`, or `texts` when not null (then `inputs` names it). A
   // batch is closed once it holds `batch_bytes` of data or `batch_records`
   // records. `raw_bytes_read` (may be null) counts raw input bytes consumed.
-  // `cancel` (may be null) interrupts reads from a stalled pipe.
+  // `cancel` (may be null) interrupts reads from a stalled pipe. Object-store
+  // inputs are read with `storage`.
   DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
-                 const BuildSettings& settings, std::atomic<uint64_t>* raw_bytes_read,
-                 const std::atomic<bool>* cancel, size_t batch_bytes = 1 << 20,
-                 size_t batch_records = 4096);
+                 const BuildSettings& settings, const StorageOptions& storage,
+                 std::atomic<uint64_t>* raw_bytes_read, const std::atomic<bool>* cancel,
+                 size_t batch_bytes = 1 << 20, size_t batch_records = 4096);
 
   // Resolves each input's format; fails naming an input whose format cannot
   // be told. Call before Next().
@@ -45,6 +46,7 @@ class DocumentReader {
   std::vector<InputRecord> inputs_;
   std::shared_ptr<TextSource> texts_;
   BuildSettings settings_;
+  StorageOptions storage_;
   SourceContext context_;
   size_t batch_bytes_;
   size_t batch_records_;

@@ -146,7 +146,8 @@ class CallerTextSource : public RecordSource {
 StatusOr<std::unique_ptr<RecordSource>> OpenRecordSource(const InputRecord& in, InputFormat format,
                                                          const SourceContext& context) {
   if (format == InputFormat::kParquet) {
-    TOKPACK_ASSIGN_OR_RETURN(auto reader, OpenParquetInput(in.path, context.settings->text_key));
+    TOKPACK_ASSIGN_OR_RETURN(
+        auto reader, OpenParquetInput(in.path, context.settings->text_key, *context.storage));
     auto source = std::make_unique<ParquetSource>(std::move(reader), context.raw_bytes_read);
     const int groups = source->num_row_groups();
     int begin = 0, end = groups;
@@ -162,8 +163,8 @@ StatusOr<std::unique_ptr<RecordSource>> OpenRecordSource(const InputRecord& in, 
     TOKPACK_RETURN_IF_ERROR(source->Select(begin, end));
     return std::unique_ptr<RecordSource>(std::move(source));
   }
-  TOKPACK_ASSIGN_OR_RETURN(auto stream,
-                           OpenInputStream(in.path, context.raw_bytes_read, context.cancel));
+  TOKPACK_ASSIGN_OR_RETURN(auto stream, OpenInputStream(in.path, *context.storage,
+                                                        context.raw_bytes_read, context.cancel));
   const bool json = format == InputFormat::kJsonl;
   if (!json && !context.settings->text_per_line) {
     return std::unique_ptr<RecordSource>(std::make_unique<WholeFileSource>(std::move(stream)));

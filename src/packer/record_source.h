@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "packer/batch.h"
 #include "io/input_files.h"
+#include "packer/batch.h"
 #include "tokpack/builder.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
@@ -31,6 +31,7 @@ class RecordSource {
 
 struct SourceContext {
   const BuildSettings* settings;
+  const StorageOptions* storage;          // For object-store inputs.
   std::atomic<uint64_t>* raw_bytes_read;  // May be null.
   const std::atomic<bool>* cancel;        // May be null.
 };

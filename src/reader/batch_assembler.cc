@@ -14,9 +14,10 @@ size_t OutItem(const LoaderOptions& o) { return o.dtype == OutputDtype::kInt32 ?
 // row shifted by one. One read per row (which matters when each goes
 // through the chunk cache) and one copy.
 template <typename T>
-Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, const BatchArrays& out) {
+Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, const BatchArrays& out,
+               ReadStats* stats) {
   T* in = reinterpret_cast<T*>(out.inputs) + b * L;
-  TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, in));
+  TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, in, stats));
   std::memcpy(reinterpret_cast<T*>(out.targets) + b * L, in + 1, L * sizeof(T));
   return Status::Ok();
 }
@@ -79,7 +80,7 @@ void HostLayout::Place(char* memory, bool boundaries, Slot* slot) const {
 }
 
 Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
-                    const HostLayout& layout, Slot& slot) {
+                    const HostLayout& layout, ReadStats* stats, Slot& slot) {
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
   BatchArrays& out = slot.arrays;
   out.num_cu = 0;
@@ -88,11 +89,11 @@ Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOpti
     const uint64_t a = slot.rows[b].second * L;
     if (layout.compact) {
       const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
-      TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, out.inputs + b * (L + 1) * item));
+      TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, out.inputs + b * (L + 1) * item, stats));
     } else if (o.dtype == OutputDtype::kInt32) {
-      TOKPACK_RETURN_IF_ERROR(ReadRow<int32_t>(ds, a, L, b, out));
+      TOKPACK_RETURN_IF_ERROR(ReadRow<int32_t>(ds, a, L, b, out, stats));
     } else {
-      TOKPACK_RETURN_IF_ERROR(ReadRow<int64_t>(ds, a, L, b, out));
+      TOKPACK_RETURN_IF_ERROR(ReadRow<int64_t>(ds, a, L, b, out, stats));
     }
     if (o.document_boundaries) FillBoundaries(ds, a, L, b, out);
   }

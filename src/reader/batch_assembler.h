@@ -10,6 +10,7 @@
 
 #include "reader/slot_ring.h"
 #include "tokpack/loader.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -26,10 +27,10 @@ struct HostLayout {
   void Place(char* memory, bool boundaries, Slot* slot) const;
 };
 
-// Fills slot.arrays for slot.rows. Reuses thread-local scratch: no
-// allocation in steady state.
+// Fills slot.arrays for slot.rows, counting remote reads into `stats`.
+// Reuses thread-local scratch: no allocation in steady state.
 Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
-                    const HostLayout& layout, Slot& slot);
+                    const HostLayout& layout, ReadStats* stats, Slot& slot);
 
 }  // namespace tokpack
 

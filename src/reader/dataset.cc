@@ -39,7 +39,7 @@ struct Dataset::Impl {
   // Calls sink(src, n) for each run of n stored tokens of [begin, begin +
   // count), in order; src points into the mapping or a per-thread scratch.
   template <typename Sink>
-  Status ForEachRun(uint64_t begin, uint64_t count, Sink&& sink) const {
+  Status ForEachRun(uint64_t begin, uint64_t count, ReadStats* stats, Sink&& sink) const {
     const uint64_t total = token_ends.empty() ? 0 : token_ends.back();
     if (begin > total || count > total - begin) {
       return OutOfRangeError(path + ": tokens [" + std::to_string(begin) + ", " +
@@ -57,7 +57,7 @@ struct Dataset::Impl {
       thread_local std::string scratch;
       if (src == nullptr) {
         scratch.resize(n * item);
-        TOKPACK_RETURN_IF_ERROR(s.bin->Read(local * item, n * item, scratch.data()));
+        TOKPACK_RETURN_IF_ERROR(s.bin->ReadCounted(local * item, n * item, scratch.data(), stats));
         src = scratch.data();
       } else {
         src += local * item;
@@ -71,17 +71,17 @@ struct Dataset::Impl {
   }
 
   template <typename T>
-  Status Read(uint64_t begin, uint64_t count, T* out) const {
+  Status Read(uint64_t begin, uint64_t count, T* out, ReadStats* stats) const {
     // The dtype is fixed per loop so each loop inlines to a plain widening copy.
     if (manifest.dtype == TokenDtype::kUInt16) {
-      return ForEachRun(begin, count, [&out](const char* src, uint64_t n) {
+      return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
         for (uint64_t i = 0; i < n; ++i) {
           out[i] = static_cast<T>(LoadToken(src + 2 * i, TokenDtype::kUInt16));
         }
         out += n;
       });
     }
-    return ForEachRun(begin, count, [&out](const char* src, uint64_t n) {
+    return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
       for (uint64_t i = 0; i < n; ++i) {
         out[i] = static_cast<T>(LoadToken(src + 4 * i, TokenDtype::kInt32));
       }
@@ -89,10 +89,10 @@ struct Dataset::Impl {
     });
   }
 
-  Status ReadStored(uint64_t begin, uint64_t count, void* out) const {
+  Status ReadStored(uint64_t begin, uint64_t count, void* out, ReadStats* stats) const {
     char* dst = static_cast<char*>(out);
     const int item = TokenDtypeSize(manifest.dtype);
-    return ForEachRun(begin, count, [&dst, item](const char* src, uint64_t n) {
+    return ForEachRun(begin, count, stats, [&dst, item](const char* src, uint64_t n) {
       std::memcpy(dst, src, n * item);
       dst += n * item;
     });
@@ -116,12 +116,17 @@ bool Exists(const std::string& p) {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
+StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
+                                                 const StorageOptions& storage) {
   if (IsRemoteUrl(path)) {
-    TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path));
+    TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
     return OpenRemoteDataset(path, *remote);
   }
   return OpenDatasetWith(path, OpenMappedFile);
+}
+
+StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
+  return Open(path, StorageOptions());
 }
 
 // Validates one shard (the .idx header against the .bin size and, with a
@@ -232,13 +237,14 @@ uint64_t Dataset::num_documents() const {
 size_t Dataset::num_shards() const { return impl_->shards.size(); }
 uint64_t Dataset::fingerprint() const { return impl_->fingerprint; }
 
-Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int32_t* out) const {
-  return impl_->Read(begin, count, out);
+Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int32_t* out, ReadStats* stats) const {
+  return impl_->Read(begin, count, out, stats);
 }
-Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int64_t* out) const {
-  return impl_->Read(begin, count, out);
+Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int64_t* out, ReadStats* stats) const {
+  return impl_->Read(begin, count, out, stats);
 }
-void Dataset::Prefetch(uint64_t begin, uint64_t count) const {
+void Dataset::Prefetch(uint64_t begin, uint64_t count,
+                       const std::shared_ptr<ReadStats>& stats) const {
   const Impl& d = *impl_;
   if (!d.remote || count == 0 || begin >= num_tokens()) return;
   const uint64_t end = std::min(begin + count, num_tokens());
@@ -248,15 +254,16 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count) const {
     const Impl::Shard& s = d.shards[k];
     const uint64_t a = std::max(begin, s.first_token) - s.first_token;
     const uint64_t b = std::min(end, d.token_ends[k]) - s.first_token;
-    s.bin->Prefetch(a * item, (b - a) * item);
+    s.bin->Prefetch(a * item, (b - a) * item, stats);
   }
 }
 
 bool Dataset::remote() const { return impl_->remote; }
 bool Dataset::has_manifest() const { return impl_->has_manifest; }
 
-Status Dataset::ReadStoredTokens(uint64_t begin, uint64_t count, void* out) const {
-  return impl_->ReadStored(begin, count, out);
+Status Dataset::ReadStoredTokens(uint64_t begin, uint64_t count, void* out,
+                                 ReadStats* stats) const {
+  return impl_->ReadStored(begin, count, out, stats);
 }
 
 void Dataset::DocumentStarts(uint64_t begin, uint64_t end, std::vector<uint64_t>* starts) const {

@@ -16,7 +16,6 @@
 #include "reader/sample_order.h"
 #include "reader/slot_ring.h"
 #include "reader/wait_window.h"
-#include "storage/storage_counters.h"
 
 namespace tokpack {
 namespace {
@@ -156,7 +155,7 @@ class LoaderImpl : public Loader {
     LoaderStats s = stats_;
     s.assemble_seconds_total = assemble_seconds_;
     waits_.Percentiles(&s);
-    const StorageCounters& c = StorageCounters::Global();
+    const ReadStats& c = *read_stats_;
     s.cache_hits = c.cache_hits.load();
     s.cache_misses = c.cache_misses.load();
     s.bytes_fetched = c.bytes_fetched.load();
@@ -255,7 +254,7 @@ class LoaderImpl : public Loader {
       const size_t s = ahead_.Next();
       if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
         const uint64_t sample = orders_[s].Sample(ahead_.counts()[s] - 1);
-        sources_[s].dataset->Prefetch(sample * L, L + 1);
+        sources_[s].dataset->Prefetch(sample * L, L + 1, read_stats_);
       }
     }
   }
@@ -314,7 +313,7 @@ class LoaderImpl : public Loader {
       double took = 0;
       if (planned) {
         const auto t0 = Clock::now();
-        s = AssembleRows(sources_, o_, layout_, *slot);
+        s = AssembleRows(sources_, o_, layout_, read_stats_.get(), *slot);
         took = Seconds(Clock::now() - t0);
       }
       std::lock_guard<std::mutex> lock(pipeline_->mu);
@@ -394,6 +393,8 @@ class LoaderImpl : public Loader {
   std::vector<uint64_t> consumer_counts_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
+  // This loader's remote traffic; shared with the prefetches it queued.
+  std::shared_ptr<ReadStats> read_stats_ = std::make_shared<ReadStats>();
   WaitWindow waits_;
   double pending_wait_ = 0;  // Waited by Next(timeout) calls that timed out.
   double assemble_seconds_ = 0;

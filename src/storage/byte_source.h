@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -23,10 +24,17 @@ class ByteSource {
   // Copies [offset, offset + n) into dst. OutOfRange past the end; errors
   // name the file.
   virtual Status Read(uint64_t offset, uint64_t n, char* dst) const = 0;
+  // As Read; a remote source counts its cache hits and downloads in
+  // `*stats` (may be null), others ignore it.
+  virtual Status ReadCounted(uint64_t offset, uint64_t n, char* dst, ReadStats* /*stats*/) const {
+    return Read(offset, n, dst);
+  }
   virtual const std::string& name() const = 0;
   // A hint that [offset, offset + n) will be read soon: remote sources start
-  // fetching it in the background. Never blocks; errors surface in Read().
-  virtual void Prefetch(uint64_t /*offset*/, uint64_t /*n*/) const {}
+  // fetching it in the background, counting in `*stats` (may be null; kept
+  // alive until the fetch is done). Never blocks; errors surface in Read().
+  virtual void Prefetch(uint64_t /*offset*/, uint64_t /*n*/,
+                        const std::shared_ptr<ReadStats>& /*stats*/) const {}
 };
 
 // Maps a local file read-only (Boost.Interprocess). An empty file is a valid

@@ -9,15 +9,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <map>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
-#include "storage/storage_counters.h"
 
 namespace tokpack {
 namespace {
@@ -66,14 +62,6 @@ Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
   return Status::Ok();
 }
 
-uint64_t EnvBytes(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  return (end && *end == '\0' && n > 0) ? n : fallback;
-}
-
 }  // namespace
 
 StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Open(const std::string& dir,
@@ -82,25 +70,6 @@ StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Open(const std::string& dir,
   TOKPACK_RETURN_IF_ERROR(CreateDirs(JoinPath(dir, "chunks")));
   TOKPACK_RETURN_IF_ERROR(CreateDirs(JoinPath(dir, "locks")));
   return std::shared_ptr<ChunkCache>(new ChunkCache(dir, limit_bytes));
-}
-
-StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Default() {
-  std::string dir;
-  if (const char* d = std::getenv("TOKPACK_CACHE_DIR"); d && *d) {
-    dir = d;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    dir = std::string(home) + "/.cache/tokpack";
-  } else {
-    dir = "/tmp/tokpack-cache";
-  }
-  const uint64_t limit = EnvBytes("TOKPACK_CACHE_BYTES", uint64_t{64} << 30);
-  static std::mutex mu;
-  static std::map<std::pair<std::string, uint64_t>, std::weak_ptr<ChunkCache>> open;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto c = open[{dir, limit}].lock()) return c;
-  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkCache> c, Open(dir, limit));
-  open[{dir, limit}] = c;
-  return c;
 }
 
 Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
@@ -123,13 +92,15 @@ Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t
 }
 
 Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_t size,
-                        uint64_t xxh3, uint64_t offset, uint64_t n, char* dst, const Fetch& fetch) {
+                        uint64_t xxh3, uint64_t offset, uint64_t n, char* dst, const Fetch& fetch,
+                        ReadStats* stats) {
   if (offset > size || n > size - offset) {
     return OutOfRangeError(name + ": bytes past the end of the chunk");
   }
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
   bool hit = false;
-  StorageCounters& counters = StorageCounters::Global();
+  ReadStats unused;
+  ReadStats& counters = stats ? *stats : unused;
   TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
   if (hit) {
     counters.cache_hits++;
@@ -170,7 +141,8 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   if (data.size() > limit_) {
     return Status(StatusCode::kResourceExhausted,
                   "a chunk of " + std::to_string(data.size()) + " bytes does not fit the cache " +
-                      "limit of " + std::to_string(limit_) + " bytes (TOKPACK_CACHE_BYTES)");
+                      "limit of " + std::to_string(limit_) +
+                      " bytes (StorageOptions::cache_bytes, TOKPACK_CACHE_BYTES)");
   }
   // Space is reserved, and the file written, under the cache-wide lock, so
   // the bytes on disk never pass the limit, whatever other processes do.
@@ -260,7 +232,8 @@ Status ChunkCache::EvictFor(uint64_t needed, uint64_t* ledger) {
   if (*ledger + needed > limit_) {
     return Status(StatusCode::kResourceExhausted,
                   "the chunk cache in " + dir_ + " is full of chunks in use (limit " +
-                      std::to_string(limit_) + " bytes); raise TOKPACK_CACHE_BYTES");
+                      std::to_string(limit_) +
+                      " bytes); raise StorageOptions::cache_bytes (TOKPACK_CACHE_BYTES)");
   }
   return Status::Ok();
 }

@@ -12,23 +12,22 @@
 #ifndef TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
 #define TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
 class ChunkCache {
  public:
-  // The directory is created if needed. limit_bytes must be positive.
+  // The directory is created if needed. limit_bytes must be positive. Any
+  // number of ChunkCaches (in one process or many) may share a directory:
+  // they coordinate only through its lock files.
   static StatusOr<std::shared_ptr<ChunkCache>> Open(const std::string& dir, uint64_t limit_bytes);
-  // $TOKPACK_CACHE_DIR (default ~/.cache/tokpack) limited to
-  // $TOKPACK_CACHE_BYTES (default 64 GiB), shared per directory and limit.
-  static StatusOr<std::shared_ptr<ChunkCache>> Default();
 
   // Fills *out with the whole chunk; used only on a miss.
   using Fetch = std::function<Status(std::string* out)>;
@@ -36,9 +35,10 @@ class ChunkCache {
   // Copies bytes [offset, offset + n) of chunk `key` (`size` bytes, checksum
   // `xxh3`) into `dst`, fetching it first if it is not cached. With n == 0
   // it only makes sure the chunk is cached (a prefetch). `name` names
-  // the chunk in errors (e.g. "s3://b/d/shard-00000.bin chunk 3").
+  // the chunk in errors (e.g. "s3://b/d/shard-00000.bin chunk 3"). The hit
+  // or download is counted in `*stats` (may be null).
   Status Read(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
-              uint64_t offset, uint64_t n, char* dst, const Fetch& fetch);
+              uint64_t offset, uint64_t n, char* dst, const Fetch& fetch, ReadStats* stats);
 
   // Bytes of chunks on disk (temporaries of dead writers included).
   StatusOr<uint64_t> BytesOnDisk() const;

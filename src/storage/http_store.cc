@@ -15,14 +15,6 @@
 namespace tokpack {
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  return (end && *end == '\0' && n > 0) ? static_cast<int>(n) : fallback;
-}
-
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -49,11 +41,11 @@ size_t ReadUpload(char* buffer, size_t size, size_t count, void* user) {
 
 }  // namespace
 
-HttpOptions HttpOptions::FromEnvironment() {
+HttpOptions HttpOptions::From(const StorageOptions& storage) {
   HttpOptions o;
-  o.max_attempts = EnvInt("TOKPACK_HTTP_ATTEMPTS", o.max_attempts);
-  o.stall_seconds = EnvInt("TOKPACK_HTTP_STALL_SECONDS", static_cast<int>(o.stall_seconds));
-  o.max_concurrency = EnvInt("TOKPACK_HTTP_CONCURRENCY", o.max_concurrency);
+  o.max_attempts = storage.http_attempts;
+  o.stall_seconds = storage.http_stall_seconds;
+  o.max_concurrency = storage.http_concurrency;
   return o;
 }
 

@@ -14,6 +14,7 @@
 
 #include "storage/object_url.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -26,9 +27,8 @@ struct HttpOptions {
   long stall_seconds = 20;
   int max_concurrency = 16;
 
-  // Defaults, overridden by TOKPACK_HTTP_ATTEMPTS, TOKPACK_HTTP_STALL_SECONDS
-  // and TOKPACK_HTTP_CONCURRENCY.
-  static HttpOptions FromEnvironment();
+  // Defaults with the attempts, stall timeout and concurrency of `storage`.
+  static HttpOptions From(const StorageOptions& storage);
 };
 
 class HttpStore {

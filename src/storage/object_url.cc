@@ -1,17 +1,11 @@
 #include "storage/object_url.h"
 
 #include <cctype>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 
 namespace tokpack {
 namespace {
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 std::string Trim(std::string s) {
   const auto b = s.find_first_not_of(" \t\r");
@@ -40,31 +34,21 @@ std::map<std::string, std::string> IniSection(const std::string& path, const std
   return out;
 }
 
-std::string HomeFile(const char* env, const char* relative) {
-  std::string p = Env(env);
-  if (!p.empty()) return p;
-  const std::string home = Env("HOME");
-  return home.empty() ? std::string() : home + "/" + relative;
-}
-
-void AwsCredentials(ObjectLocation* loc) {
-  loc->access_key = Env("AWS_ACCESS_KEY_ID");
-  loc->secret_key = Env("AWS_SECRET_ACCESS_KEY");
-  loc->session_token = Env("AWS_SESSION_TOKEN");
-  std::string profile = Env("AWS_PROFILE");
-  if (profile.empty()) profile = "default";
-  if (loc->access_key.empty()) {
-    auto creds = IniSection(HomeFile("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"), profile);
+void AwsCredentials(const StorageOptions& o, ObjectLocation* loc) {
+  loc->access_key = o.aws_access_key_id;
+  loc->secret_key = o.aws_secret_access_key;
+  loc->session_token = o.aws_session_token;
+  const std::string profile = o.aws_profile.empty() ? "default" : o.aws_profile;
+  if (loc->access_key.empty() && !o.aws_shared_credentials_file.empty()) {
+    auto creds = IniSection(o.aws_shared_credentials_file, profile);
     loc->access_key = creds["aws_access_key_id"];
     loc->secret_key = creds["aws_secret_access_key"];
     loc->session_token = creds["aws_session_token"];
   }
-  loc->region = Env("AWS_REGION");
-  if (loc->region.empty()) loc->region = Env("AWS_DEFAULT_REGION");
-  if (loc->region.empty()) {
-    const std::string config = HomeFile("AWS_CONFIG_FILE", ".aws/config");
-    loc->region =
-        IniSection(config, profile == "default" ? "default" : "profile " + profile)["region"];
+  loc->region = o.aws_region;
+  if (loc->region.empty() && !o.aws_config_file.empty()) {
+    loc->region = IniSection(o.aws_config_file,
+                             profile == "default" ? "default" : "profile " + profile)["region"];
   }
   if (loc->region.empty()) loc->region = "us-east-1";
 }
@@ -98,7 +82,7 @@ std::string ObjectLocation::UrlOf(std::string_view name) const {
   return base + PercentEncode(name, true);
 }
 
-StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url) {
+StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url, const StorageOptions& options) {
   ObjectLocation loc;
   loc.url = std::string(url);
   while (!loc.url.empty() && loc.url.back() == '/') loc.url.pop_back();
@@ -122,9 +106,8 @@ StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url) {
   const std::string key_base = PercentEncode(prefix.empty() ? "" : WithSlash(prefix), true);
   if (scheme == "s3") {
     loc.kind = ObjectLocation::Kind::kS3;
-    AwsCredentials(&loc);
-    std::string endpoint = Env("AWS_ENDPOINT_URL_S3");
-    if (endpoint.empty()) endpoint = Env("AWS_ENDPOINT_URL");
+    AwsCredentials(options, &loc);
+    const std::string& endpoint = options.s3_endpoint;
     if (!endpoint.empty()) {
       loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket, false) + "/" + key_base;
     } else {
@@ -133,11 +116,11 @@ StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url) {
     return loc;
   }
   loc.kind = ObjectLocation::Kind::kGcs;
-  loc.access_key = Env("GS_ACCESS_KEY_ID");
-  loc.secret_key = Env("GS_SECRET_ACCESS_KEY");
+  loc.access_key = options.gs_access_key_id;
+  loc.secret_key = options.gs_secret_access_key;
   loc.region = "auto";
-  std::string endpoint = Env("TOKPACK_GCS_ENDPOINT");
-  if (endpoint.empty()) endpoint = "https://storage.googleapis.com";
+  const std::string endpoint =
+      options.gcs_endpoint.empty() ? "https://storage.googleapis.com" : options.gcs_endpoint;
   loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket, false) + "/" + key_base;
   return loc;
 }

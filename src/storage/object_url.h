@@ -7,15 +7,13 @@
 #include <string_view>
 
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
 // RFC 3986 percent-encoding of everything but unreserved characters (and
 // '/' when `keep_slash`), as SigV4's canonical requests want it.
 std::string PercentEncode(std::string_view s, bool keep_slash);
-
-// True for "scheme://..." paths that name remote storage.
-bool IsRemoteUrl(std::string_view path);
 
 // Where a dataset lives remotely. Objects are named relative to `prefix`.
 struct ObjectLocation {
@@ -32,19 +30,17 @@ struct ObjectLocation {
   bool signed_requests() const { return !access_key.empty(); }
 };
 
-// Resolves `url` with credentials and endpoints from the environment:
-// - s3://bucket/prefix: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (path-style
-//   requests to an S3-compatible store), else https://bucket.s3.REGION.
-//   amazonaws.com; region from AWS_REGION, AWS_DEFAULT_REGION, the profile's
-//   config, else us-east-1; keys from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-//   AWS_SESSION_TOKEN, else the AWS_PROFILE (default "default") section of
-//   AWS_SHARED_CREDENTIALS_FILE (default ~/.aws/credentials); none: anonymous.
-// - gs://bucket/prefix: GCS's XML API at TOKPACK_GCS_ENDPOINT (default
-//   https://storage.googleapis.com), signed with HMAC keys from
-//   GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY, else anonymous (public data).
+// Resolves `url` with the credentials and endpoints of `options`:
+// - s3://bucket/prefix: options.s3_endpoint (path-style requests to an
+//   S3-compatible store), else https://bucket.s3.REGION.amazonaws.com; region
+//   options.aws_region, else the profile's in aws_config_file, else
+//   us-east-1; keys from options, else the aws_profile section of
+//   aws_shared_credentials_file; none: anonymous.
+// - gs://bucket/prefix: GCS's XML API at options.gcs_endpoint, signed with
+//   the gs_* HMAC keys, else anonymous (public data).
 // - http(s)://host/path: plain ranged GETs.
 // InvalidArgument for other schemes or a missing bucket.
-StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url);
+StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url, const StorageOptions& options);
 
 }  // namespace tokpack
 

@@ -2,51 +2,58 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "common/chunk_hasher.h"
 
 namespace tokpack {
-namespace {
 
-// Background fetches for Prefetch(): a few threads, a bounded queue, and no
-// chunk queued twice. Lives for the whole process (threads are detached).
+// Background fetches for Prefetch(): a few threads, started on first use, a
+// bounded queue, and no chunk queued twice. The destructor drops what is
+// queued, lets the fetches in flight finish and joins the threads.
 class Prefetcher {
  public:
-  static Prefetcher& Get() {
-    static Prefetcher* p = new Prefetcher(EnvThreads());
-    return *p;
+  explicit Prefetcher(int threads) : threads_wanted_(threads) {}
+  ~Prefetcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      queue_.clear();
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
   }
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
   // Drops the task when the queue is full: prefetching is only a hint.
   void Submit(const std::string& key, std::function<void()> task) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.size() >= kMaxQueued || !pending_.insert(key).second) return;
+    if (stop_ || queue_.size() >= kMaxQueued || !pending_.insert(key).second) return;
+    // Started here, not in the constructor: most datasets never prefetch.
+    while (static_cast<int>(threads_.size()) < threads_wanted_) {
+      threads_.emplace_back([this] { Run(); });
+    }
     queue_.push_back({key, std::move(task)});
     cv_.notify_one();
   }
 
  private:
   static constexpr size_t kMaxQueued = 4096;
-  static int EnvThreads() {
-    const char* v = std::getenv("TOKPACK_PREFETCH_THREADS");
-    const int n = v ? std::atoi(v) : 0;
-    return n > 0 ? n : 8;
-  }
-  explicit Prefetcher(int threads) {
-    for (int i = 0; i < threads; ++i) std::thread([this] { Run(); }).detach();
-  }
+
   void Run() {
     while (true) {
       std::pair<std::string, std::function<void()>> item;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return !queue_.empty(); });
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
         item = std::move(queue_.front());
         queue_.pop_front();
       }
@@ -55,19 +62,27 @@ class Prefetcher {
       pending_.erase(item.first);
     }
   }
+
+  const int threads_wanted_;
   std::mutex mu_;
   std::condition_variable cv_;
+  bool stop_ = false;  // Under mu_.
   std::deque<std::pair<std::string, std::function<void()>>> queue_;
   std::set<std::string> pending_;
+  std::vector<std::thread> threads_;  // Under mu_ until the destructor.
 };
+
+namespace {
 
 // A remote file read chunk by chunk through the cache; not memory-resident.
 class RemoteSource : public ByteSource {
  public:
   RemoteSource(std::shared_ptr<HttpStore> store, std::shared_ptr<ChunkCache> cache,
-               std::string name, FileDigest digest, uint64_t chunk_bytes)
+               std::shared_ptr<Prefetcher> prefetcher, std::string name, FileDigest digest,
+               uint64_t chunk_bytes)
       : store_(std::move(store)),
         cache_(std::move(cache)),
+        prefetcher_(std::move(prefetcher)),
         name_(std::move(name)),
         url_(store_->location().UrlOf(name_)),
         digest_(std::move(digest)),
@@ -79,7 +94,8 @@ class RemoteSource : public ByteSource {
   const char* data() const override { return nullptr; }
   const std::string& name() const override { return url_; }
 
-  void Prefetch(uint64_t offset, uint64_t n) const override {
+  void Prefetch(uint64_t offset, uint64_t n,
+                const std::shared_ptr<ReadStats>& stats) const override {
     if (n == 0 || offset >= digest_.bytes) return;
     const uint64_t last = std::min(offset + n, digest_.bytes) - 1;
     for (uint64_t k = offset / chunk_bytes_; k <= last / chunk_bytes_; ++k) {
@@ -89,19 +105,25 @@ class RemoteSource : public ByteSource {
       const uint64_t start = k * chunk_bytes_;
       const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
       const std::string key = Key(k);
-      Prefetcher::Get().Submit(key, [store = store_, cache = cache_, cached = cached_, key,
-                                     name = name_, url = url_, start, size,
-                                     sum = digest_.chunk_xxh3[k], k] {
+      // The task keeps what it uses alive; it never refers to this source,
+      // which (with the prefetcher) may be destroyed while it runs.
+      prefetcher_->Submit(key, [store = store_, cache = cache_, cached = cached_, stats, key,
+                                name = name_, url = url_, start, size, sum = digest_.chunk_xxh3[k],
+                                k] {
         // Reads nothing: only makes sure the chunk is in the cache.
-        Status s =
-            cache->Read(key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
-                        [&](std::string* out) { return store->GetRange(name, start, size, out); });
+        Status s = cache->Read(
+            key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
+            [&](std::string* out) { return store->GetRange(name, start, size, out); }, stats.get());
         if (s.ok()) cached[k].store(true, std::memory_order_relaxed);
       });
     }
   }
 
   Status Read(uint64_t offset, uint64_t n, char* dst) const override {
+    return ReadCounted(offset, n, dst, nullptr);
+  }
+
+  Status ReadCounted(uint64_t offset, uint64_t n, char* dst, ReadStats* stats) const override {
     if (offset > digest_.bytes || n > digest_.bytes - offset) {
       return OutOfRangeError(url_ + ": bytes [" + std::to_string(offset) + ", " +
                              std::to_string(offset + n) + ") past the end");
@@ -113,7 +135,8 @@ class RemoteSource : public ByteSource {
       const uint64_t take = std::min(n, start + size - offset);
       TOKPACK_RETURN_IF_ERROR(cache_->Read(
           Key(k), url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k], offset - start,
-          take, dst, [&](std::string* out) { return store_->GetRange(name_, start, size, out); }));
+          take, dst, [&](std::string* out) { return store_->GetRange(name_, start, size, out); },
+          stats));
       cached_[k].store(true, std::memory_order_relaxed);
       offset += take;
       dst += take;
@@ -131,6 +154,7 @@ class RemoteSource : public ByteSource {
 
   std::shared_ptr<HttpStore> store_;
   std::shared_ptr<ChunkCache> cache_;
+  std::shared_ptr<Prefetcher> prefetcher_;
   std::string name_, url_;
   FileDigest digest_;
   uint64_t chunk_bytes_;
@@ -161,12 +185,26 @@ class MemorySource : public ByteSource {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& url) {
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(url));
-  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkCache> cache, ChunkCache::Default());
+RemoteOpener::RemoteOpener(std::shared_ptr<HttpStore> store, std::shared_ptr<ChunkCache> cache,
+                           int prefetch_threads)
+    : store_(std::move(store)),
+      cache_(std::move(cache)),
+      prefetcher_(std::make_shared<Prefetcher>(prefetch_threads)) {}
+
+StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& url,
+                                                             const StorageOptions& options) {
+  TOKPACK_RETURN_IF_ERROR(options.Validate());
+  if (options.cache_dir.empty()) {
+    return InvalidArgumentError("reading " + url +
+                                " needs a chunk cache: set StorageOptions::cache_dir (or use "
+                                "StorageOptions::FromEnvironment())");
+  }
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(url, options));
+  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkCache> cache,
+                           ChunkCache::Open(options.cache_dir, options.cache_bytes));
   return std::make_unique<RemoteOpener>(
-      std::make_shared<HttpStore>(std::move(location), HttpOptions::FromEnvironment()),
-      std::move(cache));
+      std::make_shared<HttpStore>(std::move(location), HttpOptions::From(options)),
+      std::move(cache), options.prefetch_threads);
 }
 
 StatusOr<Manifest> RemoteOpener::LoadManifest() const {
@@ -190,7 +228,8 @@ StatusOr<std::unique_ptr<ByteSource>> RemoteOpener::Open(const std::string& name
                          std::to_string(digest.bytes) + " bytes; remote reads need all " +
                          std::to_string(chunks));
   }
-  auto remote = std::make_unique<RemoteSource>(store_, cache_, name, digest, chunk_bytes);
+  auto remote =
+      std::make_unique<RemoteSource>(store_, cache_, prefetcher_, name, digest, chunk_bytes);
   if (!resident) return std::unique_ptr<ByteSource>(std::move(remote));
   std::string bytes(digest.bytes, '\0');
   TOKPACK_RETURN_IF_ERROR(remote->Read(0, bytes.size(), bytes.data()));

@@ -1,5 +1,7 @@
 // Remote dataset files as ByteSources: read in the manifest's chunks through
-// the node-shared ChunkCache, each chunk verified against its checksum.
+// the node-shared ChunkCache, each chunk verified against its checksum, and
+// prefetched by a pool of threads that the files of one opener share and
+// that is joined when the last of them is destroyed. Thread-safe.
 #ifndef TOKPACK_SRC_STORAGE_REMOTE_SOURCE_H_
 #define TOKPACK_SRC_STORAGE_REMOTE_SOURCE_H_
 
@@ -13,13 +15,18 @@
 
 namespace tokpack {
 
+class Prefetcher;
+
 class RemoteOpener {
  public:
-  // The store for `url` (credentials and endpoints from the environment,
-  // see object_url.h) and the default cache (see ChunkCache::Default).
-  static StatusOr<std::unique_ptr<RemoteOpener>> ForUrl(const std::string& url);
-  RemoteOpener(std::shared_ptr<HttpStore> store, std::shared_ptr<ChunkCache> cache)
-      : store_(std::move(store)), cache_(std::move(cache)) {}
+  // The store for `url` (credentials, endpoints and retries from `options`,
+  // see object_url.h) and the cache in options.cache_dir. InvalidArgument
+  // when the options are invalid or name no cache directory.
+  static StatusOr<std::unique_ptr<RemoteOpener>> ForUrl(const std::string& url,
+                                                        const StorageOptions& options);
+  // `prefetch_threads` fetch ahead for Prefetch(), started on first use.
+  RemoteOpener(std::shared_ptr<HttpStore> store, std::shared_ptr<ChunkCache> cache,
+               int prefetch_threads);
 
   // manifest.json; a remote dataset needs one (its checksums guard every chunk).
   StatusOr<Manifest> LoadManifest() const;
@@ -32,6 +39,7 @@ class RemoteOpener {
  private:
   std::shared_ptr<HttpStore> store_;
   std::shared_ptr<ChunkCache> cache_;
+  std::shared_ptr<Prefetcher> prefetcher_;
 };
 
 }  // namespace tokpack

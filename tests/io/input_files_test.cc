@@ -33,14 +33,14 @@ class InputFilesTest : public ::testing::Test {
 };
 
 TEST_F(InputFilesTest, DirectoryOfUnknownFilesFailsUnlessSkipped) {
-  auto r = ExpandInputs({dir_.Join("c")});
+  auto r = ExpandInputs({dir_.Join("c")}, StorageOptions());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("readme.md"), std::string::npos);
   EXPECT_NE(r.status().message().find("--skip-unknown-files"), std::string::npos);
 }
 
 TEST_F(InputFilesTest, DirectoryWalksSortedFilesAndListsTheSkipped) {
-  auto r = ExpandInputs({dir_.Join("c")}, "auto", /*skip_unknown=*/true);
+  auto r = ExpandInputs({dir_.Join("c")}, StorageOptions(), "auto", /*skip_unknown=*/true);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Paths(r->inputs),
             (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
@@ -49,31 +49,31 @@ TEST_F(InputFilesTest, DirectoryWalksSortedFilesAndListsTheSkipped) {
   EXPECT_EQ(r->inputs[0].bytes, 3u);
   EXPECT_EQ(r->skipped, (std::vector<std::string>{dir_.Join("c/readme.md")}));
   // A forced format reads every file as that format.
-  auto forced = ExpandInputs({dir_.Join("c")}, "jsonl");
+  auto forced = ExpandInputs({dir_.Join("c")}, StorageOptions(), "jsonl");
   ASSERT_TRUE(forced.ok());
   EXPECT_EQ(forced->inputs.size(), 6u);
 }
 
 TEST_F(InputFilesTest, DoubleStarGlobMatchesAnyDepth) {
-  auto r = ExpandInputs({dir_.Join("c/**/*.jsonl*")});
+  auto r = ExpandInputs({dir_.Join("c/**/*.jsonl*")}, StorageOptions());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(
       Paths(r->inputs),
       (std::vector<std::string>{dir_.Join("c/a.jsonl.zst"), dir_.Join("c/b.jsonl"),
                                 dir_.Join("c/sub/deeper/y.jsonl"), dir_.Join("c/sub/x.jsonl.gz")}));
-  auto one = ExpandInputs({dir_.Join("c/*.jsonl")});
+  auto one = ExpandInputs({dir_.Join("c/*.jsonl")}, StorageOptions());
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(Paths(one->inputs), (std::vector<std::string>{dir_.Join("c/b.jsonl")}));
 }
 
 TEST_F(InputFilesTest, MissingInputsFailUpFrontNamingThem) {
-  auto r = ExpandInputs({dir_.Join("c/b.jsonl"), dir_.Join("nope.jsonl")});
+  auto r = ExpandInputs({dir_.Join("c/b.jsonl"), dir_.Join("nope.jsonl")}, StorageOptions());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find("nope.jsonl"), std::string::npos);
-  auto g = ExpandInputs({dir_.Join("c/*.parquet")});
+  auto g = ExpandInputs({dir_.Join("c/*.parquet")}, StorageOptions());
   EXPECT_EQ(g.status().code(), StatusCode::kNotFound);
   EXPECT_NE(g.status().message().find("*.parquet"), std::string::npos);
-  EXPECT_FALSE(ExpandInputs({"-", "-"}).ok());
+  EXPECT_FALSE(ExpandInputs({"-", "-"}, StorageOptions()).ok());
 }
 
 TEST(InputFormat, ByNameUnlessForced) {
@@ -108,7 +108,7 @@ TEST(SelectPart, BalancesByBytes) {
 
 TEST(SelectPartByRowGroups, FilesWithoutRowGroupsSplitAsBefore) {
   std::vector<InputRecord> all = {{"big.jsonl", 1000}, {"a.jsonl", 10}, {"b.txt", 10}};
-  auto part = SelectPartByRowGroups(all, 1, 2, "auto", "text");
+  auto part = SelectPartByRowGroups(all, 1, 2, "auto", "text", StorageOptions());
   ASSERT_TRUE(part.ok()) << part.status().ToString();
   EXPECT_EQ(Paths(*part), (std::vector<std::string>{"a.jsonl", "b.txt"}));
   EXPECT_TRUE((*part)[0].whole_file());

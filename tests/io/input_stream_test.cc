@@ -11,7 +11,7 @@ using testing::TempDir;
 using testing::WriteStringToFile;
 
 std::vector<std::string> ReadLines(const std::string& path) {
-  auto stream = OpenInputStream(path, nullptr);
+  auto stream = OpenInputStream(path, StorageOptions(), nullptr);
   EXPECT_TRUE(stream.ok()) << stream.status().ToString();
   LineReader reader(std::move(*stream));
   std::vector<std::string> lines;
@@ -53,7 +53,7 @@ TEST(InputStream, TruncatedCompressedFilesAreDataLossNamingTheFile) {
        {std::pair<std::string, std::string>{"t.zst", testing::ZstdCompress(big)},
         {"t.gz", testing::GzipCompress(big)}}) {
     WriteStringToFile(dir.Join(name), bytes.substr(0, bytes.size() / 2));
-    auto stream = OpenInputStream(dir.Join(name), nullptr);
+    auto stream = OpenInputStream(dir.Join(name), StorageOptions(), nullptr);
     ASSERT_TRUE(stream.ok());
     std::string all;
     Status s = ReadAll(stream->get(), &all);
@@ -65,14 +65,14 @@ TEST(InputStream, TruncatedCompressedFilesAreDataLossNamingTheFile) {
 TEST(InputStream, GarbageAfterAZstdFrameIsDataLoss) {
   TempDir dir;
   WriteStringToFile(dir.Join("c.zst"), testing::ZstdCompress("text\n") + "not a zstd frame");
-  auto stream = OpenInputStream(dir.Join("c.zst"), nullptr);
+  auto stream = OpenInputStream(dir.Join("c.zst"), StorageOptions(), nullptr);
   ASSERT_TRUE(stream.ok());
   std::string all;
   EXPECT_EQ(ReadAll(stream->get(), &all).code(), StatusCode::kDataLoss);
 }
 
 TEST(InputStream, MissingFileIsNotFound) {
-  auto s = OpenInputStream("/nonexistent/file.jsonl", nullptr);
+  auto s = OpenInputStream("/nonexistent/file.jsonl", StorageOptions(), nullptr);
   EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
   EXPECT_NE(s.status().message().find("/nonexistent/file.jsonl"), std::string::npos);
 }
@@ -93,7 +93,7 @@ TEST(InputStream, CountsRawBytesRead) {
   std::string z = testing::ZstdCompress(std::string(100000, 'a'));
   WriteStringToFile(dir.Join("c.zst"), z);
   std::atomic<uint64_t> raw{0};
-  auto stream = OpenInputStream(dir.Join("c.zst"), &raw);
+  auto stream = OpenInputStream(dir.Join("c.zst"), StorageOptions(), &raw);
   ASSERT_TRUE(stream.ok());
   std::string all;
   ASSERT_TRUE(ReadAll(stream->get(), &all).ok());

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string key = argc >= 3 ? argv[2] : "text";
-  auto reader = tokpack::OpenParquetInput(argv[1], key);
+  auto reader = tokpack::OpenParquetInput(argv[1], key, tokpack::StorageOptions());
   if (!reader.ok()) return Fail(reader.status());
   const int groups = (*reader)->num_row_groups();
   std::printf("groups %d\n", groups);

@@ -39,7 +39,7 @@ class DatasetOpsTest : public ::testing::Test {
 };
 
 TEST_F(DatasetOpsTest, VerifyPassesOnAFreshBuild) {
-  auto r = VerifyDataset(out_);
+  auto r = VerifyDataset(out_, StorageOptions());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->ok()) << r->problems[0];
   EXPECT_EQ(r->files_checked, 2 * m_.shards.size());
@@ -50,7 +50,7 @@ TEST_F(DatasetOpsTest, VerifyFindsAFlippedBitAndNamesTheChunk) {
   std::string data = ReadFileOrDie(bin);
   data[700] ^= 0x01;
   WriteStringToFile(bin, data);
-  auto r = VerifyDataset(out_);
+  auto r = VerifyDataset(out_, StorageOptions());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(HasProblem(*r, "shard-00001.bin: chunk 1 (bytes 512..1024) checksum"))
       << (r->problems.empty() ? "" : r->problems[0]);
@@ -62,7 +62,7 @@ TEST_F(DatasetOpsTest, VerifyFindsTruncationMissingFilesAndBadIndexes) {
   std::string idx = ReadFileOrDie(out_ + "/shard-00002.idx");
   idx[40] ^= 0x7f;
   WriteStringToFile(out_ + "/shard-00002.idx", idx);
-  auto r = VerifyDataset(out_);
+  auto r = VerifyDataset(out_, StorageOptions());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(HasProblem(*r, "shard-00000.bin: size 10 bytes"));
   EXPECT_TRUE(HasProblem(*r, "shard-00000.idx: describes"));
@@ -76,14 +76,14 @@ TEST_F(DatasetOpsTest, VerifyFindsTokensOutsideTheVocabulary) {
   data[2] = static_cast<char>(0xff);
   data[3] = static_cast<char>(0xff);
   WriteStringToFile(bin, data);
-  auto r = VerifyDataset(out_);
+  auto r = VerifyDataset(out_, StorageOptions());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(HasProblem(*r, "token 1 is id 65535, outside the vocabulary of 500"));
 }
 
 TEST_F(DatasetOpsTest, VerifyOfAnIncompleteDirectoryFails) {
   ASSERT_EQ(::unlink((out_ + "/manifest.json").c_str()), 0);
-  EXPECT_EQ(VerifyDataset(out_).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(VerifyDataset(out_, StorageOptions()).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(DatasetOpsTest, ImportWrapsMegatronPairsWithoutCopying) {
@@ -97,7 +97,7 @@ TEST_F(DatasetOpsTest, ImportWrapsMegatronPairsWithoutCopying) {
   EXPECT_EQ(m->shards[1].bin, m_.shards[1].bin);
   EXPECT_EQ(m->TotalTokens(), m_.shards[0].tokens + m_.shards[1].tokens);
   EXPECT_EQ(m->tokenizer.vocab_size, -1);
-  auto r = VerifyDataset(o.output);
+  auto r = VerifyDataset(o.output, StorageOptions());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->ok());
   EXPECT_FALSE(testing::Exists(o.output + "/shard-00000.bin"));

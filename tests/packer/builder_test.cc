@@ -114,7 +114,7 @@ TEST_F(BuilderTest, DocumentsAreSentencepieceIdsWithEos) {
     ASSERT_EQ(docs[i], std::vector<int64_t>(ids.begin(), ids.end())) << "document " << i;
   }
   EXPECT_GT(summary->manifest.shards.size(), 3u);
-  EXPECT_TRUE(VerifyDataset(dir_.Join("out"))->ok());
+  EXPECT_TRUE(VerifyDataset(dir_.Join("out"), StorageOptions())->ok());
 }
 
 TEST_F(BuilderTest, OutputIsByteIdenticalForAnyThreadCount) {
@@ -170,7 +170,7 @@ TEST_F(BuilderTest, FailedForcedRebuildKeepsTheOldDataset) {
   o.force = true;
   EXPECT_FALSE(BuildWithFileSystem(o, &fs).ok());
   EXPECT_EQ(ReadFileOrDie(dir_.Join("out/manifest.json")), before);
-  EXPECT_TRUE(VerifyDataset(dir_.Join("out"))->ok());
+  EXPECT_TRUE(VerifyDataset(dir_.Join("out"), StorageOptions())->ok());
   EXPECT_EQ(Build(Options(dir_.Join("out"))).status().code(), StatusCode::kAlreadyExists);
 }
 
@@ -193,14 +193,14 @@ TEST_F(BuilderTest, PartsMergedEqualASingleBuild) {
     ASSERT_TRUE(Build(o).ok());
     parts.push_back(o.output);
   }
-  auto merged = MergeDatasets(dir_.Join("merged"), parts, false);
+  auto merged = MergeDatasets(dir_.Join("merged"), parts, false, StorageOptions());
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(Documents(dir_.Join("merged")), Documents(dir_.Join("single")));
-  EXPECT_TRUE(VerifyDataset(dir_.Join("merged"))->ok());
+  EXPECT_TRUE(VerifyDataset(dir_.Join("merged"), StorageOptions())->ok());
   EXPECT_EQ(merged->provenance.inputs.size(), 4u);
 
   parts.pop_back();
-  auto incomplete = MergeDatasets(dir_.Join("m2"), parts, false);
+  auto incomplete = MergeDatasets(dir_.Join("m2"), parts, false, StorageOptions());
   EXPECT_NE(incomplete.status().message().find("part 0/3 is missing"), std::string::npos)
       << incomplete.status().message();
 }
@@ -210,7 +210,8 @@ TEST_F(BuilderTest, MergeRefusesDatasetsWithDifferentEosSettings) {
   BuildOptions o = Options(dir_.Join("noeos"));
   o.settings.add_eos = false;
   ASSERT_TRUE(Build(o).ok());
-  auto m = MergeDatasets(dir_.Join("m"), {dir_.Join("eos"), dir_.Join("noeos")}, false);
+  auto m = MergeDatasets(dir_.Join("m"), {dir_.Join("eos"), dir_.Join("noeos")}, false,
+                         StorageOptions());
   EXPECT_NE(m.status().message().find("different BOS/EOS settings"), std::string::npos)
       << m.status().message();
 }

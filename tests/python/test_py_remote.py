@@ -230,3 +230,38 @@ def test_gs_urls_read_anonymously_and_with_hmac_keys(chunked, cache, moto, monke
     monkeypatch.setenv("GS_SECRET_ACCESS_KEY", moto.secret_key)
     monkeypatch.setenv("TOKPACK_CACHE_DIR", str(tmp_path / "cache2"))
     check_equal_within_limit("gs://private/corpus", want, tmp_path / "cache2")
+
+
+def test_explicit_storage_options_keep_datasets_and_loaders_apart(chunked, tmp_path,
+                                                                  monkeypatch):
+    # Whatever the environment says, each dataset uses the options it was given.
+    monkeypatch.setenv("TOKPACK_CACHE_DIR", str(tmp_path / "from-environment"))
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "not-a-number")
+
+    def options(name, limit):
+        o = tokpack.StorageOptions()
+        o.cache_dir = str(tmp_path / name)
+        o.cache_bytes = limit
+        return o
+
+    want = local_batches(chunked / "data")
+    with RangeServer(chunked) as server:
+        url = server.url + "/data"
+        big = tokpack.Dataset(url, storage=options("big", 64 << 20))
+        small = tokpack.Dataset(url, storage=options("small", CACHE_LIMIT))
+        first = tokpack.Loader(big, **KW)
+        assert [b["input_ids"].tolist() for b in first] == [w.tolist() for w in want]
+        # The same data again through the warm cache, while another loader
+        # downloads through its own small one: each counts only its traffic.
+        second = tokpack.Loader(tokpack.Dataset(url, storage=options("big", 64 << 20)), **KW)
+        other = tokpack.Loader(small, **KW)
+        for a, b in zip(second, other):
+            np.testing.assert_array_equal(a["input_ids"], b["input_ids"])
+            assert cache_bytes(tmp_path / "small") <= CACHE_LIMIT
+        assert first.stats()["cache_misses"] > 0
+        assert second.stats()["cache_misses"] == 0 and second.stats()["bytes_fetched"] == 0
+        assert second.stats()["cache_hits"] > 0
+        assert other.stats()["cache_misses"] > 0
+    assert not (tmp_path / "from-environment").exists()
+    with pytest.raises(ValueError, match="TOKPACK_HTTP_ATTEMPTS"):
+        tokpack.Dataset(url)

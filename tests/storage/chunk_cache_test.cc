@@ -34,12 +34,14 @@ std::string Key(int k) { return "obj-" + std::to_string(k); }
 Status ReadChunk(ChunkCache& cache, int k, int* fetches, std::string* out) {
   const std::string want = ChunkBytes(k);
   out->assign(want.size(), '\0');
-  return cache.Read(Key(k), "chunk " + std::to_string(k), want.size(), Xxh3(want), 0, want.size(),
-                    out->data(), [&](std::string* data) {
-                      ++*fetches;
-                      *data = want;
-                      return Status::Ok();
-                    });
+  return cache.Read(
+      Key(k), "chunk " + std::to_string(k), want.size(), Xxh3(want), 0, want.size(), out->data(),
+      [&](std::string* data) {
+        ++*fetches;
+        *data = want;
+        return Status::Ok();
+      },
+      nullptr);
 }
 
 TEST(ChunkCache, FetchesOnceThenServesFromDiskToEveryProcess) {
@@ -57,8 +59,9 @@ TEST(ChunkCache, FetchesOnceThenServesFromDiskToEveryProcess) {
   const std::string want = ChunkBytes(1);
   char part[10];
   ASSERT_TRUE((*again)
-                  ->Read(Key(1), "c1", want.size(), Xxh3(want), 500, 10, part,
-                         [](std::string*) { return IoError("must not fetch"); })
+                  ->Read(
+                      Key(1), "c1", want.size(), Xxh3(want), 500, 10, part,
+                      [](std::string*) { return IoError("must not fetch"); }, nullptr)
                   .ok());
   EXPECT_EQ(std::string(part, 10), want.substr(500, 10));
 }
@@ -80,18 +83,19 @@ TEST(ChunkCache, FourProcessesDownloadEachChunkExactlyOnce) {
       for (int k : order) {
         const std::string want = ChunkBytes(k);
         std::string got(want.size(), '\0');
-        Status s = (*cache)->Read(Key(k), "c", want.size(), Xxh3(want), 0, want.size(), got.data(),
-                                  [&](std::string* data) {
-                                    // Slow, as a network fetch is, so the processes overlap.
-                                    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                                    const int fd =
-                                        ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-                                    const std::string line = Key(k) + "\n";
-                                    if (::write(fd, line.data(), line.size()) < 0) _exit(3);
-                                    ::close(fd);
-                                    *data = want;
-                                    return Status::Ok();
-                                  });
+        Status s = (*cache)->Read(
+            Key(k), "c", want.size(), Xxh3(want), 0, want.size(), got.data(),
+            [&](std::string* data) {
+              // Slow, as a network fetch is, so the processes overlap.
+              std::this_thread::sleep_for(std::chrono::milliseconds(5));
+              const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+              const std::string line = Key(k) + "\n";
+              if (::write(fd, line.data(), line.size()) < 0) _exit(3);
+              ::close(fd);
+              *data = want;
+              return Status::Ok();
+            },
+            nullptr);
         if (!s.ok() || got != want) _exit(4);
       }
       _exit(0);
@@ -165,19 +169,24 @@ TEST(ChunkCache, ACorruptFetchIsRetriedOnceThenRefusedByName) {
   int calls = 0;
   std::string got(want.size(), '\0');
   ASSERT_TRUE((*cache)
-                  ->Read(Key(7), "c7", want.size(), Xxh3(want), 0, want.size(), got.data(),
-                         [&](std::string* data) {
-                           *data = calls++ == 0 ? flipped : want;
-                           return Status::Ok();
-                         })
+                  ->Read(
+                      Key(7), "c7", want.size(), Xxh3(want), 0, want.size(), got.data(),
+                      [&](std::string* data) {
+                        *data = calls++ == 0 ? flipped : want;
+                        return Status::Ok();
+                      },
+                      nullptr)
                   .ok());
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(got, want);
-  Status s = (*cache)->Read(Key(8), "s3://b/d/shard-00000.bin chunk 8", want.size(), Xxh3(want), 0,
-                            want.size(), got.data(), [&](std::string* data) {
-                              *data = flipped;
-                              return Status::Ok();
-                            });
+  Status s = (*cache)->Read(
+      Key(8), "s3://b/d/shard-00000.bin chunk 8", want.size(), Xxh3(want), 0, want.size(),
+      got.data(),
+      [&](std::string* data) {
+        *data = flipped;
+        return Status::Ok();
+      },
+      nullptr);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("shard-00000.bin chunk 8"), std::string::npos) << s.ToString();
   EXPECT_FALSE(FileSize(dir.Join("c/chunks/" + Key(8))).ok());

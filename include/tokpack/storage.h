@@ -1,0 +1,92 @@
+// StorageOptions: how remote datasets and inputs (s3://, gs://, http(s)://)
+// are reached and cached, as a plain value passed to Dataset::Open, the
+// packer (BuildOptions::storage) and the dataset operations. Nothing in the
+// library reads the environment except StorageOptions::FromEnvironment(), so
+// two datasets or loaders in one process can use different settings.
+// StorageOptions is a value (copy it freely); ReadStats is thread-safe.
+#ifndef TOKPACK_STORAGE_H_
+#define TOKPACK_STORAGE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tokpack/status.h"
+
+namespace tokpack {
+
+struct StorageOptions {
+  // Directory of the chunk cache shared by the processes of a node; remote
+  // datasets cannot be opened while it is empty. ($TOKPACK_CACHE_DIR, else
+  // $HOME/.cache/tokpack, else /tmp/tokpack-cache.)
+  std::string cache_dir;
+  // Bytes the cache's chunks may take on disk. ($TOKPACK_CACHE_BYTES)
+  uint64_t cache_bytes = uint64_t{64} << 30;
+  // HTTP attempts per request before it fails as Unavailable. ($TOKPACK_HTTP_ATTEMPTS)
+  int http_attempts = 8;
+  // Seconds without a byte after which a transfer is retried. ($TOKPACK_HTTP_STALL_SECONDS)
+  int http_stall_seconds = 20;
+  // HTTP requests in flight at once per dataset or input. ($TOKPACK_HTTP_CONCURRENCY)
+  int http_concurrency = 16;
+  // Background threads filling the cache ahead of reads, per remote dataset.
+  // ($TOKPACK_PREFETCH_THREADS)
+  int prefetch_threads = 8;
+  // Where `build --output URL` builds before pushing. ($TMPDIR, else /tmp)
+  std::string temp_dir = "/tmp";
+
+  // S3 endpoint for S3-compatible stores (path-style requests); empty:
+  // https://BUCKET.s3.REGION.amazonaws.com. ($AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL)
+  std::string s3_endpoint;
+  // S3 region; empty: the profile's region in aws_config_file, else
+  // us-east-1. ($AWS_REGION, else $AWS_DEFAULT_REGION)
+  std::string aws_region;
+  // S3 keys; empty: the profile's keys in aws_shared_credentials_file, else
+  // anonymous. ($AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)
+  std::string aws_access_key_id;
+  std::string aws_secret_access_key;
+  std::string aws_session_token;
+  // Profile read from the AWS files. ($AWS_PROFILE)
+  std::string aws_profile = "default";
+  // AWS credentials file; empty: none. ($AWS_SHARED_CREDENTIALS_FILE, else
+  // $HOME/.aws/credentials)
+  std::string aws_shared_credentials_file;
+  // AWS config file (for the region); empty: none. ($AWS_CONFIG_FILE, else $HOME/.aws/config)
+  std::string aws_config_file;
+  // GCS XML API endpoint. ($TOKPACK_GCS_ENDPOINT)
+  std::string gcs_endpoint = "https://storage.googleapis.com";
+  // GCS HMAC keys; empty: anonymous. ($GS_ACCESS_KEY_ID, $GS_SECRET_ACCESS_KEY)
+  std::string gs_access_key_id;
+  std::string gs_secret_access_key;
+
+  // The defaults above overridden by the variables named on each field (an
+  // empty variable counts as unset). InvalidArgument naming the variable
+  // for a value that is not a positive integer.
+  static StatusOr<StorageOptions> FromEnvironment();
+  // InvalidArgument naming the first field out of range (counts must be positive).
+  Status Validate() const;
+};
+
+// One reader's remote traffic, for LoaderStats: pass it to the Dataset's
+// reads and prefetches, and only their cache hits and downloads are counted
+// here. Thread-safe (relaxed atomics; each counter is exact, a snapshot of
+// several is not).
+struct ReadStats {
+  std::atomic<uint64_t> cache_hits{0};
+  std::atomic<uint64_t> cache_misses{0};  // Chunks downloaded (each verified).
+  std::atomic<uint64_t> bytes_fetched{0};
+  std::atomic<uint64_t> fetch_micros{0};  // Summed over fetching threads.
+};
+
+// True for "scheme://..." paths, which name remote storage.
+bool IsRemoteUrl(std::string_view path);
+
+// The whole object `name` of the remote dataset at `dataset_url` (e.g. its
+// tokenizer file), fetched once, not cached. NotFound naming the URL if it
+// does not exist.
+StatusOr<std::string> ReadObject(const std::string& dataset_url, const std::string& name,
+                                 const StorageOptions& options);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_STORAGE_H_

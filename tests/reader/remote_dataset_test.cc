@@ -1,0 +1,190 @@
+// Remote datasets opened with explicit StorageOptions, over a real loopback
+// HTTP server: datasets and loaders in one process keep their caches and
+// their statistics apart, and a dataset's prefetch threads end with it.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "storage/chunk_cache.h"
+#include "tests/reader/synthetic_dataset.h"
+#include "tests/storage/http_test_server.h"
+#include "tests/test_util.h"
+#include "tokpack/dataset.h"
+#include "tokpack/loader.h"
+
+namespace tokpack {
+namespace {
+
+using testing::HttpTestServer;
+using testing::TempDir;
+using testing::TokenAt;
+
+constexpr std::chrono::seconds kDeadline(60);  // Generous: a loaded 2-core machine.
+
+uint64_t CacheBytes(const std::string& dir) {
+  auto cache = ChunkCache::Open(dir, 1);
+  EXPECT_TRUE(cache.ok());
+  if (!cache.ok()) return 0;
+  auto bytes = (*cache)->BytesOnDisk();
+  EXPECT_TRUE(bytes.ok());
+  return bytes.ok() ? *bytes : 0;
+}
+
+int ThreadsOfThisProcess() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/task");
+  while (dirent* e = d ? ::readdir(d) : nullptr) n += e->d_name[0] != '.';
+  if (d) ::closedir(d);
+  return n;
+}
+
+uint64_t BinBytes(const Manifest& m) {
+  uint64_t n = 0;
+  for (const ShardInfo& s : m.shards) n += s.bin.bytes;
+  return n;
+}
+
+class RemoteDatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    manifest_a_ = testing::WriteSyntheticDataset(root_.Join("a"), testing::CyclingLengths(150, 40),
+                                                 /*salt=*/1);
+    manifest_b_ = testing::WriteSyntheticDataset(root_.Join("b"), testing::CyclingLengths(150, 40),
+                                                 /*salt=*/2);
+  }
+  StorageOptions Storage(const std::string& cache, uint64_t limit = uint64_t{1} << 30) const {
+    StorageOptions o;
+    o.cache_dir = caches_.Join(cache);
+    o.cache_bytes = limit;
+    o.http_attempts = 2;
+    o.prefetch_threads = 2;
+    return o;
+  }
+  static void ExpectAllTokens(const Dataset& ds, uint64_t salt, ReadStats* stats) {
+    std::vector<int64_t> got(ds.num_tokens());
+    ASSERT_TRUE(ds.ReadTokens(0, got.size(), got.data(), stats).ok());
+    for (uint64_t t = 0; t < got.size(); ++t) ASSERT_EQ(got[t], TokenAt(t, salt)) << t;
+  }
+
+  TempDir root_, caches_;
+  Manifest manifest_a_, manifest_b_;
+};
+
+TEST_F(RemoteDatasetTest, DatasetsWithDifferentCachesAndLimitsStayApart) {
+  HttpTestServer server(root_.path());
+  const uint64_t small = 4 * 256;  // Four of the test datasets' 256-byte chunks.
+  auto a = Dataset::Open(server.url() + "/a", Storage("big"));
+  auto b = Dataset::Open(server.url() + "/b", Storage("small", small));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ExpectAllTokens(**a, 1, nullptr);
+  ExpectAllTokens(**b, 2, nullptr);
+  // Each dataset filled its own directory, under its own limit.
+  EXPECT_GE(CacheBytes(caches_.Join("big")), BinBytes(manifest_a_));
+  EXPECT_GT(CacheBytes(caches_.Join("small")), 0u);
+  EXPECT_LE(CacheBytes(caches_.Join("small")), small);
+}
+
+TEST_F(RemoteDatasetTest, WithoutStorageOptionsARemoteDatasetAsksForThem) {
+  HttpTestServer server(root_.path());
+  auto ds = Dataset::Open(server.url() + "/a");
+  EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ds.status().message().find("cache_dir"), std::string::npos) << ds.status().ToString();
+  StorageOptions bad = Storage("c");
+  bad.http_concurrency = 0;
+  EXPECT_NE(Dataset::Open(server.url() + "/a", bad).status().message().find("http_concurrency"),
+            std::string::npos);
+}
+
+TEST_F(RemoteDatasetTest, ReadStatsCountOnlyTheReadsTheyArePassedTo) {
+  HttpTestServer server(root_.path());
+  auto a = Dataset::Open(server.url() + "/a", Storage("shared"));
+  auto b = Dataset::Open(server.url() + "/b", Storage("shared"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ReadStats first, second, other;
+  ExpectAllTokens(**a, 1, &first);
+  ExpectAllTokens(**b, 2, &other);
+  ExpectAllTokens(**a, 1, &second);
+  EXPECT_EQ(first.bytes_fetched.load(), BinBytes(manifest_a_));
+  EXPECT_GT(first.cache_misses.load(), 0u);
+  EXPECT_EQ(other.bytes_fetched.load(), BinBytes(manifest_b_));
+  // Everything the second reader needs was cached by the first.
+  EXPECT_EQ(second.cache_misses.load(), 0u);
+  EXPECT_EQ(second.bytes_fetched.load(), 0u);
+  EXPECT_EQ(second.cache_hits.load(), first.cache_misses.load() + first.cache_hits.load());
+}
+
+TEST_F(RemoteDatasetTest, LoaderStatsAreThisLoadersOwn) {
+  HttpTestServer server(root_.path());
+  auto a = Dataset::Open(server.url() + "/a", Storage("shared"));
+  auto b = Dataset::Open(server.url() + "/b", Storage("other"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  LoaderOptions o;
+  o.seq_len = 32;
+  o.batch_size = 2;
+  o.epochs = 1;
+  o.shuffle = ShuffleMode::kNone;
+  // No prefetches: one that lands after a loader is drained would move its
+  // counts (rightly) and make the comparisons below racy.
+  o.lookahead_steps = 0;
+  const auto drain = [](Loader& l) {
+    while (true) {
+      auto batch = l.Next();
+      ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+      if (*batch == nullptr) return;
+    }
+  };
+  auto first = Loader::Create({{*a, 1.0}}, o);
+  ASSERT_TRUE(first.ok());
+  drain(**first);
+  const LoaderStats done = (*first)->Stats();
+  EXPECT_GT(done.cache_misses, 0u);
+  EXPECT_GT(done.bytes_fetched, 0u);
+  // A second loader over the same (now cached) data, while a third
+  // downloads other data in the same process.
+  auto second = Loader::Create({{*a, 1.0}}, o);
+  auto third = Loader::Create({{*b, 1.0}}, o);
+  ASSERT_TRUE(second.ok() && third.ok());
+  std::thread t([&] { drain(**third); });
+  drain(**second);
+  t.join();
+  EXPECT_EQ((*second)->Stats().cache_misses, 0u);
+  EXPECT_EQ((*second)->Stats().bytes_fetched, 0u);
+  EXPECT_GT((*second)->Stats().cache_hits, 0u);
+  EXPECT_GT((*third)->Stats().cache_misses, 0u);
+  // The first loader's counts did not move with the others' traffic.
+  EXPECT_EQ((*first)->Stats().cache_misses, done.cache_misses);
+  EXPECT_EQ((*first)->Stats().cache_hits, done.cache_hits);
+}
+
+TEST_F(RemoteDatasetTest, DestroyingADatasetWithPrefetchesInFlightJoinsItsThreads) {
+  HttpTestServer server(root_.path(), std::chrono::milliseconds(100));
+  const int threads_before = ThreadsOfThisProcess();
+  auto ds = Dataset::Open(server.url() + "/a", Storage("c"));
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  const int requests_at_open = server.requests();
+  auto stats = std::make_shared<ReadStats>();
+  (*ds)->Prefetch(0, (*ds)->num_tokens(), stats);
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  while (server.requests() == requests_at_open && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GT(server.requests(), requests_at_open) << "no prefetch reached the server";
+  ds->reset();  // Drops the queued fetches, waits for those in flight.
+  // Every fetch that reached the server finished before the reset returned.
+  const uint64_t fetched = stats->cache_misses.load();
+  EXPECT_EQ(fetched, static_cast<uint64_t>(server.requests() - requests_at_open));
+  const uint64_t chunks = (BinBytes(manifest_a_) + 255) / 256;
+  EXPECT_LT(fetched, chunks) << "the queued prefetches should have been dropped";
+  // No thread of the dataset outlives it (curl keeps none).
+  while (ThreadsOfThisProcess() != threads_before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(ThreadsOfThisProcess(), threads_before);
+  EXPECT_EQ(stats->cache_misses.load(), fetched);
+}
+
+}  // namespace
+}  // namespace tokpack

@@ -1,0 +1,120 @@
+// A loopback HTTP/1.1 server for remote-storage tests: serves the files under
+// a directory to GET (with "Range: bytes=a-b") and HEAD, one connection at a
+// time, each closed after its response, optionally after a delay. Counts the
+// requests it received. Thread-safe.
+#ifndef TOKPACK_TESTS_STORAGE_HTTP_TEST_SERVER_H_
+#define TOKPACK_TESTS_STORAGE_HTTP_TEST_SERVER_H_
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace tokpack::testing {
+
+class HttpTestServer {
+ public:
+  // Serves `root`; each response waits `delay` first (a slow network).
+  explicit HttpTestServer(std::string root,
+                          std::chrono::milliseconds delay = std::chrono::milliseconds(0))
+      : root_(std::move(root)), delay_(delay) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        ::listen(fd_, 64) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      std::perror("HttpTestServer");
+      std::abort();
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~HttpTestServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);  // Wakes accept().
+    thread_.join();
+    ::close(fd_);
+  }
+  HttpTestServer(const HttpTestServer&) = delete;
+  HttpTestServer& operator=(const HttpTestServer&) = delete;
+
+  // "http://127.0.0.1:PORT"; a file root/x is at url() + "/x".
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Requests received so far (counted before the delay).
+  int requests() const { return requests_.load(); }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;  // Stopping (shutdown) or a transient error.
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::recv(c, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      if (request.find("\r\n\r\n") != std::string::npos) {
+        ++requests_;
+        std::this_thread::sleep_for(delay_);
+        Respond(c, request);
+      }
+      ::close(c);
+    }
+  }
+
+  void Respond(int c, const std::string& request) {
+    std::istringstream first(request.substr(0, request.find("\r\n")));
+    std::string method, path;
+    first >> method >> path;
+    std::ifstream in(root_ + path, std::ios::binary);
+    std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string head;
+    if (!in.is_open() || path.find("..") != std::string::npos) {
+      head = "HTTP/1.1 404 Not Found\r\n";
+      body.clear();
+    } else if (const size_t r = request.find("Range: bytes="); r != std::string::npos) {
+      const uint64_t a = std::strtoull(request.c_str() + r + 13, nullptr, 10);
+      const uint64_t b =
+          std::strtoull(request.c_str() + request.find('-', r + 13) + 1, nullptr, 10);
+      const std::string total = std::to_string(body.size());
+      body = body.substr(a, b - a + 1);
+      head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes " + std::to_string(a) + "-" +
+             std::to_string(b) + "/" + total + "\r\n";
+    } else {
+      head = "HTTP/1.1 200 OK\r\n";
+    }
+    head += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+    if (method != "HEAD") head += body;
+    for (size_t at = 0; at < head.size();) {
+      const ssize_t n = ::send(c, head.data() + at, head.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return;
+      at += static_cast<size_t>(n);
+    }
+  }
+
+  std::string root_;
+  std::chrono::milliseconds delay_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> requests_{0};
+  std::thread thread_;
+};
+
+}  // namespace tokpack::testing
+
+#endif  // TOKPACK_TESTS_STORAGE_HTTP_TEST_SERVER_H_
