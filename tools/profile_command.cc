@@ -63,10 +63,10 @@ struct Result {
 };
 
 struct Verdict {
-  size_t baseline = 0;   // Loader's default setting if tried, else the cheapest.
-  size_t pick = 0;       // The recommendation.
-  bool within = false;   // Its p99 wait fits the budget.
-  double budget = 0;     // Seconds: 1% of the step.
+  size_t baseline = 0;  // Loader's default setting if tried, else the cheapest.
+  size_t pick = 0;      // The recommendation.
+  bool within = false;  // Its p99 wait fits the budget.
+  double budget = 0;    // Seconds: 1% of the step.
 };
 
 StatusOr<double> ParseDuration(const std::string& text) {
@@ -212,10 +212,11 @@ std::string Advice(const std::vector<Result>& results, const Verdict& v, double 
   char text[512];
   if (v.within) {
     std::snprintf(text, sizeof(text),
-                  "recommended: %s, the cheapest setting tried whose p99 wait (%.3f ms) fits in "
-                  "1%% of the %.1f ms step (%.3f ms); it costs %.3f ms of CPU per step",
+                  "recommended: %s, the cheapest setting tried whose p99 wait (%.3f ms) is "
+                  "within 1%% of the %.1f ms step (%.3f ms, give or take %.3f ms of noise); it "
+                  "costs %.3f ms of CPU per step",
                   LoaderCall(r, device).c_str(), r.p99 * 1e3, step * 1e3, v.budget * 1e3,
-                  r.CpuPerStep() * 1e3);
+                  std::min(kNoiseFloorSeconds, v.budget) * 1e3, r.CpuPerStep() * 1e3);
   } else {
     std::snprintf(text, sizeof(text),
                   "the data path is the bottleneck: even the best setting tried, %s, waits "
@@ -251,6 +252,7 @@ std::string ReportJson(const ProfileArgs& a, const std::vector<Result>& results,
     w.Double("samples_per_second", r.samples_per_second);
     w.Double("cpu_seconds_per_step", r.CpuPerStep());
     w.Double("cpu_cores", r.cpu / r.wall);
+    w.Bool("within_budget", WithinBudget(r.p99, v.budget));
     w.InlineDoubleArray("request_seconds", r.request);
     w.InlineDoubleArray("ready_seconds", r.ready);
     w.InlineDoubleArray("done_seconds", r.done);
@@ -319,7 +321,8 @@ Status Plot(const std::string& out, const std::string& report_json) {
         "--plot runs `" + python + " -m tokpack.profile_plot`, which " +
         (err ? std::string("could not start: ") + std::strerror(err) : std::string("failed")) +
         "; it needs the tokpack package and matplotlib (pip install 'tokpack[plots]'); the "
-        "measurements are kept in " + json_path);
+        "measurements are kept in " +
+        json_path);
   }
   RemoveAllQuietly(json_path);
   return Status::Ok();
