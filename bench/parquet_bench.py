@@ -64,10 +64,9 @@ def main():
     paths = {c[:2]: c[2] for c in configs}
 
     def measure(config):
-        what, t = config
         if paths[config] is None:
             return run_bare(a.encode_bench, tok, work / "docs.jsonl")
-        return run_build(a.tokpack, tok, paths[config], work / "out", t)
+        return run_build(a.tokpack, tok, paths[config], work / "out", config[1])
 
     seconds, failed = harness.interleaved(list(paths), a.rounds, measure)
     if failed:

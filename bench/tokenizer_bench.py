@@ -154,18 +154,18 @@ def main():
                ("cl100k", "tiktoken", work / "gpt2.tiktoken"),
                ("cl100k", "tokpack", work / "gpt2.tiktoken")]
     builds = [("llama3", threads) for threads in (0, 1, 2)]  # 0: the bare encode
-    def measure(config):
-        if config[0] == "build":
-            _, name, threads = config
-            if threads == 0:
-                return run_bare(a.encode_bench, tokenizers[name], work / "docs.jsonl")
-            return run_build(a.tokpack, tokenizers[name], work / "docs.jsonl", work / "out",
-                             threads)
-        style, kind = config
-        return run_child(kind, dict((c[:2], c[2]) for c in configs)[config],
-                         work / "docs.json")
+    tokenizer_of = {c[:2]: c[2] for c in configs}
 
-    names = [c[:2] for c in configs] + [("build", *b) for b in builds]
+    def measure(config):
+        if config[0] != "build":
+            return run_child(config[1], tokenizer_of[config], work / "docs.json")
+        _, name, threads = config
+        if threads == 0:
+            return run_bare(a.encode_bench, tokenizers[name], work / "docs.jsonl")
+        return run_build(a.tokpack, tokenizers[name], work / "docs.jsonl", work / "out",
+                         threads)
+
+    names = list(tokenizer_of) + [("build", *b) for b in builds]
     results, failed = harness.interleaved(names, a.rounds, measure)
     if failed:
         sys.exit(f"tokenizer_bench failed: {failed}")
