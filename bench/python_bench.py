@@ -31,7 +31,6 @@ import functools
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -380,10 +379,6 @@ def run_worker(a):
 # --------------------------------------------------------------------------
 # Driver.
 
-def sh(cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], check=True, **kw)
-
-
 def default_reader_bench():
     # Prefer the Release build peers_bench.sh makes: the Python extension is
     # built Release too, so both loops run the same optimized core.
@@ -494,7 +489,7 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     if not (Path(a.data) / "manifest.json").exists():
         print(f"writing a synthetic dataset of {a.tokens:,} tokens to {a.data}", file=sys.stderr)
-        sh([a.reader_bench, "make", a.data, a.tokens])
+        harness.run_child([a.reader_bench, "make", a.data, a.tokens])
     data_files = sorted(Path(a.data).glob("shard-*"))
 
     def snapshot():
