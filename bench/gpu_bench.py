@@ -1,6 +1,6 @@
 """GPU data-path benchmark for tokpack.Loader(device="cuda") (issue: async GPU copy).
 
-    python bench/gpu_bench.py [--data DIR] [--steps 300] [--write-doc docs/benchmarks-gpu.md]
+    python bench/gpu_bench.py [--data DIR] [--steps 300] [--report docs/benchmarks.md]
 
 Two measurements, each against a baseline taken in the same run:
 
@@ -18,7 +18,6 @@ Needs a CUDA GPU, torch with CUDA, and tokpack built with CUDA.
 """
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+import harness
 import tokpack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--bandwidth-batches", type=int, default=2000)
-    ap.add_argument("--write-doc")
+    ap.add_argument("--report", help="write the GPU section of this report")
     a = ap.parse_args()
     if not (torch.cuda.is_available() and tokpack.cuda_available()):
         sys.exit("needs a CUDA GPU, torch with CUDA and tokpack built with CUDA")
@@ -147,24 +147,22 @@ def main():
     train = training_loop(a, matmuls)
     bw = bandwidth(a)
     device = torch.cuda.get_device_name()
-    report = {"device": device, "cpu": platform.processor() or platform.machine(),
+    report = {"device": device, "machine": harness.machine_line(),
               "matmuls_per_step": matmuls, "training": train, "bandwidth": bw}
     print(json.dumps(report, indent=2))
-    if a.write_doc:
+    if a.report:
         write_doc(a, report)
 
 
 def write_doc(a, r):
     t, b = r["training"], r["bandwidth"]
-    text = f"""# GPU data path: benchmark
+    text = f"""Command (on a machine with a GPU): `scripts/gpu_check.sh bench` (which runs
+`python bench/gpu_bench.py --report docs/benchmarks.md`).
 
-Command (on a machine with a GPU): `scripts/gpu_check.sh bench` (which runs
-`python bench/gpu_bench.py --write-doc docs/benchmarks-gpu.md`).
-
-Device: {r['device']}. Batches of {a.batch_size} x {a.seq_len} tokens, shuffled, copied as
+Device: {r['device']}, host {r['machine']}. Batches of {a.batch_size} x {a.seq_len} tokens, shuffled, copied as
 uint16 windows and widened to int64 on the GPU; {a.threads} assembler threads.
 
-## Training-like loop ({r['matmuls_per_step']} bf16 {a.dim}x{a.dim} matmuls per step)
+### Training-like loop ({r['matmuls_per_step']} bf16 {a.dim}x{a.dim} matmuls per step)
 
 | loop | ms per step | host wait for data per step |
 |---|---:|---:|
@@ -174,7 +172,7 @@ uint16 windows and widened to int64 on the GPU; {a.threads} assembler threads.
 Wait for data: {t['wait_fraction'] * 100:.3f}% of the step (target < 1%). Step time over the
 baseline: {t['overhead_fraction'] * 100:+.2f}%.
 
-## Host-to-device copies ({b['batch_bytes']:,} bytes per batch)
+### Host-to-device copies ({b['batch_bytes']:,} bytes per batch)
 
 | copy | GB/s |
 |---|---:|
@@ -183,7 +181,7 @@ baseline: {t['overhead_fraction'] * 100:+.2f}%.
 
 Ratio: {b['ratio'] * 100:.1f}% (target >= 80%).
 """
-    Path(a.write_doc).write_text(text)
+    harness.write_section("gpu", text, Path(a.report))
 
 
 if __name__ == "__main__":

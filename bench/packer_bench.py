@@ -18,7 +18,7 @@ tokpack 1t, bound 2t, static 2t, tokpack 2t, then again), and the best time of e
 ratios compare numbers taken seconds apart on the same (noisy, shared) machine.
 
     python3 bench/packer_bench.py                       # ~20 MB corpus, prints the table
-    python3 bench/packer_bench.py --write-doc docs/benchmarks-packer.md
+    python3 bench/packer_bench.py --report docs/benchmarks.md
 
 Targets (from the issue): tokpack >= 90% of the bound at each thread count, >= 1.8x
 from 1 to 2 threads, peak RSS flat (here: within 10%) as the input grows 10x.
@@ -27,7 +27,6 @@ from 1 to 2 threads, peak RSS flat (here: within 10%) as the input grows 10x.
 import argparse
 import json
 import os
-import platform
 import random
 import shlex
 import shutil
@@ -35,8 +34,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import harness
+from harness import sh
+
+REPO = str(harness.REPO)
 
 RSS_FLAT_LIMIT = 1.10  # "flat": peak RSS at 10x input within 10% of that at 1x.
 SMALL_SHARD_LOG2 = 22  # --shard-tokens of the diagnostic run with many small shards.
@@ -175,19 +178,13 @@ def train_model(corpus, prefix, vocab_size, sample_bytes, model_type="unigram"):
 
 
 def run_child(cmd, env=None):
-    """Runs cmd; returns (wall seconds, rusage, stdout text). Fails loudly on error."""
-    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        if p.returncode != 0:
-            err.seek(0)
-            sys.exit(f"command failed ({p.returncode}): {shlex.join(cmd)}\n"
-                     + err.read().decode(errors="replace")[-4000:])
-        out.seek(0)
-        return wall, ru, out.read().decode()
+    """Runs cmd; returns (wall seconds, rusage, stdout text). Exits on error:
+    every configuration is needed for the report."""
+    try:
+        child = harness.run_child(cmd, env)
+    except harness.ChildFailed as e:
+        sys.exit(f"command failed: {shlex.join(cmd)}\n{e}")
+    return child.wall, child.usage, child.stdout
 
 
 def run_bound(args, model, corpus, threads, schedule="blocks", multithreaded=False):
@@ -217,29 +214,17 @@ def run_tokpack(args, model, inputs, threads, outdir, env=None, extra=()):
 # --------------------------------------------------------------------------- reporting
 
 
-def sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return ""
-
-
 def machine(build_dir):
-    model = sh("lscpu | sed -n 's/^Model name:[[:space:]]*//p'") or platform.processor()
-    cores = sh("lscpu | sed -n 's/^Core(s) per socket:[[:space:]]*//p'")
-    sockets = sh("lscpu | sed -n 's/^Socket(s):[[:space:]]*//p'")
-    tpc = sh("lscpu | sed -n 's/^Thread(s) per core:[[:space:]]*//p'")
-    hyper = sh("lscpu | sed -n 's/^Hypervisor vendor:[[:space:]]*//p'")
-    mem = sh("free -g | awk '/^Mem:/ {print $2}'")
+    lscpu = {k.strip(): v.strip() for k, _, v in
+             (line.partition(":") for line in sh("lscpu").splitlines())}
     return {
-        "cpu": model, "cores_per_socket": cores, "sockets": sockets, "threads_per_core": tpc,
-        "hypervisor": hyper, "nproc": sh("nproc"), "mem_gib": mem,
-        "kernel": platform.release(), "os": sh(". /etc/os-release && echo $PRETTY_NAME"),
+        **harness.machine(), "nproc": sh("nproc"),
+        "cores_per_socket": lscpu.get("Core(s) per socket", "?"),
+        "sockets": lscpu.get("Socket(s)", "?"),
         "compiler": sh("c++ --version | head -1"),
         "sentencepiece": sh("pkg-config --modversion sentencepiece"),
         "build_type": sh("sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "
                          + shlex.quote(os.path.join(build_dir, "CMakeCache.txt"))),
-        "commit": sh(f"git -C {shlex.quote(REPO)} rev-parse --short HEAD"),
         # Uncommitted changes to what the tokpack binary is built from.
         "dirty": bool(sh(f"git -C {shlex.quote(REPO)} status --porcelain --untracked-files=no "
                          f"-- src include tools CMakeLists.txt")),
@@ -421,18 +406,16 @@ def write_doc(path, R, tables):
     c = R["corpus"]
     hyper = f"; a virtual machine ({m['hypervisor']})" if m["hypervisor"] else ""
     dirty = " with uncommitted changes to src/, include/ or tools/" if m["dirty"] else ""
-    text = f"""# Packer benchmark
-
-`tokpack build` against sentencepiece's own encoding of the same documents (the
+    text = f"""`tokpack build` against sentencepiece's own encoding of the same documents (the
 bound), at 1 and 2 threads, and the packer's peak memory as the input grows
-{R['rss_factor']}x. This page is the output of `bench/packer_bench.py` (the bound is
+{R['rss_factor']}x. This section is the output of `bench/packer_bench.py` (the bound is
 `bench/spm_encode_bound.cc`, built as `build/bench/spm_encode_bound`).
 
 Targets: tokpack >= 90% of the bound at each thread count, >= 1.8x from 1 to 2
 threads, peak RSS flat as the input grows {R['rss_factor']}x (taken here as: within \
 {RSS_FLAT_LIMIT - 1:.0%}).
 
-## Command
+### Command
 
     {R['command']}
 
@@ -440,7 +423,7 @@ from the repository root, after `cmake -S . -B build -G Ninja && ninja -C build 
 spm_encode_bound`. The run took {R['total_seconds']:.0f} s; the corpus and the model \
 are generated on the first run and reused from `--work` (default `build/bench-packer/`).
 
-## Machine
+### Machine
 
 - CPU: {m['cpu']}; {m['sockets']} socket x {m['cores_per_socket']} cores x \
 {m['threads_per_core']} thread per core; `nproc` = {m['nproc']}{hyper}
@@ -450,7 +433,7 @@ are generated on the first run and reused from `--work` (default `build/bench-pa
 - tokpack at commit {m['commit']}{dirty}
 - Shared with other work while measuring: see the spread of the single runs below.
 
-## Corpus and model
+### Corpus and model
 
 - Synthetic English-like JSONL lines `{{"id", "text", "source"}}`, seed {c['seed']}:
   {c['documents']} documents of 50 to 2000 words (log-uniform; Zipf-distributed words,
@@ -462,7 +445,7 @@ are generated on the first run and reused from `--work` (default `build/bench-pa
   {R['tokpack'][1]['tokens']}, the same plus one EOS per document (the benchmark checks
   this), as uint16.
 
-## Results
+### Results
 
 Input MB/s is the JSONL file's size over the time, for all rows of a thread count,
 which encode the same documents: the throughput ratios are ratios of times. Bound: the
@@ -495,16 +478,15 @@ peak is closer to the live data.
 
 {t_rss}
 
-## Reading
+### Reading
 
 {reading(R)}
 
-## Memory per shard
+### Memory per shard
 
 {shard_memory_note(R)}
 """
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    harness.write_section("packer", text, Path(path))
 
 
 # --------------------------------------------------------------------------- main
@@ -525,7 +507,8 @@ def main():
                     help="where the corpus, model and outputs go (reused across runs)")
     ap.add_argument("--tokpack", default=os.path.join(REPO, "build", "tokpack"))
     ap.add_argument("--bound", default=os.path.join(REPO, "build", "bench", "spm_encode_bound"))
-    ap.add_argument("--write-doc", metavar="PATH", help="write the markdown report here")
+    ap.add_argument("--report", metavar="PATH",
+                    help="write the packer section of this report (docs/benchmarks.md)")
     ap.add_argument("--json", metavar="PATH", help="write the raw results here")
     args = ap.parse_args()
     for exe in (args.tokpack, args.bound):
@@ -652,9 +635,9 @@ def main():
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(R, fh, indent=1)
-    if args.write_doc:
-        write_doc(args.write_doc, R, tables)
-        log(f"wrote {args.write_doc}")
+    if args.report:
+        write_doc(args.report, R, tables)
+        log(f"wrote the packer section of {args.report}")
 
 
 if __name__ == "__main__":

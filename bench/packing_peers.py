@@ -34,13 +34,14 @@ import glob
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import harness
+
+REPO = harness.REPO
 
 
 # --------------------------------------------------------------------------
@@ -254,20 +255,6 @@ sys.stdout.buffer.write(out.tobytes())
 # --------------------------------------------------------------------------
 # Driver.
 
-def timed_child(cmd):
-    t0 = time.perf_counter()
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if p.returncode != 0:
-        raise RuntimeError(last_line(p.stderr))
-    return wall, p.stdout
-
-
-def last_line(text):
-    lines = [l for l in (text or "").strip().splitlines() if l.strip()]
-    return lines[-1] if lines else "failed without a message"
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--run")
@@ -310,27 +297,21 @@ def main():
                 "--procs", a.procs, "--chunk-bytes", a.chunk_bytes, "--inputs", *inputs]
 
     names = ["tokpack", "megatron", "litdata"]
-    results, failed = {n: [] for n in names}, {}
-    load = [os.getloadavg()[0]]
-    t_all = time.perf_counter()
-    for r in range(a.rounds):
-        for p in inputs:  # Inputs in the page cache for every run alike.
+
+    def measure(name):
+        if name == "megatron":
+            shutil.rmtree(outs[name], ignore_errors=True)
+        return harness.run_child(command(name)).wall
+
+    def page_in():  # Inputs in the page cache for every run alike.
+        for p in inputs:
             Path(p).read_bytes()
-        k = r % len(names)
-        for n in names[k:] + names[:k]:
-            if n in failed:
-                continue
-            if n == "megatron":
-                shutil.rmtree(outs[n], ignore_errors=True)
-            try:
-                wall, _ = timed_child(command(n))
-            except RuntimeError as e:
-                failed[n] = str(e)
-                print(f"packing {n}: FAILED: {e}", file=sys.stderr)
-                continue
-            results[n].append(wall)
-            print(f"packing round {r + 1} {n}: {wall:.2f} s", file=sys.stderr)
-    load.append(os.getloadavg()[0])
+
+    load = [harness.loadavg()]
+    t_all = time.perf_counter()
+    results, failed = harness.interleaved(names, a.rounds, measure,
+                                          log=lambda wall: f"{wall:.2f} s", before_round=page_in)
+    load.append(harness.loadavg())
     a.model, a.inputs = model, inputs
     check = compare(a, str(outs["tokpack"]), str(outs["megatron"]), str(outs["litdata"]))
     res = {"inputs": [os.path.relpath(p, REPO) for p in inputs], "input_bytes": in_bytes,
@@ -340,7 +321,7 @@ def main():
            "chunk_bytes": a.chunk_bytes}
     for n in names:
         if results[n]:
-            res.setdefault("median_s", {})[n] = statistics.median(results[n])
+            res.setdefault("median_s", {})[n] = harness.median(results[n])
     print(json.dumps(res, indent=1))
     if a.json_out:
         Path(a.json_out).write_text(json.dumps(res, indent=1))

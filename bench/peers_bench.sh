@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs bench/python_bench.py in the benchmark's own virtual environment.
 #
-#   bench/peers_bench.sh [python_bench.py options, e.g. --write-doc docs/benchmarks-python.md]
+#   bench/peers_bench.sh [python_bench.py options, e.g. --report docs/benchmarks.md]
 #
 # 1. build/bench-venv: a venv of its own with the peers from PyPI (torch,
 #    megatron-core, litdata, mosaicml-streaming, sentencepiece, matplotlib,

@@ -21,7 +21,7 @@ inputs and labels in hand, as a trainer would feed a model.
 bench/peers_bench.sh makes the benchmark's own virtual environment (peers
 from PyPI plus tokpack) and runs this script in it:
 
-    bench/peers_bench.sh [--rounds 3] [--seconds 5] [--write-doc docs/benchmarks-python.md]
+    bench/peers_bench.sh [--rounds 3] [--seconds 5] [--report docs/benchmarks.md]
 
 Workers (internal): python_bench.py --worker NAME --data DIR ... prints one
 JSON line.
@@ -30,15 +30,13 @@ import argparse
 import functools
 import json
 import os
-import platform
 import shutil
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import harness
+from harness import REPO, fmt, median, ratio_rounds
 READER_BENCH = REPO / "build" / "bench" / "reader_bench"
 
 
@@ -381,10 +379,6 @@ def run_worker(a):
 # --------------------------------------------------------------------------
 # Driver.
 
-def sh(cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], check=True, **kw)
-
-
 def default_reader_bench():
     # Prefer the Release build peers_bench.sh makes: the Python extension is
     # built Release too, so both loops run the same optimized core.
@@ -423,14 +417,12 @@ def configurations(a):
 def measure(a, config):
     worker, threads, workers, _ = configurations(a)[config]
     if worker == "cpp":
-        out = sh([a.reader_bench, "run", a.data, a.seconds, threads, a.prefetch, a.seq_len,
-                  a.batch_size], capture_output=True, text=True).stdout
-        res = json.loads(out.strip().splitlines()[-1])
+        res = harness.run_child([a.reader_bench, "run", a.data, a.seconds, threads, a.prefetch,
+                                 a.seq_len, a.batch_size]).result
         res["busy_us_per_batch"] = (a.seconds - res["wait_s"]) / res["steps"] * 1e6
         return res
     cmd = [sys.executable, __file__, "--worker", worker] + common_args(a, threads, workers)
-    out = sh(cmd, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return harness.run_child(cmd).result
 
 
 def common_args(a, threads=None, workers=None):
@@ -445,16 +437,10 @@ def common_args(a, threads=None, workers=None):
 def setup_step(a, worker):
     """Runs a one-time preparation worker; returns (its JSON, None) or (None, why not)."""
     try:
-        p = sh([sys.executable, __file__, "--worker", worker] + common_args(a),
-               capture_output=True, text=True)
-        return json.loads(p.stdout.strip().splitlines()[-1]), None
-    except subprocess.CalledProcessError as e:
-        return None, last_line(e.stderr)
-
-
-def last_line(text):
-    lines = [l for l in (text or "").strip().splitlines() if l.strip()]
-    return lines[-1] if lines else "failed without a message"
+        return harness.run_child([sys.executable, __file__, "--worker", worker]
+                                 + common_args(a)).result, None
+    except harness.ChildFailed as e:
+        return None, str(e)
 
 
 def page_in(paths):
@@ -465,16 +451,8 @@ def page_in(paths):
 
 
 def versions():
-    from importlib import metadata
-
-    out = {"Python": platform.python_version()}
-    for dist in ("tokpack", "torch", "numpy", "megatron-core", "litdata",
-                 "mosaicml-streaming"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
+    return harness.versions(("tokpack", "torch", "numpy", "megatron-core", "litdata",
+                             "mosaicml-streaming"))
 
 
 def main():
@@ -499,7 +477,8 @@ def main():
     ap.add_argument("--litdata-chunk-bytes", default="64MB")
     ap.add_argument("--reader-bench", default=default_reader_bench())
     ap.add_argument("--only", help="comma-separated subset of the configurations")
-    ap.add_argument("--write-doc")
+    ap.add_argument("--report", help="write the reading section of this report "
+                                      "(docs/benchmarks.md) and its plot beside it")
     ap.add_argument("--json-out", help="also write the raw results as JSON (for bench_report.py)")
     a = ap.parse_args()
     if a.worker:
@@ -510,7 +489,7 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     if not (Path(a.data) / "manifest.json").exists():
         print(f"writing a synthetic dataset of {a.tokens:,} tokens to {a.data}", file=sys.stderr)
-        sh([a.reader_bench, "make", a.data, a.tokens])
+        harness.run_child([a.reader_bench, "make", a.data, a.tokens])
     data_files = sorted(Path(a.data).glob("shard-*"))
 
     def snapshot():
@@ -549,31 +528,23 @@ def main():
     check = check or {"error": why}
 
     run = [c for c in configs if c not in failed]
-    results = {c: [] for c in run}
-    t_all, load = time.perf_counter(), [os.getloadavg()[0]]
-    for r in range(a.rounds):
-        page_in(data_files + sorted((work / "litdata").glob("*.bin"))
-                + sorted((work / "mds").glob("*.mds")))
-        k = r % len(run) if run else 0
-        for c in run[k:] + run[:k]:
-            if c in failed:
-                continue
-            try:
-                res = measure(a, c)
-            except subprocess.CalledProcessError as e:
-                failed[c] = last_line(e.stderr)
-                print(f"{c}: FAILED: {failed[c]}", file=sys.stderr)
-                continue
-            results[c].append(res)
-            print(f"round {r + 1} {c}: {res['samples_per_s']:,.0f} samples/s", file=sys.stderr)
+    cached = data_files + sorted((work / "litdata").glob("*.bin")) + sorted(
+        (work / "mds").glob("*.mds"))
+    t_all, load = time.perf_counter(), [harness.loadavg()]
+    results, run_failed = harness.interleaved(
+        run, a.rounds, lambda c: measure(a, c),
+        log=lambda res: f"{res['samples_per_s']:,.0f} samples/s",
+        before_round=lambda: page_in(cached))
+    failed.update(run_failed)
     wall = time.perf_counter() - t_all
-    load.append(os.getloadavg()[0])
+    load.append(harness.loadavg())
     unchanged = before == snapshot()
 
     doc = report(a, table, configs, results, failed, setup, wall, unchanged, check, load)
     print(doc)
-    if a.write_doc:
-        write_doc(Path(a.write_doc), doc)
+    if a.report:
+        harness.write_section("reading", doc, Path(a.report))
+        plot_reading(a, table, configs, results, failed, Path(a.report).parent)
     if a.json_out:
         Path(a.json_out).write_text(json.dumps({
             "configs": {c: table[c] for c in configs}, "results": results, "failed": failed,
@@ -584,19 +555,21 @@ def main():
             "markdown": doc}, indent=1))
 
 
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
-
-
-def write_doc(path, results):
-    """Replaces the results between the markers of an existing document
-    (its prose stays), or writes a new one."""
-    text = path.read_text() if path.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + BEGIN + "\n" + results + rest[rest.index(END):]
-    else:
-        text = f"# Python loader benchmark\n\n{BEGIN}\n{results}{END}\n"
-    path.write_text(text)
+def plot_reading(a, table, configs, results, failed, folder):
+    """The loaders side by side, samples/s on a log scale."""
+    short = {"tokpack-torch": "tokpack", "megatron": "Megatron-Core", "litdata": "LitData",
+             "mosaic": "MosaicML Streaming", "nanogpt": "nanoGPT memmap",
+             "dataloader-floor": "DataLoader floor"}
+    bars = []
+    for c in [f"py-torch-{a.threads}"] + [c for c in configs if table[c][1] is None]:
+        if c in failed or not results.get(c):
+            continue
+        worker, _, workers, _ = table[c]
+        name = short[worker] + (f" (w={workers})" if workers is not None else "")
+        bars.append((name, median([r["samples_per_s"] for r in results[c]])))
+    harness.plot_bars(folder / "benchmarks-reading.png", bars,
+                      f"Shuffled reading, seq_len {a.seq_len}, batch {a.batch_size} "
+                      f"(samples/s, log scale, higher is better)", "samples/s", log=True)
 
 
 def report(a, table, configs, results, failed, setup, wall, unchanged, check, load):
@@ -604,16 +577,10 @@ def report(a, table, configs, results, failed, setup, wall, unchanged, check, lo
         return [r["samples_per_s"] for r in results.get(c, [])] if c not in failed else []
 
     def med(c):
-        v = per_round(c)
-        return statistics.median(v) if v else None
+        return median(per_round(c))
 
     def ratio(c, base):
-        # The ratio within each round (runs close in time), then the median.
-        v = [x / y for x, y in zip(per_round(c), per_round(base))]
-        return statistics.median(v) if v else None
-
-    def fmt(x, f="{:,.0f}"):
-        return f.format(x) if x is not None else "n/a"
+        return ratio_rounds(per_round(c), per_round(base))
 
     lines = ["| threads | loop | samples/s (median) | per round | vs C++ | loop's own time per batch |",
              "|---|---|---|---|---|---|"]
@@ -626,7 +593,7 @@ def report(a, table, configs, results, failed, setup, wall, unchanged, check, lo
             continue
         rounds = ", ".join(f"{x:,.0f}" for x in per_round(c))
         rel = "100%" if worker == "cpp" else fmt(ratio(c, f"cpp-{threads}"), "{:.1%}")
-        busy = statistics.median(r["busy_us_per_batch"] for r in results[c])
+        busy = median([r["busy_us_per_batch"] for r in results[c]])
         lines.append(f"| {threads} | {label} | {fmt(med(c))} | {rounds} | {rel} | "
                      f"{busy:.1f} µs |")
     table1 = "\n".join(lines)
@@ -646,21 +613,22 @@ def report(a, table, configs, results, failed, setup, wall, unchanged, check, lo
         rounds = ", ".join(f"{x:,.0f}" for x in per_round(c))
         rel = ("1.00x" if c == base else "—" if table[c][0] == "dataloader-floor"
                else fmt(ratio(base, c), "{:.1f}x"))
-        first = statistics.median(r["first_batch_s"] for r in results[c])
+        first = median([r["first_batch_s"] for r in results[c]])
         lines.append(f"| {label} | {fmt(med(c))} | {rounds} | {rel} | {first * 1000:.0f} ms |")
     table2 = "\n".join(lines)
     setup_lines = "\n".join(f"- {k}: {v:.1f} s" for k, v in setup.items())
     vers = ", ".join(f"{k} {v}" for k, v in versions().items())
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                if l.startswith("model name")), platform.processor())
     rb = os.path.relpath(a.reader_bench, REPO)
-    return f"""Machine: {cpu}, {os.cpu_count()} vCPUs (shared with other work), no GPU.
+    return f"""Made by `bench/python_bench.py --report docs/benchmarks.md` (scripts/bench_all.sh).
+Machine: {harness.machine_line()}.
 Versions: {vers}. C++ loop: `{rb}`.
 Settings: seq_len {a.seq_len}, batch {a.batch_size}, tokpack prefetch {a.prefetch}; {a.rounds}
 rounds of {a.seconds:g} s per configuration after {a.warmup:g} s of warm-up, each run in a
 fresh process, the order rotated each round; {wall:.0f} s for all rounds; 1-minute load
 average {load[0]:.1f} before, {load[1]:.1f} after. The dataset's
 files were unchanged by the run (names, sizes, mtimes): {unchanged}.
+
+![reading](benchmarks-reading.png)
 
 #### tokpack's Python loop as a fraction of its C++ loop
 

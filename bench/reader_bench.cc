@@ -1,6 +1,6 @@
 // Reader benchmark (not a test): tokpack's Loader against the machine's
-// memcpy bound, on a dataset in the page cache. bench/reader_bench.py runs it
-// beside a nanoGPT-style numpy baseline and writes docs/benchmarks-reader.md.
+// memcpy bound, on a dataset in the page cache. bench/reader_bench.py and
+// bench/python_bench.py run it and write their sections of docs/benchmarks.md.
 //
 //   reader_bench make DIR TOKENS [SHARD_TOKENS]   write a synthetic uint16 dataset
 //   reader_bench run DIR SECONDS [threads] [prefetch] [seq_len] [batch_size]

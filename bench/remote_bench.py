@@ -17,22 +17,22 @@ handle and page-cache state of the loader's own process); the moto server
 runs in this process and counts the requests it serves.
 
     .venv/bin/python bench/remote_bench.py [--tokens 64000000] [--rounds 3] \
-        [--write-doc docs/benchmarks-remote.md]
+        [--report docs/benchmarks.md]
 """
 import argparse
 import json
 import os
-import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from statistics import mean
 
-REPO = Path(__file__).resolve().parents[1]
+import harness
+from harness import REPO, median, percentile
 BENCH = REPO / "build" / "bench" / "reader_bench"
 CLI = REPO / "build" / "tokpack"
 SEQ_LEN, BATCH = 2048, 8
@@ -138,9 +138,8 @@ class RequestCounter:
 
 
 def run_worker(kind, args, env):
-    out = subprocess.run([sys.executable, __file__, "--worker", kind, json.dumps(args)],
-                         env=env, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return harness.run_child([sys.executable, __file__, "--worker", kind, json.dumps(args)],
+                             env).result
 
 
 def make_chunked_copy(base, dst, chunk_bytes):
@@ -186,14 +185,6 @@ def raw_bandwidth(client, bucket, key, size, part=4 * MiB, n=24, threads=8):
     return seq, par
 
 
-def pct(xs, q):
-    xs = sorted(xs)
-    if not xs:
-        return 0.0
-    k = min(len(xs) - 1, max(0, int(round(q / 100 * (len(xs) - 1)))))
-    return xs[k]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=64_000_000)
@@ -207,7 +198,7 @@ def main():
     ap.add_argument("--chunk-sizes", default="262144,1048576,4194304,16777216",
                     help="chunk_bytes values for the cold-epoch sweep ('' to skip)")
     ap.add_argument("--workdir", default="/tmp/tokpack-remote-bench")
-    ap.add_argument("--write-doc")
+    ap.add_argument("--report", help="write the remote section of this report")
     args = ap.parse_args()
 
     sys.path.insert(0, str(REPO / "tests" / "python"))
@@ -321,7 +312,7 @@ def main():
                 results["wait"].setdefault(name, []).append(r)
                 w = r["waits"][args.warmup_steps:]
                 print(f"wait round {rnd} {name}: warm-up {sum(r['waits'][:args.warmup_steps]):.3f}"
-                      f" s, steady mean {statistics.mean(w) * 1e3:.3f} ms max "
+                      f" s, steady mean {mean(w) * 1e3:.3f} ms max "
                       f"{max(w) * 1e3:.2f} ms", file=sys.stderr)
 
         # Chunk-size sweep: cold epochs, interleaved over rounds.
@@ -339,7 +330,7 @@ def main():
     # ----------------------------------------------------------------------
     # Tables.
     E = results["epoch"]
-    med = lambda xs: statistics.median(xs)
+    med = median
     loc = [r["samples_per_s"] for r in E["local"]]
     lines = ["| reader | samples/s (median) | vs local disk (median of per-round ratios) "
              "| time to first batch | ranged GETs | MB fetched |",
@@ -368,8 +359,8 @@ def main():
         slow = sum(1 for w in steady if w > 1e-3)
         gets = int(med([r["ranged_gets"] for r in rs])) if "s3" in name else ""
         mb = f"{med([r['range_bytes'] for r in rs]) / 1e6:,.0f}" if "s3" in name else ""
-        wl.append(f"| {name} | {warm * 1e3:,.1f} ms | {statistics.mean(steady) * 1e6:,.0f} us | "
-                  f"{pct(steady, 50) * 1e6:,.0f} us | {pct(steady, 99) * 1e6:,.0f} us | "
+        wl.append(f"| {name} | {warm * 1e3:,.1f} ms | {mean(steady) * 1e6:,.0f} us | "
+                  f"{percentile(steady, 50) * 1e6:,.0f} us | {percentile(steady, 99) * 1e6:,.0f} us | "
                   f"{max(steady) * 1e3:,.2f} ms | {slow} of {len(steady)} | {gets} | {mb} |")
     wait_table = "\n".join(wl)
 
@@ -401,12 +392,10 @@ def main():
         {"results": {k: {str(kk): vv for kk, vv in v.items()} for k, v in results.items()},
          "bw": [bw_seq, bw_par, bw_big], "push_s": push_s}, indent=1))
 
-    if args.write_doc:
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                    if l.startswith("model name")), platform.processor())
+    if args.report:
         doc = DOC.format(
-            cmd=f".venv/bin/python bench/remote_bench.py --write-doc {args.write_doc}",
-            cpu=cpu, cores=os.cpu_count(), tokens=args.tokens, mb=bin_bytes / 1e6,
+            cmd=f".venv/bin/python bench/remote_bench.py --report {args.report}",
+            machine=harness.machine_line(), tokens=args.tokens, mb=bin_bytes / 1e6,
             chunk_kib=default_chunk // 1024,
             nchunks=sum(-(-s["bin"]["bytes"] // default_chunk) for s in manifest["shards"]),
             nshards=len(manifest["shards"]), shard_mb=shard_bytes / 1e6,
@@ -415,16 +404,14 @@ def main():
             epoch_table=epoch_table, wait_table=wait_table,
             chunk_table=chunk_table or "(skipped)", context=context,
             reading=READING)
-        Path(args.write_doc).write_text(doc)
+        harness.write_section("remote", doc, Path(args.report))
 
 
-DOC = """# Remote-read benchmark
-
-Measured with
+DOC = """Measured with
 
     {cmd}
 
-on {cpu}, {cores} vCPUs (shared with other work, so noisy; no GPU; every
+on {machine} (shared with other work, so noisy; no GPU; every
 ratio is against a baseline measured in the same run, rounds interleaved).
 The S3 server is moto (`tests/python/remote_servers.py`'s `MotoServer`, with
 SigV4 checking) on loopback, in Python: far slower than real S3, and it
@@ -439,7 +426,7 @@ subprocess; "cold" is an empty `TOKPACK_CACHE_DIR`, "warm" is the same
 directory again right after, `TOKPACK_CACHE_BYTES` 64 GiB. Ranged GETs and
 MB fetched are counted by a WSGI wrapper in front of moto.
 
-## Throughput over one epoch
+### Throughput over one epoch
 
 One epoch = {steps:,} steps, timed from `tokpack.Dataset(...)` to the last
 batch (so it includes opening the dataset and, when cold, downloading the
@@ -447,7 +434,7 @@ data); median of {rounds} rounds.
 
 {epoch_table}
 
-## Consumer wait per step
+### Consumer wait per step
 
 A training-like loop: `next()`, then sleep {step_ms:g} ms (the "model"),
 {wait_steps} steps, cold cache, full shuffle; the wait is the time `next()`
@@ -456,7 +443,7 @@ steady-state columns pool the remaining steps of {wait_rounds} rounds.
 
 {wait_table}
 
-## Chunk size (cold epoch)
+### Chunk size (cold epoch)
 
 The same tokens with other `chunk_bytes` (`tokpack import --chunk-bytes` over
 the same .bin/.idx, pushed as separate datasets); one cold epoch each,
@@ -464,11 +451,11 @@ median of 2 rounds, against local disk in the same rounds.
 
 {chunk_table}
 
-## Context
+### Context
 
 {context}
 
-## Reading
+### Reading
 
 {reading}
 """

@@ -32,11 +32,12 @@ phases. Children run interleaved, rotated each round.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import harness
 
 T_START = time.perf_counter()
 REPO = Path(__file__).resolve().parents[1]
@@ -280,13 +281,8 @@ def run_child(a, name, kind, workers, timeout=300):
             break
     p.wait(timeout=timeout)
     if phases is None:
-        raise RuntimeError(last_line(p.stderr.read()))
+        raise harness.ChildFailed(harness.last_line(p.stderr.read()))
     return {"wall": wall, "phases": phases}
-
-
-def last_line(text):
-    lines = [l for l in (text or "").strip().splitlines() if l.strip()]
-    return lines[-1] if lines else "failed without a message"
 
 
 def main():
@@ -319,35 +315,23 @@ def main():
     names = list(table)
     failed, setup = {}, {}
     for step in ("states", "megatron-index"):
-        p = subprocess.run([sys.executable, __file__, "--setup", step, "--workers",
-                            str(a.workers)] + [str(x) for x in base_args(a)],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            why = last_line(p.stderr)
-            print(f"resume setup {step}: FAILED: {why}", file=sys.stderr)
+        try:
+            setup[step] = harness.run_child([sys.executable, __file__, "--setup", step,
+                                             "--workers", a.workers, *base_args(a)]).result
+        except harness.ChildFailed as e:
+            print(f"resume setup {step}: FAILED: {e}", file=sys.stderr)
             kinds = ("megatron",) if step == "megatron-index" else ("tokpack", "litdata",
                                                                      "mosaic")
-            failed.update({n: why for n in names if table[n][0] in kinds})
-        else:
-            setup[step] = json.loads(p.stdout.strip().splitlines()[-1])
-    results = {n: [] for n in names}
-    load = [os.getloadavg()[0]]
+            failed.update({n: str(e) for n in names if table[n][0] in kinds})
+    load = [harness.loadavg()]
     t_all = time.perf_counter()
-    for r in range(a.rounds):
-        k = r % len(names)
-        for n in names[k:] + names[:k]:
-            if n in failed:
-                continue
-            kind, w, _ = table[n]
-            try:
-                res = run_child(a, n, kind, w)
-            except Exception as e:
-                failed[n] = str(e)
-                print(f"resume {n}: FAILED: {e}", file=sys.stderr)
-                continue
-            results[n].append(res)
-            print(f"resume round {r + 1} {n}: {res['wall']:.2f} s", file=sys.stderr)
-    load.append(os.getloadavg()[0])
+    results, run_failed = harness.interleaved(
+        [n for n in names if n not in failed], a.rounds,
+        lambda n: run_child(a, n, table[n][0], table[n][1]),
+        log=lambda res: f"{res['wall']:.2f} s")
+    results.update({n: [] for n in failed})
+    failed.update(run_failed)
+    load.append(harness.loadavg())
     out = {"configs": table, "results": results, "failed": failed, "setup": setup,
            "rounds": a.rounds, "step": STEP, "batch_size": a.batch_size,
            "seq_len": a.seq_len, "wall": time.perf_counter() - t_all, "loadavg": load,

@@ -18,7 +18,7 @@ tokenizer and the text is not counted for the bare encoders; `tokpack build`
 is timed as a whole process).
 
     .venv/bin/python bench/tokenizer_bench.py                 # prints the table
-    .venv/bin/python bench/tokenizer_bench.py --write-doc docs/benchmarks-tokenizers.md
+    .venv/bin/python bench/tokenizer_bench.py --report docs/benchmarks.md
 
 Targets (issue 13): tokpack >= 5x tokenizers and >= 2x tiktoken, build >= 0.9x
 of the bare encode, >= 1.8x from 1 to 2 build threads.
@@ -26,15 +26,12 @@ of the bare encode, >= 1.8x from 1 to 2 build threads.
 import argparse
 import json
 import os
-import platform
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import harness
+from harness import REPO, median
 sys.path.insert(0, str(REPO / "tests" / "python"))
 
 # One child per measurement: prints the seconds spent encoding and the ids' count.
@@ -104,18 +101,14 @@ def train_bpe(name, docs, work):
 
 def run_child(kind, tok, docs_path):
     env = dict(os.environ, RAYON_NUM_THREADS="1", TOKENIZERS_PARALLELISM="true")
-    out = subprocess.run([sys.executable, "-c", CHILD, kind, str(tok), str(docs_path),
-                          str(REPO / "tests" / "python")], env=env, check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout)
+    return harness.run_child([sys.executable, "-c", CHILD, kind, tok, docs_path,
+                              REPO / "tests" / "python"], env).result
 
 
 def run_bare(bench_bin, tok, jsonl):
     """tokpack's Tokenizer::Encode over the documents, one thread, one pass
     (caches cold, as in a build): the bound a build is measured against."""
-    out = subprocess.run([bench_bin, str(tok), str(jsonl), "--passes", "1"], check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout)["seconds"]
+    return harness.run_child([bench_bin, tok, jsonl, "--passes", "1"]).result["seconds"]
 
 
 def run_build(tokpack_bin, tok, jsonl, out, threads):
@@ -123,9 +116,7 @@ def run_build(tokpack_bin, tok, jsonl, out, threads):
             "-q", "--threads", str(threads)]
     if str(tok).endswith(".tiktoken"):
         args += ["--pattern", "cl100k_base"]
-    t0 = time.perf_counter()
-    subprocess.run(args, check=True, capture_output=True)
-    return time.perf_counter() - t0
+    return harness.run_child(args).wall
 
 
 def main():
@@ -139,7 +130,7 @@ def main():
                     help="the build and its bare bound read the documents this many times "
                          "over, so that starting the process and loading the tokenizer (about "
                          "50 ms) weigh as little as in a real build (default 4)")
-    ap.add_argument("--write-doc", help="write the table as Markdown here")
+    ap.add_argument("--report", help="write the tokenizers section of this report")
     a = ap.parse_args()
 
     import tokenizer_refs as refs
@@ -163,35 +154,35 @@ def main():
                ("cl100k", "tiktoken", work / "gpt2.tiktoken"),
                ("cl100k", "tokpack", work / "gpt2.tiktoken")]
     builds = [("llama3", threads) for threads in (0, 1, 2)]  # 0: the bare encode
-    times = {c[:2]: [] for c in configs}
-    build_times = {b: [] for b in builds}
-    counts = {}
-    for r in range(a.rounds):
-        for style, kind, tok in configs:
-            res = run_child(kind, tok, work / "docs.json")
-            times[(style, kind)].append(res["seconds"])
-            counts[(style, kind)] = res["tokens"]
-        for name, threads in builds:
-            build_times[(name, threads)].append(
-                run_bare(a.encode_bench, tokenizers[name], work / "docs.jsonl") if threads == 0
-                else run_build(a.tokpack, tokenizers[name], work / "docs.jsonl", work / "out",
-                               threads))
-        print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+    tokenizer_of = {c[:2]: c[2] for c in configs}
 
-    mbs = {k: size / 1e6 / statistics.median(v) for k, v in times.items()}
-    build_mbs = {k: a.build_repeat * size / 1e6 / statistics.median(v)
-                 for k, v in build_times.items()}
+    def measure(config):
+        if config[0] != "build":
+            return run_child(config[1], tokenizer_of[config], work / "docs.json")
+        _, name, threads = config
+        if threads == 0:
+            return run_bare(a.encode_bench, tokenizers[name], work / "docs.jsonl")
+        return run_build(a.tokpack, tokenizers[name], work / "docs.jsonl", work / "out",
+                         threads)
+
+    names = list(tokenizer_of) + [("build", *b) for b in builds]
+    results, failed = harness.interleaved(names, a.rounds, measure)
+    if failed:
+        sys.exit(f"tokenizer_bench failed: {failed}")
+    counts = {c: results[c][-1]["tokens"] for c in names if c[0] != "build"}
+    mbs = {c: size / 1e6 / median([r["seconds"] for r in results[c]])
+           for c in names if c[0] != "build"}
+    build_mbs = {b: a.build_repeat * size / 1e6 / median(results[("build", *b)])
+                 for b in builds}
     for style in ("gpt2", "llama3", "cl100k"):
         ref = "tiktoken" if style == "cl100k" else "tokenizers"
         assert counts[(style, "tokpack")] == counts[(style, ref)], (style, counts)
     lines = [
-        "# Tokenizer speed: tokpack's BPE encoder vs tokenizers and tiktoken",
-        "",
-        f"Made by `.venv/bin/python bench/tokenizer_bench.py --write-doc "
-        f"docs/benchmarks-tokenizers.md` on {platform.machine()} with {os.cpu_count()} CPUs: "
+        f"Made by `.venv/bin/python bench/tokenizer_bench.py --report docs/benchmarks.md` on "
+        f"{harness.machine_line()}: "
         f"{size / 1e6:.1f} MB of English license and copyright text in {len(docs)} documents "
         f"of up to 4,000 characters, vocabulary 32k trained on it; median of {a.rounds} "
-        "interleaved rounds, each encoder in a fresh process, one thread "
+        "interleaved rounds (rotated), each encoder in a fresh process, one thread "
         "(tokenizers' `encode_batch` with `RAYON_NUM_THREADS=1`, tiktoken's "
         "`encode_ordinary`, tokpack's `Tokenizer.encode` from Python, per document). "
         "Every pair produced the same number of tokens (the tests check the ids).",
@@ -220,8 +211,8 @@ def main():
                          f"{v / build_mbs[(name, 1)]:.2f}x |")
     text = "\n".join(lines) + "\n"
     print(text)
-    if a.write_doc:
-        Path(a.write_doc).write_text(text)
+    if a.report:
+        harness.write_section("tokenizers", text, Path(a.report))
 
 
 if __name__ == "__main__":

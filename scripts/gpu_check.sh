@@ -4,7 +4,7 @@
 #   scripts/gpu_check.sh tests   the C++ device-loader tests, plain and under
 #                                compute-sanitizer memcheck and racecheck, and
 #                                the Python GPU tests (tests/python/test_py_cuda.py)
-#   scripts/gpu_check.sh bench   the GPU benchmark, written to docs/benchmarks-gpu.md
+#   scripts/gpu_check.sh bench   the GPU benchmark, written to docs/benchmarks.md (its GPU section)
 #   scripts/gpu_check.sh         both
 # Set SKIP_SETUP=1 on a machine where scripts/setup.sh cannot run (no network)
 # and the build dependencies are already there.
@@ -36,5 +36,5 @@ fi
 if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   echo "== GPU benchmark"
   "$ROOT/scripts/install_python.sh"
-  "$ROOT/.venv/bin/python" "$ROOT/bench/gpu_bench.py" --write-doc "$ROOT/docs/benchmarks-gpu.md"
+  "$ROOT/.venv/bin/python" "$ROOT/bench/gpu_bench.py" --report "$ROOT/docs/benchmarks.md"
 fi

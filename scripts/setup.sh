@@ -34,7 +34,6 @@ APT_TEST=(
   libgtest-dev
   libsentencepiece-dev      # SentencePieceTrainer, which the C++ tests train models with
   clang libclang-rt-14-dev  # libFuzzer and sanitizer runtimes for scripts/fuzz.sh
-  gnuplot-nox               # tokpack profile --plot
 )
 apt_packages=("${APT_MAIN[@]}")
 [ "$PROFILE" = test ] && apt_packages+=("${APT_TEST[@]}")
@@ -74,12 +73,14 @@ fi
 # The tests add pytest (with pytest-timeout, so a hang fails instead of
 # waiting forever), torch, moto (a local S3 for the remote-storage tests), and
 # the reference encoders tokpack's tokenizers are checked against (tokenizers,
-# tiktoken, sentencepiece), and xxhash, an independent xxh3 for the manifest's hashes.
+# tiktoken, sentencepiece), xxhash, an independent xxh3 for the manifest's hashes,
+# and matplotlib, which draws `tokpack profile --plot`.
 py_packages=(numpy "scikit-build-core>=1.0" pybind11 pyarrow)
 py_modules="numpy scikit_build_core pybind11 pyarrow"
 if [ "$PROFILE" = test ]; then
-  py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece xxhash)
-  py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece xxhash"
+  py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece xxhash
+    matplotlib)
+  py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece xxhash matplotlib"
 fi
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
   note=""

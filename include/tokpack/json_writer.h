@@ -38,6 +38,8 @@ class JsonWriter {
 
   // Arrays whose elements go on one line (keeps long checksum lists compact).
   void InlineStringArray(std::string_view key, const std::vector<std::string>& v);
+  // Nine significant digits: nanoseconds in timestamps of up to a second.
+  void InlineDoubleArray(std::string_view key, const std::vector<double>& v);
 
   // The text written so far, with a trailing newline once the root closed.
   const std::string& str() const { return out_; }

@@ -153,4 +153,20 @@ void JsonWriter::InlineStringArray(std::string_view key, const std::vector<std::
   out_ += ']';
 }
 
+void JsonWriter::InlineDoubleArray(std::string_view key, const std::vector<double>& v) {
+  Key(key);
+  out_ += '[';
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out_ += ", ";
+    if (std::isfinite(v[i])) {
+      std::snprintf(buf, sizeof(buf), "%.9g", v[i]);
+      out_ += buf;
+    } else {
+      out_ += "null";
+    }
+  }
+  out_ += ']';
+}
+
 }  // namespace tokpack
