@@ -1,4 +1,4 @@
-"""The raw-input examples of README.md and docs/inputs.md run as written: a
+"""The raw-input examples of docs/cli.md and docs/inputs.md run as written: a
 FineWeb-style Parquet build, a bucket-to-bucket build (against the loopback
 S3, with the bucket and keys the examples name) and a Python-iterable build."""
 import os
@@ -55,9 +55,9 @@ def run(command, cwd, tokpack_bin):
     return args[args.index("-o") + 1]
 
 
-def test_the_readme_raw_input_examples_run(workdir, tokpack_bin):
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("\n### Raw data where it lives", 1)[1].split("\n### ", 1)[0]
+def test_the_cli_doc_raw_input_examples_run(workdir, tokpack_bin):
+    readme = (REPO / "docs" / "cli.md").read_text()
+    section = readme.split("\n## Raw data where it lives", 1)[1].split("\n## ", 1)[0]
     cmds = commands(section)
     assert len(cmds) == 2 and ".parquet" in cmds[0] and "s3://" in cmds[1]
     local = tokpack.Dataset(workdir / run(cmds[0], workdir, tokpack_bin))

@@ -1,4 +1,4 @@
-"""The tokenizer examples of README.md and docs/tokenizers.md run as written,
+"""The tokenizer examples of docs/cli.md and docs/tokenizers.md run as written,
 against tokenizer files made here under the names the examples use."""
 import json
 import re
@@ -58,9 +58,9 @@ def run_commands(commands, cwd, tokpack_bin):
         (cwd / out).rename(cwd / "done" / f"{len(list((cwd / 'done').iterdir()))}")
 
 
-def test_the_readme_tokenizer_examples_run(files, tokpack_bin):
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("\n### build\n", 1)[1].split("\n- ", 1)[0]
+def test_the_cli_doc_tokenizer_examples_run(files, tokpack_bin):
+    readme = (REPO / "docs" / "cli.md").read_text()
+    section = readme.split("\n## build\n", 1)[1].split("\n- ", 1)[0]
     commands = [c for c in shell_commands(section) if "demo/tok.model" not in c]
     assert len(commands) == 2
     run_commands(commands, files, tokpack_bin)

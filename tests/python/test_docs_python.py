@@ -1,4 +1,4 @@
-"""The README's Python example runs as written (against files laid out as
+"""docs/python.md's quick tour runs as written (against files laid out as
 scripts/demo.sh lays them out)."""
 import re
 import shutil
@@ -15,14 +15,14 @@ pytest.importorskip("torch")
 
 
 def readme_python_example():
-    text = (REPO / "README.md").read_text()
-    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    text = (REPO / "docs" / "python.md").read_text()
+    section = text.split("\n## Quick tour\n", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"\n((?:    .*\n|\n)+)", section[section.index("import tokpack") - 5:])
     lines = [line[4:] for line in block.group(1).splitlines()]
     return "\n".join(lines)
 
 
-def test_the_readme_python_example_runs(tmp_path, packed, spm_model):
+def test_the_python_quick_tour_runs(tmp_path, packed, spm_model):
     demo = tmp_path / "demo"
     (demo / "corpus").mkdir(parents=True)
     shutil.copytree(packed[0], demo / "data")
