@@ -33,9 +33,11 @@ set(TOKPACK_DOWNLOAD_DIR "${PROJECT_SOURCE_DIR}/build-deps" CACHE PATH
 
 # Runs `pip download` of the pinned, hash-checked sdist into TOKPACK_DOWNLOAD_DIR
 # with the first Python that has pip. pip prepares the sdist's metadata, which
-# with build isolation means fetching setuptools first (about a minute);
-# without isolation it takes seconds where the interpreter's setuptools is new
-# enough, so that is tried first.
+# with build isolation means fetching its build requirements first (setuptools,
+# cmake: seconds, as wheels; --no-binary names sentencepiece alone, since
+# :all: would also build cmake from source, 20 minutes and more); without
+# isolation it takes less where the interpreter's setuptools is new enough
+# (Debian 12's 66 is not), so that is tried first.
 function(_tokpack_pip_download_sentencepiece out_path)
   set(pythons "")
   foreach(var Python_EXECUTABLE Python3_EXECUTABLE)
@@ -72,7 +74,7 @@ function(_tokpack_pip_download_sentencepiece out_path)
     foreach(python IN LISTS with_pip)
       message(STATUS "Downloading ${TOKPACK_SPM_SDIST_NAME} with ${python} -m pip ${isolation}")
       execute_process(
-        COMMAND ${own_site} "${python}" -m pip download --quiet --no-deps --no-binary :all:
+        COMMAND ${own_site} "${python}" -m pip download --quiet --no-deps --no-binary sentencepiece
                 ${isolation} --require-hashes -r "${requirements}" -d "${TOKPACK_DOWNLOAD_DIR}"
         RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
       if(rc EQUAL 0 AND EXISTS "${TOKPACK_DOWNLOAD_DIR}/${TOKPACK_SPM_SDIST_NAME}")
@@ -87,7 +89,7 @@ function(_tokpack_pip_download_sentencepiece out_path)
     "and could not download it with pip (python3-pip, or the project's .venv, provides pip).\n"
     "${errors}"
     "Without network access, download ${TOKPACK_SPM_SDIST_NAME} elsewhere "
-    "(pip download --no-deps --no-binary :all: sentencepiece==${TOKPACK_SPM_VERSION}) and "
+    "(pip download --no-deps --no-binary sentencepiece sentencepiece==${TOKPACK_SPM_VERSION}) and "
     "pass -DTOKPACK_SENTENCEPIECE_SDIST=PATH or put it in ${TOKPACK_DOWNLOAD_DIR}.")
 endfunction()
 
