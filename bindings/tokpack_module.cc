@@ -256,8 +256,11 @@ struct LoaderHandle {
 // Arrays, or with `capsules` as DLPack capsules (torch takes those fastest
 // on the CPU).
 py::object NextBatch(LoaderHandle& h, bool capsules) {
-  StatusOr<std::shared_ptr<const Batch>> r = std::shared_ptr<const Batch>();
-  while (true) {
+  // A batch assembled ahead is taken without releasing the GIL (a release
+  // and re-acquire costs more than the take, and contends with other Python
+  // threads); only a wait releases it.
+  StatusOr<std::shared_ptr<const Batch>> r = h.loader->Next(0.0);
+  while (r.status().code() == StatusCode::kDeadlineExceeded) {
     {
       py::gil_scoped_release nogil;
       r = h.loader->Next(kSignalPollSeconds);
