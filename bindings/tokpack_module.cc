@@ -13,9 +13,9 @@
 //   the child, so objects the child inherited never run C++ destructors
 //   there: they are leaked on purpose (the memory is the child's own copy).
 #include <dlpack/dlpack.h>
+#include <pthread.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -91,7 +91,8 @@ class ForkSafe {
   ForkSafe(const ForkSafe&) = delete;
   ForkSafe& operator=(const ForkSafe&) = delete;
   ~ForkSafe() {
-    if (ForkGeneration() != generation_) new std::shared_ptr<T>(std::move(p_));  // Leak: see the top.
+    if (ForkGeneration() != generation_)
+      new std::shared_ptr<T>(std::move(p_));  // Leak: see the top.
   }
   const std::shared_ptr<T>& get() const { return p_; }
 
@@ -561,7 +562,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__version__") = Version();
   pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); });
   m.def("loader_options", [] { return DescribeOptions(LoaderOptions::Describe()); });
-  m.def("parse_device", [](const std::string& text) { return Unwrap(Device::Parse(text)).ToString(); });
+  m.def("parse_device",
+        [](const std::string& text) { return Unwrap(Device::Parse(text)).ToString(); });
 
   py::class_<Array>(m, "Array", py::buffer_protocol())
       .def_property_readonly("shape", [](const Array& a) { return py::tuple(py::cast(a.shape)); })
@@ -783,7 +785,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("remaining_steps",
                              [](const LoaderHandle& h) { return h.loader->RemainingSteps(); })
       .def_property_readonly("forked", [](const LoaderHandle& h) { return h.forked(); })
-      .def_property_readonly("options", [](const LoaderHandle& h) { return OptionsDict(h.options); })
+      .def_property_readonly("options",
+                             [](const LoaderHandle& h) { return OptionsDict(h.options); })
       .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
 
   m.def(

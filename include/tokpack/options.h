@@ -20,8 +20,8 @@ namespace tokpack {
 
 enum class OptionType {
   kBool,
-  kInt,     // A signed 64-bit integer.
-  kUInt,    // An unsigned 64-bit integer (seeds, byte counts).
+  kInt,   // A signed 64-bit integer.
+  kUInt,  // An unsigned 64-bit integer (seeds, byte counts).
   kFloat,
   kString,  // Free text, or one of `choices` when that is not empty.
 };

@@ -44,11 +44,11 @@ class DeviceScope {
 struct CudaSlot {
   char* memory = nullptr;
   BatchArrays arrays;
-  void* windows = nullptr;       // The compact windows, copied in.
-  cudaEvent_t copied = nullptr;  // The host buffer may be reused.
-  cudaEvent_t ready = nullptr;   // The batch is on the device.
-  std::mutex mu;                 // Guards the two lists below.
-  std::vector<void*> users;      // Streams passed to UseOn since the last copy.
+  void* windows = nullptr;            // The compact windows, copied in.
+  cudaEvent_t copied = nullptr;       // The host buffer may be reused.
+  cudaEvent_t ready = nullptr;        // The batch is on the device.
+  std::mutex mu;                      // Guards the two lists below.
+  std::vector<void*> users;           // Streams passed to UseOn since the last copy.
   std::vector<cudaEvent_t> released;  // Recorded on `users` at release.
   size_t num_released = 0;
 };

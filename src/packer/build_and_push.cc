@@ -13,7 +13,8 @@ namespace tokpack {
 // shards go up as whole files, and manifest.json last, so readers of the URL
 // never see a partial dataset.
 StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs) {
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.output, options.storage));
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location,
+                           ResolveObjectUrl(options.output, options.storage));
   if (location.kind == ObjectLocation::Kind::kHttp) {
     return InvalidArgumentError("--output " + options.output +
                                 ": a dataset can be written to s3:// or gs://, not over HTTP");

@@ -21,33 +21,42 @@ const OptionTable<O>& Table() {
                       "auto (by file name), jsonl, text or parquet (applies to every input file)",
                       [](auto& o) -> auto& { return o.settings.input_format; },
                       {"auto", "jsonl", "text", "parquet"}),
-      BoolOption<O>("text_per_line", "Plain text: one document per line instead of one per file",
-                    [](auto& o) -> auto& { return o.settings.text_per_line; }),
-      BoolOption<O>("bos", "Prepend the tokenizer's BOS id to every document",
-                    [](auto& o) -> auto& { return o.settings.add_bos; }),
-      BoolOption<O>("eos", "Append the tokenizer's EOS id to every document",
-                    [](auto& o) -> auto& { return o.settings.add_eos; }, "--no-eos"),
+      BoolOption<O>(
+          "text_per_line", "Plain text: one document per line instead of one per file",
+          [](auto& o) -> auto& { return o.settings.text_per_line; }),
+      BoolOption<O>(
+          "bos", "Prepend the tokenizer's BOS id to every document",
+          [](auto& o) -> auto& { return o.settings.add_bos; }),
+      BoolOption<O>(
+          "eos", "Append the tokenizer's EOS id to every document",
+          [](auto& o) -> auto& { return o.settings.add_eos; }, "--no-eos"),
       StringOption<O>("invalid_utf8",
                       "replace (with U+FFFD, as Python's errors='replace'), skip the document, "
                       "or error",
                       [](auto& o) -> auto& { return o.settings.invalid_utf8; },
                       {"replace", "skip", "error"}),
-      BoolOption<O>("skip_bad_lines",
-                    "Skip and count bad records (malformed JSON, missing, null or non-string "
-                    "text) instead of failing",
-                    [](auto& o) -> auto& { return o.settings.skip_bad_lines; }),
-      BoolOption<O>("skip_unknown_files",
-                    "Leave out (and list) files whose format the name does not tell, instead of "
-                    "failing",
-                    [](auto& o) -> auto& { return o.skip_unknown_files; }),
-      UIntOption<O>("shard_tokens", "Token budget per shard",
-                    [](auto& o) -> auto& { return o.settings.shard_tokens; }, 1),
-      UIntOption<O>("chunk_bytes", "Checksum chunk size in bytes",
-                    [](auto& o) -> auto& { return o.chunk_bytes; }, 1),
-      IntOption<O>("threads", "Tokenizer threads (0: one per hardware thread)",
-                   [](auto& o) -> auto& { return o.threads; }, 0, 1024),
-      BoolOption<O>("force", "Replace an existing dataset at the output",
-                    [](auto& o) -> auto& { return o.force; }),
+      BoolOption<O>(
+          "skip_bad_lines",
+          "Skip and count bad records (malformed JSON, missing, null or non-string "
+          "text) instead of failing",
+          [](auto& o) -> auto& { return o.settings.skip_bad_lines; }),
+      BoolOption<O>(
+          "skip_unknown_files",
+          "Leave out (and list) files whose format the name does not tell, instead of "
+          "failing",
+          [](auto& o) -> auto& { return o.skip_unknown_files; }),
+      UIntOption<O>(
+          "shard_tokens", "Token budget per shard",
+          [](auto& o) -> auto& { return o.settings.shard_tokens; }, 1),
+      UIntOption<O>(
+          "chunk_bytes", "Checksum chunk size in bytes",
+          [](auto& o) -> auto& { return o.chunk_bytes; }, 1),
+      IntOption<O>(
+          "threads", "Tokenizer threads (0: one per hardware thread)",
+          [](auto& o) -> auto& { return o.threads; }, 0, 1024),
+      BoolOption<O>(
+          "force", "Replace an existing dataset at the output",
+          [](auto& o) -> auto& { return o.force; }),
   });
   return *table;
 }

@@ -89,7 +89,8 @@ Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOpti
     const uint64_t a = slot.rows[b].second * L;
     if (layout.compact) {
       const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
-      TOKPACK_RETURN_IF_ERROR(ds.ReadStoredTokens(a, L + 1, out.inputs + b * (L + 1) * item, stats));
+      TOKPACK_RETURN_IF_ERROR(
+          ds.ReadStoredTokens(a, L + 1, out.inputs + b * (L + 1) * item, stats));
     } else if (o.dtype == OutputDtype::kInt32) {
       TOKPACK_RETURN_IF_ERROR(ReadRow<int32_t>(ds, a, L, b, out, stats));
     } else {
@@ -97,7 +98,8 @@ Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOpti
     }
     if (o.document_boundaries) FillBoundaries(ds, a, L, b, out);
   }
-  if (o.document_boundaries) out.cu_seqlens[out.num_cu++] = static_cast<int32_t>(o.batch_size * o.seq_len);
+  if (o.document_boundaries)
+    out.cu_seqlens[out.num_cu++] = static_cast<int32_t>(o.batch_size * o.seq_len);
   return Status::Ok();
 }
 

@@ -333,7 +333,8 @@ class LoaderImpl : public Loader {
     SlotRing& device = pipeline_->device;
     std::unique_lock<std::mutex> lock(pipeline_->mu);
     while (true) {
-      device.WaitForFree(lock, [&] { return stop_ || (!PastEnd(copy_step_) && device.FreeSlot()); });
+      device.WaitForFree(lock,
+                         [&] { return stop_ || (!PastEnd(copy_step_) && device.FreeSlot()); });
       if (stop_) return;
       const uint64_t generation = generation_;
       const int64_t seq = copy_step_++;

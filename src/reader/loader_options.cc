@@ -14,7 +14,9 @@ using O = LoaderOptions;
 
 // A Device option: text in, text out, through Device::Parse.
 OptionTable<O>::Entry DeviceOption() {
-  return {{"device", OptionType::kString, "",
+  return {{"device",
+           OptionType::kString,
+           "",
            "Where batches are delivered: cpu, cuda (device 0) or cuda:N",
            {},
            ""},
@@ -27,44 +29,57 @@ OptionTable<O>::Entry DeviceOption() {
 
 const OptionTable<O>& Table() {
   static const OptionTable<O>* table = new OptionTable<O>({
-      IntOption<O>("seq_len", "Tokens per sample (the model's context length)",
-                   [](auto& o) -> auto& { return o.seq_len; }, 1, INT32_MAX),
-      IntOption<O>("batch_size", "Samples per rank per step",
-                   [](auto& o) -> auto& { return o.batch_size; }, 1, INT32_MAX),
-      UIntOption<O>("seed", "Shuffle seed", [](auto& o) -> auto& { return o.seed; }),
-      IntOption<O>("rank", "This rank (data-parallel index)",
-                   [](auto& o) -> auto& { return o.rank; }, 0, INT32_MAX - 1),
-      IntOption<O>("world_size", "Number of data-parallel ranks",
-                   [](auto& o) -> auto& { return o.world_size; }, 1, INT32_MAX),
+      IntOption<O>(
+          "seq_len", "Tokens per sample (the model's context length)",
+          [](auto& o) -> auto& { return o.seq_len; }, 1, INT32_MAX),
+      IntOption<O>(
+          "batch_size", "Samples per rank per step", [](auto& o) -> auto& { return o.batch_size; },
+          1, INT32_MAX),
+      UIntOption<O>(
+          "seed", "Shuffle seed", [](auto& o) -> auto& { return o.seed; }),
+      IntOption<O>(
+          "rank", "This rank (data-parallel index)", [](auto& o) -> auto& { return o.rank; }, 0,
+          INT32_MAX - 1),
+      IntOption<O>(
+          "world_size", "Number of data-parallel ranks",
+          [](auto& o) -> auto& { return o.world_size; }, 1, INT32_MAX),
       EnumOption<O, ShuffleMode>(
           "shuffle", "Sample order: full (a fresh permutation each epoch), block or none",
           [](auto& o) -> auto& { return o.shuffle; },
-          {{"full", ShuffleMode::kFull}, {"block", ShuffleMode::kBlock},
+          {{"full", ShuffleMode::kFull},
+           {"block", ShuffleMode::kBlock},
            {"none", ShuffleMode::kNone}}),
-      IntOption<O>("block_size", "shuffle=block: samples per block",
-                   [](auto& o) -> auto& { return o.block_size; }, 1, INT64_MAX),
-      IntOption<O>("block_window", "shuffle=block: blocks shuffled together",
-                   [](auto& o) -> auto& { return o.block_window; }, 1, INT64_MAX),
+      IntOption<O>(
+          "block_size", "shuffle=block: samples per block",
+          [](auto& o) -> auto& { return o.block_size; }, 1, INT64_MAX),
+      IntOption<O>(
+          "block_window", "shuffle=block: blocks shuffled together",
+          [](auto& o) -> auto& { return o.block_window; }, 1, INT64_MAX),
       EnumOption<O, OutputDtype>("dtype", "Integer type of input_ids and labels",
                                  [](auto& o) -> auto& { return o.dtype; },
                                  {{"int64", OutputDtype::kInt64}, {"int32", OutputDtype::kInt32}}),
-      BoolOption<O>("document_boundaries",
-                    "Also return position_ids and cu_seqlens (document boundaries)",
-                    [](auto& o) -> auto& { return o.document_boundaries; }),
-      IntOption<O>("epochs", "Stop after this many passes over the data (0: endless)",
-                   [](auto& o) -> auto& { return o.epochs; }, 0, INT64_MAX),
-      IntOption<O>("max_steps", "Stop after this many steps from the start (0: no limit)",
-                   [](auto& o) -> auto& { return o.max_steps; }, 0, INT64_MAX),
-      IntOption<O>("threads", "Assembler threads",
-                   [](auto& o) -> auto& { return o.threads; }, 1, 256),
-      IntOption<O>("prefetch", "Host ring depth: batches assembled ahead",
-                   [](auto& o) -> auto& { return o.prefetch; }, 1, 64),
-      IntOption<O>("lookahead_steps",
-                   "Remote datasets: steps ahead whose chunks are fetched in the background",
-                   [](auto& o) -> auto& { return o.lookahead_steps; }, 0, 1 << 20),
+      BoolOption<O>(
+          "document_boundaries", "Also return position_ids and cu_seqlens (document boundaries)",
+          [](auto& o) -> auto& { return o.document_boundaries; }),
+      IntOption<O>(
+          "epochs", "Stop after this many passes over the data (0: endless)",
+          [](auto& o) -> auto& { return o.epochs; }, 0, INT64_MAX),
+      IntOption<O>(
+          "max_steps", "Stop after this many steps from the start (0: no limit)",
+          [](auto& o) -> auto& { return o.max_steps; }, 0, INT64_MAX),
+      IntOption<O>(
+          "threads", "Assembler threads", [](auto& o) -> auto& { return o.threads; }, 1, 256),
+      IntOption<O>(
+          "prefetch", "Host ring depth: batches assembled ahead",
+          [](auto& o) -> auto& { return o.prefetch; }, 1, 64),
+      IntOption<O>(
+          "lookahead_steps",
+          "Remote datasets: steps ahead whose chunks are fetched in the background",
+          [](auto& o) -> auto& { return o.lookahead_steps; }, 0, 1 << 20),
       DeviceOption(),
-      IntOption<O>("device_prefetch", "With a CUDA device: device ring depth",
-                   [](auto& o) -> auto& { return o.device_prefetch; }, 1, 64),
+      IntOption<O>(
+          "device_prefetch", "With a CUDA device: device ring depth",
+          [](auto& o) -> auto& { return o.device_prefetch; }, 1, 64),
   });
   return *table;
 }
@@ -104,9 +119,7 @@ StatusOr<OptionValue> LoaderOptions::Get(const std::string& name) const {
   return Table().Get(*this, name);
 }
 
-std::string LoaderOptions::ToJson() const {
-  return OptionsToJson(Table().Values(*this));
-}
+std::string LoaderOptions::ToJson() const { return OptionsToJson(Table().Values(*this)); }
 
 Status LoaderOptions::Validate() const {
   // The table checks each field when it is set; a struct filled in by hand

@@ -1,7 +1,5 @@
 // The Loader with a CUDA device (src/cuda/device_stage.cc). The suites keep
 // "DeviceLoader" in their names: scripts/gpu_check.sh selects them by it.
-#include "tokpack/loader.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +7,7 @@
 
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/test_util.h"
+#include "tokpack/loader.h"
 
 #ifdef TOKPACK_TEST_CUDA
 #include <cuda_runtime.h>

@@ -43,7 +43,9 @@ class CopyStageTest : public ::testing::TestWithParam<OutputDtype> {
     const char* c = static_cast<const char*>(p);
     return std::vector<char>(c, c + n);
   }
-  size_t Cells(const LoaderOptions& o) const { return static_cast<size_t>(o.batch_size * o.seq_len); }
+  size_t Cells(const LoaderOptions& o) const {
+    return static_cast<size_t>(o.batch_size * o.seq_len);
+  }
 
   TempDir dir_;
   std::shared_ptr<Dataset> ds_;
