@@ -294,9 +294,14 @@ py::object NextBatch(LoaderHandle& h, bool capsules) {
 // A Python value as an option value: bool, int, float or str.
 OptionValue ToOptionValue(const std::string& name, const py::handle& v) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
-  if (py::isinstance<py::int_>(v)) {
-    if (v.cast<py::int_>() < py::int_(0)) return v.cast<int64_t>();
-    return v.cast<uint64_t>();
+  if (PyIndex_Check(v.ptr())) {  // int, numpy integers, anything with __index__.
+    const py::int_ i(py::reinterpret_borrow<py::object>(v));
+    try {
+      if (i < py::int_(0)) return i.cast<int64_t>();
+      return i.cast<uint64_t>();
+    } catch (const py::cast_error&) {
+      ThrowStatus(InvalidArgumentError(name + " is out of the 64-bit integer range"));
+    }
   }
   if (py::isinstance<py::float_>(v)) return v.cast<double>();
   if (py::isinstance<py::str>(v)) return v.cast<std::string>();

@@ -1,5 +1,6 @@
 #include "common/option_table.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -108,15 +109,18 @@ StatusOr<OptionValue> ParseOptionText(const std::string& name, OptionType type,
       if (text == "false" || text == "0") return OptionValue(false);
       break;
     case OptionType::kInt: {
+      // strtoll would skip leading blanks; a flag's value has none.
+      const bool starts_ok =
+          !text.empty() && (text[0] == '-' || std::isdigit(static_cast<unsigned char>(text[0])));
       const long long x = std::strtoll(s, &end, 10);
-      if (!text.empty() && *end == '\0' && errno == 0) return OptionValue(int64_t{x});
+      if (starts_ok && *end == '\0' && errno == 0) return OptionValue(int64_t{x});
       break;
     }
     case OptionType::kUInt: {
+      // strtoull would also take " -1" and wrap it.
+      const bool starts_ok = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
       const unsigned long long x = std::strtoull(s, &end, 10);
-      if (!text.empty() && text[0] != '-' && *end == '\0' && errno == 0) {
-        return OptionValue(uint64_t{x});
-      }
+      if (starts_ok && *end == '\0' && errno == 0) return OptionValue(uint64_t{x});
       break;
     }
     case OptionType::kFloat: {

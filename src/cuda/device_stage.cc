@@ -26,8 +26,12 @@ Status CudaStatus(cudaError_t e, const char* what) {
 // Sets the calling thread's device for a scope, then restores it.
 class DeviceScope {
  public:
+  // Switches only when the thread is on another device, so a scope on the
+  // loader's device touches no other device's context.
   explicit DeviceScope(int device) {
-    restore_ = cudaGetDevice(&previous_) == cudaSuccess;
+    const bool known = cudaGetDevice(&previous_) == cudaSuccess;
+    if (known && previous_ == device) return;
+    restore_ = known;
     status_ = CudaStatus(cudaSetDevice(device), "cudaSetDevice");
   }
   ~DeviceScope() {
@@ -98,13 +102,17 @@ class CudaStage : public DeviceStage {
   }
 
   void* AllocateHost(size_t bytes) override {
+    DeviceScope scope(o_.device.index);
     void* p = nullptr;
     if (cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocPortable) != cudaSuccess) {
       return nullptr;
     }
     return p;
   }
-  void FreeHost(void* p) override { cudaFreeHost(p); }
+  void FreeHost(void* p) override {
+    DeviceScope scope(o_.device.index);
+    cudaFreeHost(p);
+  }
 
   BatchArrays SlotArrays(size_t slot) const override { return slots_[slot].arrays; }
 
@@ -113,6 +121,16 @@ class CudaStage : public DeviceStage {
       TOKPACK_CUDA_OK(cudaSetDevice(o_.device.index));
       device_set_ = true;
     }
+    Status s = Enqueue(host, slot);
+    // On an error part of the copy may be queued: the host buffer is reused
+    // only once the stream has let go of it.
+    if (!s.ok()) cudaStreamSynchronize(stream_);
+    return s;
+  }
+
+  // Queues the copy and the widening of `host` into `slot`; returns once the
+  // copy (not the widening) is done.
+  Status Enqueue(const BatchArrays& host, size_t slot) {
     CudaSlot& s = slots_[slot];
     {
       std::lock_guard<std::mutex> lock(s.mu);
@@ -143,6 +161,16 @@ class CudaStage : public DeviceStage {
   }
 
   Status UseOn(size_t slot, void* stream) override {
+    // The per-thread default stream names another stream on each thread,
+    // and the release event is recorded on whichever thread drops the batch.
+    if (stream == static_cast<void*>(cudaStreamPerThread)) {
+      return InvalidArgumentError(
+          "the per-thread default stream cannot order a tokpack batch's reuse; pass an explicit "
+          "stream or the legacy default stream");
+    }
+    // The legacy default stream is the current device's: make it the loader's.
+    DeviceScope scope(o_.device.index);
+    TOKPACK_RETURN_IF_ERROR(scope.status());
     CudaSlot& s = slots_[slot];
     TOKPACK_CUDA_OK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), s.ready, 0));
     std::lock_guard<std::mutex> lock(s.mu);

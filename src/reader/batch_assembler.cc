@@ -54,11 +54,9 @@ HostLayout HostLayout::For(const LoaderOptions& o, bool compact, size_t stored_i
     return offset;
   };
   if (compact) {
-    l.payload_bytes = static_cast<size_t>(o.batch_size * (o.seq_len + 1)) * stored_item;
-    l.inputs = take(l.payload_bytes);
+    l.inputs = take(static_cast<size_t>(o.batch_size * (o.seq_len + 1)) * stored_item);
   } else {
     const size_t bytes = cells * OutItem(o);
-    l.payload_bytes = 2 * bytes;
     l.inputs = take(bytes + OutItem(o));  // + the last row's extra token (ReadRow).
     l.targets = take(bytes);
   }

@@ -17,7 +17,6 @@ namespace tokpack {
 // Where the arrays of a host slot lie inside its one allocation.
 struct HostLayout {
   size_t inputs = 0, targets = 0, position_ids = 0, cu_seqlens = 0;  // Offsets.
-  size_t payload_bytes = 0;  // inputs + targets as handed out.
   size_t total = 0;
   bool compact = false;  // Windows as stored, [rows, L + 1], for a device stage.
 

@@ -24,6 +24,12 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// a * b, or UINT64_MAX (endless) where it would overflow: options allow
+// epochs and max_steps up to 2^63.
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 // The pipeline: T assembler threads fill the host ring in step order (a
 // ticket per claimed step orders the planners); with a device stage one
 // copy thread moves each host batch, in step order, into the device ring.
@@ -51,8 +57,10 @@ class LoaderImpl : public Loader {
     for (uint64_t n : samples_) total += n;
     limit_ = UINT64_MAX;
     const uint64_t global = GlobalBatch();
-    if (o_.epochs > 0) limit_ = static_cast<uint64_t>(o_.epochs) * total;
-    if (o_.max_steps > 0) limit_ = std::min(limit_, static_cast<uint64_t>(o_.max_steps) * global);
+    if (o_.epochs > 0) limit_ = SaturatingMul(static_cast<uint64_t>(o_.epochs), total);
+    if (o_.max_steps > 0) {
+      limit_ = std::min(limit_, SaturatingMul(static_cast<uint64_t>(o_.max_steps), global));
+    }
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
@@ -64,6 +72,9 @@ class LoaderImpl : public Loader {
     const std::shared_ptr<DeviceStage>& stage = pipeline_->stage;
     const size_t stored_item = static_cast<size_t>(TokenDtypeSize(sources_[0].dataset->dtype()));
     layout_ = HostLayout::For(o_, stage != nullptr, stored_item);
+    // inputs + targets as handed out, on either device.
+    served_bytes_ = 2 * static_cast<size_t>(o_.batch_size * o_.seq_len) *
+                    (o_.dtype == OutputDtype::kInt32 ? 4 : 8);
     for (Slot& slot : pipeline_->host.slots()) {
       char* p = static_cast<char*>(stage ? stage->AllocateHost(layout_.total)
                                          : std::aligned_alloc(64, layout_.total));
@@ -118,7 +129,8 @@ class LoaderImpl : public Loader {
       generation = ++generation_;
       consumer_counts_ = counts;
       consumer_position_ = saved.position;
-      // Step numbers keep rising across a reset: stale slots never match a fresh step.
+      // Steps restart at the consumer's; slots still filling for the old
+      // generation are told apart by it (FindReady, Finish).
       plan_step_ = copy_step_ = consume_step_;
       end_step_ = EndStep(saved.position, consume_step_);
       ticket = next_ticket_++;
@@ -199,7 +211,7 @@ class LoaderImpl : public Loader {
     consumer_position_ = found->info.position_after;
     ++consume_step_;
     waits_.Record(waited, &stats_);
-    stats_.bytes_served += layout_.payload_bytes;
+    stats_.bytes_served += served_bytes_;
     return HandOut(pipeline_, &ring, found);
   }
 
@@ -240,8 +252,8 @@ class LoaderImpl : public Loader {
     // (and after a LoadState) the chunks of the first steps are asked for
     // first, instead of sharing the bandwidth with everything ahead at once.
     ahead_steps_ = std::min<int64_t>(ahead_steps_ + 1, o_.lookahead_steps);
-    const uint64_t target =
-        std::min(limit_, position + static_cast<uint64_t>(ahead_steps_) * GlobalBatch());
+    const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(ahead_steps_), GlobalBatch());
+    const uint64_t target = ahead > limit_ - std::min(limit_, position) ? limit_ : position + ahead;
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
     const uint64_t L = static_cast<uint64_t>(o_.seq_len);
     if (ahead_.position() < position) {
@@ -371,6 +383,7 @@ class LoaderImpl : public Loader {
   std::vector<SampleOrder> orders_;
   std::shared_ptr<Pipeline> pipeline_;
   HostLayout layout_;
+  size_t served_bytes_ = 0;  // Per batch, for LoaderStats::bytes_served.
   // Planner side, under plan_mu_: planners (and LoadState's reset) take
   // tickets under mu and run in ticket order.
   std::mutex plan_mu_;

@@ -105,9 +105,16 @@ void SlotRing::Finish(Slot* slot, Status status, uint64_t generation, uint64_t c
 void SlotRing::Free(Slot* slot) {
   slot->state = Slot::State::kFree;
   if (free_waiters_ == 0) return;
-  size_t free = 0;
-  for (const Slot& s : slots_) free += s.state == Slot::State::kFree;
-  if (free >= watermark_ || ready_waiters_ > 0) free_cv_.notify_all();
+  size_t free = 0, held = 0;
+  for (const Slot& s : slots_) {
+    free += s.state == Slot::State::kFree;
+    held += s.state == Slot::State::kHeld;
+  }
+  // Wake at the watermark; or at once when fewer than `watermark_` batches
+  // are ready or coming (a consumer holding many batches, or after a reset),
+  // so the ring never runs dry for want of a wake-up.
+  const size_t ahead = slots_.size() - free - held;
+  if (free >= watermark_ || ahead < watermark_ || ready_waiters_ > 0) free_cv_.notify_all();
 }
 
 void SlotRing::Reset() {

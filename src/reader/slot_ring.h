@@ -11,9 +11,9 @@
 // slots still filling for the old one are dropped when they finish.
 //
 // Wake-ups: producers sleep while no slot is free and are woken once
-// `watermark` slots are free (or the consumer waits), so a consumer that
-// runs behind does not cost a wake-up per batch; a consumer is woken only
-// when it waits.
+// `watermark` slots are free, or fewer than `watermark` batches are ready or
+// filling, or the consumer waits; so a consumer that runs behind does not
+// cost a wake-up per batch. A consumer is woken only when it waits.
 #ifndef TOKPACK_SRC_READER_SLOT_RING_H_
 #define TOKPACK_SRC_READER_SLOT_RING_H_
 

@@ -69,6 +69,18 @@ TEST_P(CopyStageTest, FiveHundredStepsEqualTheHostLoader) {
     ASSERT_EQ(0, std::memcmp(b.position_ids(), want->position_ids(), Cells(o) * 4)) << step;
     ASSERT_EQ(0, std::memcmp(b.cu_seqlens(), want->cu_seqlens(), b.num_cu_seqlens() * 4));
   }
+  // Bytes served are the inputs and targets handed out, not the compact copy.
+  EXPECT_EQ(staged->Stats().bytes_served, host->Stats().bytes_served);
+  EXPECT_EQ(staged->Stats().bytes_served, 500 * 2 * bytes);
+}
+
+TEST_P(CopyStageTest, AStepLimitNear2To63DoesNotWrapToTheEnd) {
+  LoaderOptions o = Opts();
+  o.max_steps = int64_t{1} << 61;  // max_steps * batch_size overflows 64 bits.
+  auto l = Staged(o);
+  auto b = l->Next();
+  ASSERT_TRUE(b.ok() && *b) << b.status().ToString();
+  EXPECT_GT(l->RemainingSteps(), int64_t{1} << 60);
 }
 
 TEST_P(CopyStageTest, ResumesExactlyAndEnds) {

@@ -60,6 +60,8 @@ TEST(LoaderOptions, SetTextParsesFlagsAndToJsonWritesEveryOption) {
   EXPECT_TRUE(o.SetText("device", "cuda:1").ok());
   EXPECT_FALSE(o.SetText("batch_size", "16x").ok());
   EXPECT_FALSE(o.SetText("epochs", "-1").ok());
+  EXPECT_FALSE(o.SetText("seed", " -1").ok());  // strtoull would wrap it.
+  EXPECT_FALSE(o.SetText("batch_size", " 16").ok());
   const std::string json = o.ToJson();
   EXPECT_NE(json.find("\"batch_size\": 16"), std::string::npos) << json;
   EXPECT_NE(json.find("\"device\": \"cuda:1\""), std::string::npos) << json;
