@@ -105,7 +105,7 @@ inline constexpr uint64_t kDefaultShardTokens = 1ull << 29;
 // force below) are declared once, with their names, defaults, validation and
 // documentation, in the table behind Describe(); the CLI flags of `tokpack
 // build` and the keyword arguments of tokpack.build are made from it.
-struct BuildOptions {
+struct BuildOptions : OptionSet<BuildOptions> {
   BuildOptions() { settings.shard_tokens = kDefaultShardTokens; }
 
   // Files, directories, globs ("corpus/**/*.jsonl.zst"), object-store URLs
@@ -144,19 +144,8 @@ struct BuildOptions {
   std::function<void(const BuildProgress&)> progress;
   double progress_interval_seconds = 0.5;
 
-  // The declaration of every setting, in order.
-  static const std::vector<OptionInfo>& Describe();
-  // Sets setting `name`; InvalidArgument naming it for an unknown name, a
-  // value of the wrong type or out of range.
-  Status Set(const std::string& name, const OptionValue& value);
-  // As Set, from text (CLI flags).
-  Status SetText(const std::string& name, const std::string& text);
-  // The value of setting `name`; InvalidArgument for an unknown name.
-  StatusOr<OptionValue> Get(const std::string& name) const;
-  // Every setting as one JSON object line.
-  std::string ToJson() const;
-  // Checks every setting and what one setting cannot check alone (an
-  // output and a tokenizer given, the part, files or texts); Build() calls it.
+  // CheckFields(), then what one setting cannot check alone (an output and
+  // a tokenizer given, the part, files or texts); Build() calls it.
   Status Validate() const;
 };
 

@@ -62,7 +62,7 @@ bool CudaAvailable(std::string* why);
 // A loader's settings. Each field is declared once, with its name, default,
 // validation and documentation, in the table behind Describe(); the CLI
 // flags and the Python keyword arguments are made from that table.
-struct LoaderOptions {
+struct LoaderOptions : OptionSet<LoaderOptions> {
   int64_t seq_len = 2048;
   int64_t batch_size = 8;  // Per rank.
   uint64_t seed = 0;
@@ -87,19 +87,8 @@ struct LoaderOptions {
   Device device;            // Where batches are delivered.
   int device_prefetch = 3;  // With a CUDA device: device ring depth.
 
-  // The declaration of every option above, in order.
-  static const std::vector<OptionInfo>& Describe();
-  // Sets option `name`; InvalidArgument naming it for an unknown name, a
-  // value of the wrong type or out of range.
-  Status Set(const std::string& name, const OptionValue& value);
-  // As Set, from text (CLI flags, files).
-  Status SetText(const std::string& name, const std::string& text);
-  // The value of option `name`; InvalidArgument for an unknown name.
-  StatusOr<OptionValue> Get(const std::string& name) const;
-  // Every option as one JSON object line ({"seq_len": 2048, ...}).
-  std::string ToJson() const;
-  // Checks what one field cannot check alone (rank < world_size, the batch
-  // size limit); Loader::Create calls it.
+  // CheckFields(), then what one field cannot check alone (rank <
+  // world_size, the batch size limit); Loader::Create calls it.
   Status Validate() const;
 };
 

@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include "tokpack/status.h"
+
 namespace tokpack {
 
 enum class OptionType {
@@ -46,6 +48,27 @@ std::string FormatOptionValue(const OptionValue& value);
 
 // The CLI flag of an option: info.flag, or "--" + name with '_' -> '-'.
 std::string OptionFlag(const OptionInfo& info);
+
+// Access by name to the options of a struct T (LoaderOptions, BuildOptions)
+// through T's table: T derives from OptionSet<T>. Not thread-safe to set
+// concurrently; a const T may be read from many threads.
+template <typename T>
+class OptionSet {
+ public:
+  // The declaration of every option of T, in order.
+  static const std::vector<OptionInfo>& Describe();
+  // Sets option `name`; InvalidArgument naming it for an unknown name, a
+  // value of the wrong type or out of range (and nothing changes).
+  Status Set(const std::string& name, const OptionValue& value);
+  // As Set, from text (CLI flags, files).
+  Status SetText(const std::string& name, const std::string& text);
+  // The value of option `name`; InvalidArgument for an unknown name.
+  StatusOr<OptionValue> Get(const std::string& name) const;
+  // Every option as one JSON object line ({"seq_len": 2048, ...}).
+  std::string ToJson() const;
+  // Checks every field as Set would (for fields assigned directly).
+  Status CheckFields() const;
+};
 
 }  // namespace tokpack
 

@@ -92,6 +92,40 @@ class OptionTable {
   std::vector<OptionInfo> infos_;
 };
 
+// The table of T, defined (specialized) next to T's declaration of its
+// options, which also instantiates OptionSet<T> there.
+template <typename T>
+const OptionTable<T>& OptionTableOf();
+
+template <typename T>
+const std::vector<OptionInfo>& OptionSet<T>::Describe() {
+  return OptionTableOf<T>().infos();
+}
+template <typename T>
+Status OptionSet<T>::Set(const std::string& name, const OptionValue& value) {
+  return OptionTableOf<T>().Set(static_cast<T&>(*this), name, value);
+}
+template <typename T>
+Status OptionSet<T>::SetText(const std::string& name, const std::string& text) {
+  return OptionTableOf<T>().SetText(static_cast<T&>(*this), name, text);
+}
+template <typename T>
+StatusOr<OptionValue> OptionSet<T>::Get(const std::string& name) const {
+  return OptionTableOf<T>().Get(static_cast<const T&>(*this), name);
+}
+template <typename T>
+std::string OptionSet<T>::ToJson() const {
+  return OptionsToJson(OptionTableOf<T>().Values(static_cast<const T&>(*this)));
+}
+template <typename T>
+Status OptionSet<T>::CheckFields() const {
+  T fresh;
+  for (const auto& [name, value] : OptionTableOf<T>().Values(static_cast<const T&>(*this))) {
+    TOKPACK_RETURN_IF_ERROR(fresh.Set(name, value));
+  }
+  return Status::Ok();
+}
+
 // Builders. `ref` is an accessor lambda; `doc` one line.
 template <typename T, typename Ref>
 typename OptionTable<T>::Entry BoolOption(std::string name, std::string doc, Ref ref,

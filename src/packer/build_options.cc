@@ -7,11 +7,11 @@
 #include "tokpack/builder.h"
 
 namespace tokpack {
-namespace {
 
 using O = BuildOptions;
 
-const OptionTable<O>& Table() {
+template <>
+const OptionTable<O>& OptionTableOf<O>() {
   static const OptionTable<O>* table = new OptionTable<O>({
       StringOption<O>(
           "text_key",
@@ -61,30 +61,10 @@ const OptionTable<O>& Table() {
   return *table;
 }
 
-}  // namespace
-
-const std::vector<OptionInfo>& BuildOptions::Describe() { return Table().infos(); }
-
-Status BuildOptions::Set(const std::string& name, const OptionValue& value) {
-  return Table().Set(*this, name, value);
-}
-
-Status BuildOptions::SetText(const std::string& name, const std::string& text) {
-  return Table().SetText(*this, name, text);
-}
-
-StatusOr<OptionValue> BuildOptions::Get(const std::string& name) const {
-  return Table().Get(*this, name);
-}
-
-std::string BuildOptions::ToJson() const { return OptionsToJson(Table().Values(*this)); }
+template class OptionSet<O>;
 
 Status BuildOptions::Validate() const {
-  // Fields filled in by hand get the table's checks too.
-  BuildOptions copy;
-  for (const auto& [name, value] : Table().Values(*this)) {
-    TOKPACK_RETURN_IF_ERROR(copy.Set(name, value));
-  }
+  TOKPACK_RETURN_IF_ERROR(CheckFields());  // Fields assigned directly, too.
   if (output.empty()) return InvalidArgumentError("no output directory given (--output)");
   if (tokenizer_model.empty()) return InvalidArgumentError("no tokenizer given (--tokenizer)");
   if (part_count < 1 || part_index < 0 || part_index >= part_count) {

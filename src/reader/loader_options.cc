@@ -27,7 +27,10 @@ OptionTable<O>::Entry DeviceOption() {
           }};
 }
 
-const OptionTable<O>& Table() {
+}  // namespace
+
+template <>
+const OptionTable<O>& OptionTableOf<O>() {
   static const OptionTable<O>* table = new OptionTable<O>({
       IntOption<O>(
           "seq_len", "Tokens per sample (the model's context length)",
@@ -84,7 +87,7 @@ const OptionTable<O>& Table() {
   return *table;
 }
 
-}  // namespace
+template class OptionSet<O>;
 
 StatusOr<Device> Device::Parse(const std::string& text) {
   const auto invalid = [&] {
@@ -105,29 +108,8 @@ std::string Device::ToString() const {
   return kind == Kind::kCpu ? "cpu" : "cuda:" + std::to_string(index);
 }
 
-const std::vector<OptionInfo>& LoaderOptions::Describe() { return Table().infos(); }
-
-Status LoaderOptions::Set(const std::string& name, const OptionValue& value) {
-  return Table().Set(*this, name, value);
-}
-
-Status LoaderOptions::SetText(const std::string& name, const std::string& text) {
-  return Table().SetText(*this, name, text);
-}
-
-StatusOr<OptionValue> LoaderOptions::Get(const std::string& name) const {
-  return Table().Get(*this, name);
-}
-
-std::string LoaderOptions::ToJson() const { return OptionsToJson(Table().Values(*this)); }
-
 Status LoaderOptions::Validate() const {
-  // The table checks each field when it is set; a struct filled in by hand
-  // is checked here field by field too.
-  LoaderOptions copy;
-  for (const auto& [name, value] : Table().Values(*this)) {
-    TOKPACK_RETURN_IF_ERROR(copy.Set(name, value));
-  }
+  TOKPACK_RETURN_IF_ERROR(CheckFields());  // Fields assigned directly, too.
   if (rank >= world_size) {
     return InvalidArgumentError("rank " + std::to_string(rank) + " is outside world_size " +
                                 std::to_string(world_size));
