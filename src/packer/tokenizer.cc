@@ -7,9 +7,9 @@
 #include <initializer_list>
 #include <vector>
 
-#include "packer/tokenizer_kind.h"
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
+#include "packer/tokenizer_kind.h"
 #include "tokenizer/bpe_tokenizer.h"
 
 namespace tokpack {
