@@ -1,7 +1,7 @@
-#include <cerrno>
 #include <cstdlib>
 #include <limits>
 
+#include "common/option_table.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/storage.h"
@@ -21,11 +21,10 @@ template <typename T>
 Status PositiveFromEnv(const char* name, T max, T* out) {
   const std::string v = Env(name);
   if (v.empty()) return Status::Ok();
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  if (v[0] == '-' || v[0] == '+' || errno != 0 || *end != '\0' || n == 0 ||
-      n > static_cast<unsigned long long>(max)) {
+  // The option table's parser of unsigned text: digits only, no wrap-around.
+  const StatusOr<OptionValue> parsed = ParseOptionText(name, OptionType::kUInt, v);
+  const uint64_t n = parsed.ok() ? std::get<uint64_t>(*parsed) : 0;
+  if (n == 0 || n > static_cast<uint64_t>(max)) {
     return InvalidArgumentError(std::string(name) + "='" + v +
                                 "' is not a positive integer (at most " + std::to_string(max) +
                                 ")");
