@@ -12,11 +12,6 @@
 namespace tokpack {
 namespace {
 
-bool IsInside(const std::string& path, const std::string& dir) {
-  std::string rel = RelativePath(path, dir);
-  return rel.empty() || rel == "." || rel.rfind("..", 0) != 0;
-}
-
 Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manifest& b,
                        const std::string& b_name) {
   std::string what;
@@ -203,10 +198,6 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
                                   "' can only refer to local shards; merge into a URL the parts "
                                   "lie under instead");
     }
-    if (IsInside(dir, output)) {
-      return InvalidArgumentError("part '" + dir + "' lies inside the merge output '" + output +
-                                  "'");
-    }
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
     PartFiles files{[&](const std::string& name) { return JoinPath(dir, name); },
                     [&](const std::string& name) { return FileSize(JoinPath(dir, name)); },
@@ -219,7 +210,18 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
                              return RelativePath(JoinPath(parts[i].first, shard), output);
                            }));
   const Manifest& first = parts[0].second;
-  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(output, force));
+  // The merged manifest refers to the parts' files: the output must not
+  // replace them.
+  std::vector<std::string> inputs;
+  for (const auto& [dir, m] : parts) {
+    inputs.push_back(dir);
+    if (!m.tokenizer.file.empty()) inputs.push_back(JoinPath(dir, m.tokenizer.file));
+    for (const ShardInfo& shard : m.shards) {
+      inputs.push_back(JoinPath(dir, shard.path + ".bin"));
+      inputs.push_back(JoinPath(dir, shard.path + ".idx"));
+    }
+  }
+  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(output, force, std::move(inputs)));
   if (!first.tokenizer.file.empty()) {
     out.tokenizer.file = first.tokenizer.file;
     TOKPACK_RETURN_IF_ERROR(CopyFile(PosixFileSystem(),

@@ -305,7 +305,13 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   std::atomic<uint64_t> bytes_read{0};
   DocumentReader reader(inputs, o.texts, o.settings, o.storage, &bytes_read, o.cancel);
   TOKPACK_RETURN_IF_ERROR(reader.Init());
-  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
+  // The local files read, which the output must not replace.
+  std::vector<std::string> read_paths = {o.tokenizer_model};
+  for (const auto& in : inputs) {
+    if (in.path != "-" && !IsRemoteUrl(in.path)) read_paths.push_back(in.path);
+  }
+  TOKPACK_ASSIGN_OR_RETURN(auto staging,
+                           StagingDir::Create(o.output, o.force, std::move(read_paths)));
 
   Manifest m;
   m.dtype = DtypeForVocab(tok.vocab_size);
