@@ -211,15 +211,23 @@ Status Pipeline::Run(BuildCounts* counts) {
   return error_;
 }
 
-// Calls the progress callback every interval until stopped.
+// Calls the progress callback every interval until stopped, and once more
+// when stopped: a build shorter than one interval still reports its totals.
 class ProgressThread {
  public:
   ProgressThread(const BuildOptions& o, std::function<BuildProgress()> snapshot)
       : options_(o), snapshot_(std::move(snapshot)) {
     if (options_.progress) thread_ = std::thread([this] { Loop(); });
   }
-  ~ProgressThread() { Stop(); }
+  ~ProgressThread() { Join(); }
   void Stop() {
+    if (!thread_.joinable()) return;
+    Join();
+    options_.progress(snapshot_());
+  }
+
+ private:
+  void Join() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
@@ -227,8 +235,6 @@ class ProgressThread {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
-
- private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     auto interval = std::chrono::duration<double>(options_.progress_interval_seconds);
