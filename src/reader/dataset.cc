@@ -129,16 +129,16 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
   return Open(path, StorageOptions());
 }
 
-// Validates one shard (the .idx header against the .bin size and, with a
-// manifest, against its entry) and appends it to the dataset.
+// Validates one shard (every entry of the .idx, which then lies inside the
+// .bin, and with a manifest the shard's entry) and appends it to the dataset.
 Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<ByteSource> idx,
                 std::unique_ptr<ByteSource> bin, const ShardInfo* info) {
   Dataset::Impl::Shard s;
   s.idx = std::move(idx);
   s.bin = std::move(bin);
   const std::string idx_name = prefix + ".idx";
-  TOKPACK_ASSIGN_OR_RETURN(
-      s.view, ParseIdxHeader(std::string_view(s.idx->data(), s.idx->size()), idx_name));
+  TOKPACK_ASSIGN_OR_RETURN(s.view,
+                           ParseIdx(std::string_view(s.idx->data(), s.idx->size()), idx_name));
   if (s.view.bin_bytes() != s.bin->size()) {
     return DataLossError(prefix + ".bin: " + std::to_string(s.bin->size()) + " bytes, but " +
                          idx_name + " describes " + std::to_string(s.view.bin_bytes()) +
@@ -164,6 +164,13 @@ Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<Byt
   }
   s.first_token = d.token_ends.empty() ? 0 : d.token_ends.back();
   s.first_document = d.doc_ends.empty() ? 0 : d.doc_ends.back();
+  // Stream offsets must fit in 63 bits (sample and step arithmetic is int64).
+  if (s.view.tokens() > static_cast<uint64_t>(INT64_MAX) - s.first_token ||
+      s.view.sequence_count() > static_cast<uint64_t>(INT64_MAX) - s.first_document) {
+    return DataLossError(idx_name +
+                         ": the dataset's shards add up to more than 2^63 tokens or "
+                         "documents");
+  }
   d.token_ends.push_back(s.first_token + s.view.tokens());
   d.doc_ends.push_back(s.first_document + s.view.sequence_count());
   d.shards.push_back(std::move(s));
