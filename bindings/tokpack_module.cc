@@ -623,15 +623,17 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("gs_secret_access_key", &StorageOptions::gs_secret_access_key);
 
   py::class_<ForkSafe<Dataset>, std::shared_ptr<ForkSafe<Dataset>>>(m, "Dataset")
-      .def(py::init([](const std::string& path, const std::optional<StorageOptions>& storage) {
+      .def(py::init([](const std::string& path, const std::optional<StorageOptions>& storage,
+                       const py::kwargs& kw) {
              // A local dataset needs no storage settings: a bad variable
              // meant for remote reads does not stop it from opening.
              const StorageOptions options =
                  storage || IsRemoteUrl(path) ? StorageOrEnvironment(storage) : StorageOptions();
+             const DatasetOptions open_options = ParseOptions<DatasetOptions>(kw);
              StatusOr<std::shared_ptr<Dataset>> ds = std::shared_ptr<Dataset>();
              {
                py::gil_scoped_release nogil;
-               ds = Dataset::Open(path, options);
+               ds = Dataset::Open(path, options, open_options);
              }
              return std::make_shared<ForkSafe<Dataset>>(Unwrap(std::move(ds)));
            }),
@@ -843,4 +845,5 @@ PYBIND11_MODULE(_core, m) {
       py::arg("texts") = py::none(), py::arg("arrow_stream") = py::none(),
       py::arg("storage") = py::none());
   m.def("build_options", [] { return DescribeOptions(BuildOptions::Describe()); });
+  m.def("dataset_options", [] { return DescribeOptions(DatasetOptions::Describe()); });
 }

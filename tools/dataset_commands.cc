@@ -8,6 +8,7 @@
 #include "tokpack/dataset_ops.h"
 #include "tokpack/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/option_flags.h"
 #include "tools/progress_printer.h"
 
 namespace tokpack::cli {
@@ -178,9 +179,12 @@ Runner AddShowCommand(CLI::App* app) {
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
-  return [a, parse_tokenizer_options](const StorageOptions& storage) -> int {
+  auto apply_open_flags = AddOptionFlags<DatasetOptions>(app, DatasetOptions::Describe());
+  return [a, parse_tokenizer_options, apply_open_flags](const StorageOptions& storage) -> int {
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("show", st);
-    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir, storage);
+    DatasetOptions open_options;
+    if (Status st = apply_open_flags(&open_options); !st.ok()) return ReportError("show", st);
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir, storage, open_options);
     if (!ds.ok()) return ReportError("show", ds.status());
     std::unique_ptr<Tokenizer> tok;
     if (a->decode) {

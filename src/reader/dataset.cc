@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
 #include "reader/dataset_internal.h"
@@ -114,15 +115,71 @@ bool Exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
+// Compares each chunk of `file` with its checksum in `want`, the file's
+// manifest entry; DataLoss names the file and the first chunk that differs.
+Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes) {
+  const uint64_t size = file.size();
+  // Overflow-safe ceiling: chunk_bytes comes from the manifest.
+  const uint64_t chunks = size == 0 ? 0 : (size - 1) / chunk_bytes + 1;
+  if (size != want.bytes || want.chunk_xxh3.size() != chunks) {
+    return DataLossError(file.name() + ": " + std::to_string(size) + " bytes in " +
+                         std::to_string(chunks) + " chunks, manifest.json says " +
+                         std::to_string(want.bytes) + " bytes and lists " +
+                         std::to_string(want.chunk_xxh3.size()) + " chunk checksums");
+  }
+  std::string scratch;  // For sources that are not memory-resident.
+  for (uint64_t k = 0; k < chunks; ++k) {
+    const uint64_t offset = k * chunk_bytes, n = std::min(chunk_bytes, size - offset);
+    std::string_view bytes;
+    if (file.data() != nullptr) {
+      bytes = std::string_view(file.data() + offset, n);
+    } else {
+      scratch.resize(n);
+      TOKPACK_RETURN_IF_ERROR(file.Read(offset, n, scratch.data()));
+      bytes = scratch;
+    }
+    const uint64_t got = Xxh3(bytes);
+    if (got != want.chunk_xxh3[k]) {
+      return DataLossError(file.name() + ": chunk " + std::to_string(k) + " (bytes " +
+                           std::to_string(offset) + ".." + std::to_string(offset + n) +
+                           ") has checksum " + HashToHex(got) + ", manifest.json says " +
+                           HashToHex(want.chunk_xxh3[k]) + ": the file is damaged");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
-                                                 const StorageOptions& storage) {
+                                                 const StorageOptions& storage,
+                                                 const DatasetOptions& options) {
   if (IsRemoteUrl(path)) {
+    // Remote chunks are verified on every fetch: verify_on_open adds nothing.
     TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
     return OpenRemoteDataset(path, *remote);
   }
-  return OpenDatasetWith(path, OpenMappedFile);
+  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenDatasetWith(path, OpenMappedFile));
+  if (options.verify_on_open) {
+    const Impl& d = *ds->impl_;
+    if (!d.has_manifest) {
+      return FailedPreconditionError(
+          "verify_on_open: " + path +
+          " is a bare Megatron prefix, which has no checksums to verify (tokpack import "
+          "records them)");
+    }
+    for (size_t k = 0; k < d.shards.size(); ++k) {
+      const ShardInfo& info = d.manifest.shards[k];
+      TOKPACK_RETURN_IF_ERROR(VerifyChunks(*d.shards[k].idx, info.idx, d.manifest.chunk_bytes));
+      TOKPACK_RETURN_IF_ERROR(VerifyChunks(*d.shards[k].bin, info.bin, d.manifest.chunk_bytes));
+    }
+  }
+  return ds;
+}
+
+StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
+                                                 const StorageOptions& storage) {
+  return Open(path, storage, DatasetOptions());
 }
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {

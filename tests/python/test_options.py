@@ -19,6 +19,8 @@ def test_the_generated_options_module_is_current():
         "python/tokpack/_options.py is stale: run scripts/gen_options.py")
     assert set(_options.LoaderOptions.__annotations__) == {o["name"] for o in _core.loader_options()}
     assert set(_options.BuildOptions.__annotations__) == {o["name"] for o in _core.build_options()}
+    assert (set(_options.DatasetOptions.__annotations__) ==
+            {o["name"] for o in _core.dataset_options()})
 
 
 def test_loader_keywords_are_the_core_table(packed):
@@ -40,7 +42,8 @@ def test_loader_keywords_are_the_core_table(packed):
 
 
 @pytest.mark.parametrize("command,table", [("build", _core.build_options),
-                                           ("sample", _core.loader_options)])
+                                           ("sample", _core.loader_options),
+                                           ("show", _core.dataset_options)])
 def test_cli_flags_come_from_the_same_table(tokpack_bin, command, table):
     help_text = subprocess.run([tokpack_bin, command, "--help"], capture_output=True,
                                text=True, check=True).stdout

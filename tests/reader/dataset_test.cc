@@ -148,6 +148,37 @@ TEST(Dataset, OneBadIndexEntryIsRefusedAtOpenNamingFileAndEntry) {
   }
 }
 
+// A flipped token byte is served as it is, unless verify_on_open compares
+// the chunks with the manifest's checksums.
+TEST(Dataset, VerifyOnOpenFindsAFlippedTokenByteNamingFileAndChunk) {
+  TempDir dir;
+  const Manifest m =
+      testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(200, 40), 4, 1000);
+  const std::string bin = dir.Join("ds/shard-00001.bin");
+  const uint64_t token = m.shards[0].tokens + 300;  // Byte 600 of shard 1.
+  const int64_t stored = TokenAt(token, 4);
+  Patch<uint16_t>(bin, 600, static_cast<uint16_t>(stored ^ 0x100));
+  auto plain = Dataset::Open(dir.Join("ds"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  int64_t served = 0;
+  ASSERT_TRUE((*plain)->ReadTokens(token, 1, &served).ok());
+  EXPECT_EQ(served, stored ^ 0x100);
+
+  DatasetOptions verify;
+  ASSERT_TRUE(verify.Set("verify_on_open", true).ok());
+  auto checked = Dataset::Open(dir.Join("ds"), StorageOptions(), verify);
+  ASSERT_EQ(checked.status().code(), StatusCode::kDataLoss) << checked.status().ToString();
+  // The synthetic datasets have 256-byte chunks: byte 600 is in chunk 2.
+  EXPECT_NE(checked.status().message().find(bin + ": chunk 2 (bytes 512..768)"), std::string::npos)
+      << checked.status().ToString();
+
+  // Undamaged, it opens; a bare prefix has no checksums to verify against.
+  Patch<uint16_t>(bin, 600, static_cast<uint16_t>(stored));
+  EXPECT_TRUE(Dataset::Open(dir.Join("ds"), StorageOptions(), verify).ok());
+  EXPECT_EQ(Dataset::Open(dir.Join("ds/shard-00001"), StorageOptions(), verify).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 TEST(Dataset, OpensAThousandShards) {
   TempDir dir;
   testing::WriteSyntheticDataset(dir.Join("ds"), std::vector<uint32_t>(1000, 20), 3, 20);
