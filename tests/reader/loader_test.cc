@@ -356,6 +356,37 @@ TEST_F(LoaderTest, InvalidOptionsAreRefusedNamingTheProblem) {
   EXPECT_EQ(Loader::Create({{a_, -1.0}}, o).status().code(), StatusCode::kInvalidArgument);
 }
 
+// epochs and max_steps may each be up to 2^63: a run whose positions would
+// pass 2^63 - 1 is refused naming the option, where it was taken for an
+// endless run (len() raised) or wrapped the step count.
+TEST_F(LoaderTest, StepLimitsPastTheReachablePositionsAreRefusedNamingTheOption) {
+  const auto refused = [&](const char* option, int64_t value, const std::string& needle) {
+    LoaderOptions o = Opts();  // batch_size 3, world_size 1.
+    ASSERT_TRUE(o.Set(option, value).ok());
+    auto l = Loader::Create({{a_, 1.0}}, o);
+    EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument) << option << " " << value;
+    EXPECT_NE(l.status().message().find(needle), std::string::npos) << l.status().ToString();
+  };
+  refused("max_steps", int64_t{1} << 62, "max_steps 4611686018427387904 times 3 samples per step");
+  refused("max_steps", INT64_MAX, "max_steps 9223372036854775807");
+  refused("epochs", int64_t{1} << 62, "epochs 4611686018427387904 times");
+  refused("epochs", INT64_MAX, "epochs 9223372036854775807");
+
+  // Up to the edge the length is exact.
+  LoaderOptions o = Opts();
+  o.batch_size = 1;
+  o.max_steps = int64_t{1} << 62;
+  auto l = Loader::Create({{a_, 1.0}}, o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ((*l)->RemainingSteps(), int64_t{1} << 62);
+  o = Opts();
+  const uint64_t samples = (a_->num_tokens() - 1) / 16;
+  o.epochs = static_cast<int64_t>(Cursor::kMaxPosition / samples);
+  l = Loader::Create({{a_, 1.0}}, o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ((*l)->RemainingSteps(), static_cast<int64_t>(o.epochs * samples / 3));
+}
+
 // A saved state is untrusted: numbers that overflow, or that the blend
 // schedule never reaches, are refused naming the field.
 TEST_F(LoaderTest, StatesWithUnreachableNumbersAreRefusedNamingTheField) {
