@@ -198,7 +198,9 @@ Runner AddShowCommand(CLI::App* app) {
       if (!loaded.ok()) return ReportError("show", loaded.status());
       tok = std::move(*loaded);
     }
-    for (uint64_t i = a->doc; i < a->doc + a->count; ++i) {
+    // Counted, not compared with doc + count, which wraps for a doc near 2^64.
+    for (uint64_t shown = 0; shown < a->count; ++shown) {
+      const uint64_t i = a->doc + shown;  // The first past the end fails before this wraps.
       uint64_t offset = 0, length = 0;
       Status st = (*ds)->DocumentExtent(i, &offset, &length);
       std::vector<int64_t> ids(length);

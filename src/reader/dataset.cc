@@ -360,7 +360,7 @@ Status Dataset::DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) c
   const Impl& d = *impl_;
   if (i >= num_documents()) {
     return OutOfRangeError("document " + std::to_string(i) + " is past the last of " +
-                           std::to_string(num_documents()) + " documents");
+                           std::to_string(num_documents()) + " documents in " + d.path);
   }
   size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
   const Impl::Shard& s = d.shards[k];
