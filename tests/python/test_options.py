@@ -30,7 +30,8 @@ def test_loader_keywords_are_the_core_table(packed):
         tokpack.Loader(packed[0], seq_len=16, prefetch=0)
     with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N', not 'cuda:x'"):
         tokpack.Loader(packed[0], seq_len=16, device="cuda:x")
-    with pytest.raises(ValueError, match="seed is out of the 64-bit integer range"):
+    with pytest.raises(ValueError, match="seed must be an integer from 0 to 18446744073709551615, "
+                                         "not 18446744073709551616"):
         tokpack.Loader(packed[0], seq_len=16, seed=2**64)
     import numpy as np
     assert tokpack.Loader(packed[0], seq_len=np.int64(16), as_="numpy").seq_len == 16
