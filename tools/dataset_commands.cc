@@ -148,7 +148,7 @@ Runner AddImportCommand(CLI::App* app) {
                   "Tokenizer file the data was tokenized with (optional; any kind build takes)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &o->tokenizer_options);
   app->add_option("--chunk-bytes", o->chunk_bytes, "Checksum chunk size in bytes")
-      ->check(CLI::PositiveNumber)
+      ->check(IntInRange(1))
       ->capture_default_str();
   app->add_flag("--force", o->force, "Replace an existing dataset at --output");
   return [o, parse_tokenizer_options](const StorageOptions&) -> int {
@@ -231,7 +231,7 @@ Runner AddPushCommand(CLI::App* app) {
   app->add_flag("--force", o->force, "Replace a dataset already at the URL");
   app->add_option("--part-bytes", o->part_bytes,
                   "Files larger than this go up in multipart uploads of this part size")
-      ->check(CLI::Range(uint64_t{5} << 20, uint64_t{5} << 30));
+      ->check(IntInRange(uint64_t{5} << 20, uint64_t{5} << 30));
   return [o](const StorageOptions& storage) -> int {
     o->storage = storage;
     o->cancel = &g_interrupted;

@@ -26,7 +26,7 @@ def test_the_generated_options_module_is_current():
 def test_loader_keywords_are_the_core_table(packed):
     with pytest.raises(ValueError, match="unknown option 'seq_lne'.*did you mean 'seq_len'"):
         tokpack.Loader(packed[0], seq_lne=16)
-    with pytest.raises(ValueError, match="prefetch must be in \\[1, 64\\]"):
+    with pytest.raises(ValueError, match="prefetch must be between 1 and 64, not 0"):
         tokpack.Loader(packed[0], seq_len=16, prefetch=0)
     with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N', not 'cuda:x'"):
         tokpack.Loader(packed[0], seq_len=16, device="cuda:x")
