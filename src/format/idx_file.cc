@@ -71,40 +71,44 @@ StatusOr<IdxView> IdxView::ParseHeader(std::string_view data, std::string_view n
   return v;
 }
 
-// Whether any sequence breaks a per-entry rule, without saying which: a
-// branch-free pass over the unaligned arrays that vectorizes, since every
-// dataset open runs it over every entry. Each pointer is compared with the
-// end of its predecessor rather than with a running sum, so there is no
-// serial dependency. Unsigned arithmetic: a negative pointer reads as one
-// above INT64_MAX, and an end that wraps belongs to such a pointer.
+// Whether any sequence breaks a per-entry rule, without saying which: every
+// dataset open runs this over every entry, so it only ORs bits together
+// (no branches, no 64-bit compares, which SSE2 lacks) and vectorizes where
+// the compiler vectorizes loops (-O3, the Release and wheel builds). Each
+// pointer is checked against the end of its predecessor rather than a
+// running sum, so there is no serial dependency. A negative length or a
+// pointer past INT64_MAX sets a top bit; given neither, an end cannot wrap.
 bool IdxView::AnyBadSequence() const {
   const uint64_t n = sequence_count_;
   if (n == 0) return false;
-  const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(dtype_));
-  const uint64_t max_pointer = static_cast<uint64_t>(INT64_MAX);
-  bool bad = LoadLe<int32_t>(lengths_) < 0 || LoadLe<uint64_t>(pointers_) != 0;
+  const int shift = dtype_ == TokenDtype::kUInt16 ? 1 : 2;  // log2 of the item size.
+  uint32_t lengths = LoadLe<uint32_t>(lengths_);
+  uint64_t pointers = LoadLe<uint64_t>(pointers_);
+  uint64_t mismatch = pointers;  // pointer[0] must be 0.
   for (uint64_t i = 1; i < n; ++i) {
-    const int32_t len = LoadLe<int32_t>(lengths_ + 4 * i);
+    const uint32_t len = LoadLe<uint32_t>(lengths_ + 4 * i);
     const uint64_t ptr = LoadLe<uint64_t>(pointers_ + 8 * i);
-    const uint64_t prev_end =
-        LoadLe<uint64_t>(pointers_ + 8 * (i - 1)) +
-        static_cast<uint64_t>(static_cast<uint32_t>(LoadLe<int32_t>(lengths_ + 4 * (i - 1)))) *
-            item;
-    bad |= (len < 0) | (ptr > max_pointer) | (ptr != prev_end);
+    const uint64_t prev_end = LoadLe<uint64_t>(pointers_ + 8 * (i - 1)) +
+                              (uint64_t{LoadLe<uint32_t>(lengths_ + 4 * (i - 1))} << shift);
+    lengths |= len;
+    pointers |= ptr;
+    mismatch |= ptr ^ prev_end;
   }
-  return bad;
+  return (lengths >> 31) != 0 || (pointers >> 63) != 0 || mismatch != 0;
 }
 
-// As AnyBadSequence, for the document index: non-decreasing, each entry at
-// most the sequence count (unsigned, so a negative one is above it).
+// As AnyBadSequence, for the document index: it starts at 0, never falls
+// and stays at most the sequence count (< 2^60). With every entry below
+// 2^63, an entry below its predecessor or above the count makes one of the
+// differences negative, so the top bit of the OR says it all.
 bool IdxView::AnyBadDocument() const {
   const uint64_t seqs = sequence_count_;
-  bool bad = LoadLe<uint64_t>(doc_idx_) != 0;
+  uint64_t bits = 0;
   for (uint64_t i = 1; i < document_count_; ++i) {
     const uint64_t d = LoadLe<uint64_t>(doc_idx_ + 8 * i);
-    bad |= (d > seqs) | (d < LoadLe<uint64_t>(doc_idx_ + 8 * (i - 1)));
+    bits |= d | (d - LoadLe<uint64_t>(doc_idx_ + 8 * (i - 1))) | (seqs - d);
   }
-  return bad;
+  return LoadLe<uint64_t>(doc_idx_) != 0 || (bits >> 63) != 0;
 }
 
 // The first entry that breaks a rule, named: the slow path, run only once
