@@ -173,8 +173,13 @@ Runner AddShowCommand(CLI::App* app) {
   };
   auto a = std::make_shared<Args>();
   app->add_option("dataset", a->dir, kDatasetHelp)->required();
-  app->add_option("--doc", a->doc, "First document (0-based)")->capture_default_str();
-  app->add_option("--count", a->count, "Number of documents")->capture_default_str();
+  // IntInRange: CLI11 alone takes "-1" as 2^64 - 1.
+  app->add_option("--doc", a->doc, "First document (0-based)")
+      ->check(IntInRange(0))
+      ->capture_default_str();
+  app->add_option("--count", a->count, "Number of documents")
+      ->check(IntInRange(0))
+      ->capture_default_str();
   app->add_flag("--decode", a->decode, "Print text decoded with the dataset's tokenizer");
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");

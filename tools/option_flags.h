@@ -32,7 +32,11 @@ inline CLI::Validator IntInRange(uint64_t min, uint64_t max = UINT64_MAX) {
         const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
         const unsigned long long x = std::strtoull(text.c_str(), &end, 10);
         if (digits && *end == '\0' && errno == 0 && x >= min && x <= max) return "";
-        return "must be " + DescribeIntRange(min, max) + ", not '" + text + "'";
+        // Past 64 bits "at least 0" would not say what is wrong.
+        const std::string range =
+            errno == ERANGE ? "between " + std::to_string(min) + " and " + std::to_string(max)
+                            : DescribeIntRange(min, max);
+        return "must be " + range + ", not '" + text + "'";
       },
       "", "INT_IN_RANGE");
 }

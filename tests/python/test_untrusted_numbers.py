@@ -164,6 +164,9 @@ def test_show_a_document_past_the_end_fails_naming_index_and_count(packed, run_t
         proc = run_tokpack("show", packed[0], "--doc", doc, check=False)
         assert proc.returncode != 0 and proc.stdout == "", proc
         assert f"document {doc} is past the last of {count} documents" in proc.stderr
+    for doc, needle in [("-1", "at least 0"), (str(2**64), f"between 0 and {U64_MAX}")]:
+        proc = run_tokpack("show", packed[0], "--doc", doc, check=False)  # Not read as 2^64 - 1.
+        assert proc.returncode != 0 and f"--doc: must be {needle}, not '{doc}'" in proc.stderr
 
 
 def test_out_of_range_integer_arguments_name_the_argument(packed, spm_model):
