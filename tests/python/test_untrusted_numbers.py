@@ -172,18 +172,20 @@ def test_show_a_document_past_the_end_fails_naming_index_and_count(packed, run_t
 def test_out_of_range_integer_arguments_name_the_argument(packed, spm_model):
     ds = tokpack.Dataset(packed[0])
     cases = [
-        (lambda: ds.tokens(-1, 5), "begin must be an integer from 0 to 18446744073709551615, not -1"),
+        (lambda: ds.tokens(-1, 5), f"begin must be an integer from 0 to {U64_MAX}, not -1"),
         (lambda: ds.tokens(0, 2**64), "count must be an integer from 0 to"),
         (lambda: ds._core.document(2**64), "document index must be an integer"),
         (lambda: ds._core.document_extent(-1), "document index must be an integer"),
         (lambda: tokpack.Loader(packed[0], 2**64, 2), "seq_len must be an integer"),
-        (lambda: tokpack.Loader(packed[0], -1, 2), "seq_len must be between 1 and 2147483647, not -1"),
+        (lambda: tokpack.Loader(packed[0], -1, 2),
+         "seq_len must be between 1 and 2147483647, not -1"),
         (lambda: tokpack.Loader(packed[0], 16, -1), "batch_size must be between 1 and"),
         (lambda: tokpack.Loader(packed[0], 16, 2, -1), "seed must not be negative"),
         (lambda: tokpack.Loader(packed[0], 16, 2, 2**64), "seed must be an integer from 0 to"),
         (lambda: tokpack.Loader(packed[0], 16, 2, prefetch=2**63), "prefetch is too large"),
         (lambda: setattr(tokpack.StorageOptions(), "cache_bytes", -1), "cache_bytes must be"),
-        (lambda: setattr(tokpack.StorageOptions(), "http_attempts", 2**40), "http_attempts must be"),
+        (lambda: setattr(tokpack.StorageOptions(), "http_attempts", 2**40),
+         "http_attempts must be"),
         (lambda: tokpack.Tokenizer(spm_model, special={"<x>": 2**64}), r"special\['<x>'\] must be"),
         (lambda: tokpack.Tokenizer(spm_model).decode([5, 2**40]), r"ids\[1\] must be"),
     ]
@@ -197,7 +199,8 @@ def test_out_of_range_integer_arguments_name_the_argument(packed, spm_model):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["import", "x", "-o", "y", "--chunk-bytes", "0"], "--chunk-bytes: must be at least 1, not '0'"),
+    (["import", "x", "-o", "y", "--chunk-bytes", "0"],
+     "--chunk-bytes: must be at least 1, not '0'"),
     (["push", "x", "s3://b/p", "--part-bytes", "1"],
      "--part-bytes: must be between 5242880 and 5368709120, not '1'"),
     (["profile", "x", "--steps", "0"], "--steps: must be between 1 and 2147483647, not '0'"),
