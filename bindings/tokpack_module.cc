@@ -76,6 +76,58 @@ T Unwrap(StatusOr<T> r) {
   return std::move(r).value();
 }
 
+// Every integer argument of the module comes through here: pybind's own
+// conversion refuses one out of range with "incompatible function
+// arguments" or "Unable to cast Python instance to C++ type '?'", naming
+// neither the argument nor the range. TypeError when `v` is not an integer
+// (anything with __index__ is), ValueError naming `name` outside T's range.
+template <typename T>
+T IntArg(const py::handle& v, const std::string& name) {
+  if (!PyIndex_Check(v.ptr())) {
+    PyErr_Format(PyExc_TypeError, "%s must be an integer, not %s", name.c_str(),
+                 Py_TYPE(v.ptr())->tp_name);
+    throw py::error_already_set();
+  }
+  const auto i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+  if (!i) throw py::error_already_set();
+  using Limits = std::numeric_limits<T>;
+  if (i < py::int_(Limits::min()) || i > py::int_(Limits::max())) {
+    ThrowStatus(InvalidArgumentError(
+        name + " must be an integer from " + std::to_string(Limits::min()) + " to " +
+        std::to_string(Limits::max()) + ", not " + std::string(py::str(i))));
+  }
+  return i.cast<T>();
+}
+
+// A tuple's or sequence's integers, each checked as "name[k]".
+template <typename T>
+std::vector<T> IntListArg(const py::handle& v, const std::string& name) {
+  std::vector<T> out;
+  size_t k = 0;
+  for (const py::handle item : py::iter(v)) {
+    out.push_back(IntArg<T>(item, name + "[" + std::to_string(k++) + "]"));
+  }
+  return out;
+}
+
+// Special tokens as (text, id) pairs; ids checked as "special['text']".
+std::vector<std::pair<std::string, int64_t>> SpecialTokensArg(const py::handle& v) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const py::handle item : py::iter(v)) {
+    const auto pair = item.cast<std::pair<std::string, py::object>>();
+    out.emplace_back(pair.first, IntArg<int64_t>(pair.second, "special['" + pair.first + "']"));
+  }
+  return out;
+}
+
+// An integer field of a bound struct, set through IntArg.
+template <typename Class, typename T>
+void DefIntField(py::class_<Class>& cls, const char* name, T Class::*field) {
+  cls.def_property(
+      name, [field](const Class& c) { return c.*field; },
+      [field, name](Class& c, const py::object& v) { c.*field = IntArg<T>(v, name); });
+}
+
 // Counts forks (a pthread_atfork child handler bumps it), so checking
 // whether an object was made in another process costs a load, not a
 // getpid() system call per array.
@@ -165,7 +217,7 @@ void DeleteUnconsumedCapsule(PyObject* capsule) {
 // stream; -1: the consumer synchronizes itself; else a cudaStream_t).
 void SyncConsumerStream(const Array& a, const py::object& stream) {
   int64_t handle = 1;  // cudaStreamLegacy
-  if (!stream.is_none()) handle = stream.cast<int64_t>();
+  if (!stream.is_none()) handle = IntArg<int64_t>(stream, "stream");
   if (handle == -1) return;
   Status s;
   {
@@ -181,8 +233,8 @@ void SyncConsumerStream(const Array& a, const py::object& stream) {
 py::object ExportDlpack(const Array& a, const py::object& stream, const py::object& /*max_version*/,
                         const py::object& dl_device, const py::object& copy) {
   if (!dl_device.is_none()) {
-    auto dev = dl_device.cast<std::pair<int, int>>();
-    if (dev.first != a.device_type() || dev.second != a.device_id()) {
+    const std::vector<int> dev = IntListArg<int>(dl_device, "dl_device");
+    if (dev.size() != 2 || dev[0] != a.device_type() || dev[1] != a.device_id()) {
       ThrowBufferError("this tokpack array lives on device (" + std::to_string(a.device_type()) +
                        ", " + std::to_string(a.device_id()) +
                        "); it cannot be exported to another");
@@ -295,13 +347,12 @@ py::object NextBatch(LoaderHandle& h, bool capsules) {
 OptionValue ToOptionValue(const std::string& name, const py::handle& v) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
   if (PyIndex_Check(v.ptr())) {  // int, numpy integers, anything with __index__.
-    const py::int_ i(py::reinterpret_borrow<py::object>(v));
-    try {
-      if (i < py::int_(0)) return i.cast<int64_t>();
-      return i.cast<uint64_t>();
-    } catch (const py::cast_error&) {
-      ThrowStatus(InvalidArgumentError(name + " is out of the 64-bit integer range"));
+    // Negative values as int64, others as uint64; the option's table
+    // checks its own range then.
+    if (py::int_(py::reinterpret_borrow<py::object>(v)) < py::int_(0)) {
+      return IntArg<int64_t>(v, name);
     }
+    return IntArg<uint64_t>(v, name);
   }
   if (py::isinstance<py::float_>(v)) return v.cast<double>();
   if (py::isinstance<py::str>(v)) return v.cast<std::string>();
@@ -600,15 +651,15 @@ PYBIND11_MODULE(_core, m) {
                                strides, a.readonly);
       });
 
-  py::class_<StorageOptions>(m, "StorageOptions")
-      .def(py::init<>())
+  py::class_<StorageOptions> storage_options(m, "StorageOptions");
+  DefIntField(storage_options, "cache_bytes", &StorageOptions::cache_bytes);
+  DefIntField(storage_options, "http_attempts", &StorageOptions::http_attempts);
+  DefIntField(storage_options, "http_stall_seconds", &StorageOptions::http_stall_seconds);
+  DefIntField(storage_options, "http_concurrency", &StorageOptions::http_concurrency);
+  DefIntField(storage_options, "prefetch_threads", &StorageOptions::prefetch_threads);
+  storage_options.def(py::init<>())
       .def_static("from_environment", [] { return Unwrap(StorageOptions::FromEnvironment()); })
       .def_readwrite("cache_dir", &StorageOptions::cache_dir)
-      .def_readwrite("cache_bytes", &StorageOptions::cache_bytes)
-      .def_readwrite("http_attempts", &StorageOptions::http_attempts)
-      .def_readwrite("http_stall_seconds", &StorageOptions::http_stall_seconds)
-      .def_readwrite("http_concurrency", &StorageOptions::http_concurrency)
-      .def_readwrite("prefetch_threads", &StorageOptions::prefetch_threads)
       .def_readwrite("temp_dir", &StorageOptions::temp_dir)
       .def_readwrite("s3_endpoint", &StorageOptions::s3_endpoint)
       .def_readwrite("aws_region", &StorageOptions::aws_region)
@@ -623,15 +674,17 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("gs_secret_access_key", &StorageOptions::gs_secret_access_key);
 
   py::class_<ForkSafe<Dataset>, std::shared_ptr<ForkSafe<Dataset>>>(m, "Dataset")
-      .def(py::init([](const std::string& path, const std::optional<StorageOptions>& storage) {
+      .def(py::init([](const std::string& path, const std::optional<StorageOptions>& storage,
+                       const py::kwargs& kw) {
              // A local dataset needs no storage settings: a bad variable
              // meant for remote reads does not stop it from opening.
              const StorageOptions options =
                  storage || IsRemoteUrl(path) ? StorageOrEnvironment(storage) : StorageOptions();
+             const DatasetOptions open_options = ParseOptions<DatasetOptions>(kw);
              StatusOr<std::shared_ptr<Dataset>> ds = std::shared_ptr<Dataset>();
              {
                py::gil_scoped_release nogil;
-               ds = Dataset::Open(path, options);
+               ds = Dataset::Open(path, options, open_options);
              }
              return std::make_shared<ForkSafe<Dataset>>(Unwrap(std::move(ds)));
            }),
@@ -653,7 +706,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly(
           "manifest_json", [](const ForkSafe<Dataset>& d) { return d.get()->manifest().ToJson(); })
       .def("document",
-           [](const std::shared_ptr<ForkSafe<Dataset>>& d, uint64_t i) {
+           [](const std::shared_ptr<ForkSafe<Dataset>>& d, const py::object& index) {
+             const uint64_t i = IntArg<uint64_t>(index, "document index");
              const Dataset& ds = *d->get();
              Array a;
              a.dtype = ds.dtype() == TokenDtype::kUInt16 ? DType('u', 16) : DType('i', 32);
@@ -684,12 +738,16 @@ PYBIND11_MODULE(_core, m) {
              return a;
            })
       .def("document_extent",
-           [](const ForkSafe<Dataset>& d, uint64_t i) {
+           [](const ForkSafe<Dataset>& d, const py::object& index) {
              uint64_t offset = 0, length = 0;
-             Check(d.get()->DocumentExtent(i, &offset, &length));
+             Check(d.get()->DocumentExtent(IntArg<uint64_t>(index, "document index"), &offset,
+                                           &length));
              return py::make_tuple(offset, length);
            })
-      .def("read_tokens", [](const ForkSafe<Dataset>& d, uint64_t begin, uint64_t count) {
+      .def("read_tokens", [](const ForkSafe<Dataset>& d, const py::object& first,
+                             const py::object& n) {
+        const uint64_t begin = IntArg<uint64_t>(first, "begin");
+        const uint64_t count = IntArg<uint64_t>(n, "count");
         if (count > d.get()->num_tokens()) {
           ThrowStatus(OutOfRangeError("cannot read " + std::to_string(count) + " tokens from " +
                                       std::to_string(d.get()->num_tokens())));
@@ -711,9 +769,9 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<Tokenizer>(m, "Tokenizer")
       .def(py::init([](const std::string& path, const std::string& pattern,
-                       const std::vector<std::pair<std::string, int64_t>>& special,
-                       const std::string& eos_token, const std::string& bos_token) {
-             TokenizerOptions o{pattern, special, eos_token, bos_token};
+                       const py::object& special, const std::string& eos_token,
+                       const std::string& bos_token) {
+             TokenizerOptions o{pattern, SpecialTokensArg(special), eos_token, bos_token};
              StatusOr<std::unique_ptr<Tokenizer>> t = std::unique_ptr<Tokenizer>();
              {
                py::gil_scoped_release release;  // Unwrap raises: only with the GIL.
@@ -747,8 +805,8 @@ PYBIND11_MODULE(_core, m) {
              return ids;
            })
       .def("decode_bytes",
-           [](const Tokenizer& t, const std::vector<int>& ids) {
-             return py::bytes(Unwrap(t.Decode(ids)));
+           [](const Tokenizer& t, const py::object& ids) {
+             return py::bytes(Unwrap(t.Decode(IntListArg<int>(ids, "ids"))));
            })
       .def_property_readonly("kind", [](const Tokenizer& t) { return t.info().type; })
       .def_property_readonly("vocab_size", [](const Tokenizer& t) { return t.info().vocab_size; })
@@ -818,11 +876,10 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "build",
       [](const std::vector<std::string>& inputs, const std::string& output,
-         const std::string& tokenizer_model, const std::string& pattern,
-         const std::vector<std::pair<std::string, int64_t>>& special, const std::string& eos_token,
-         const std::string& bos_token, const py::object& progress, const py::object& texts,
-         const py::object& arrow_stream, const std::optional<StorageOptions>& storage,
-         const py::kwargs& settings) {
+         const std::string& tokenizer_model, const std::string& pattern, const py::object& special,
+         const std::string& eos_token, const std::string& bos_token, const py::object& progress,
+         const py::object& texts, const py::object& arrow_stream,
+         const std::optional<StorageOptions>& storage, const py::kwargs& settings) {
         BuildOptions o = ParseOptions<BuildOptions>(settings);
         o.inputs = inputs;
         o.storage = StorageOrEnvironment(storage);
@@ -835,7 +892,8 @@ PYBIND11_MODULE(_core, m) {
         }
         o.output = output;
         o.tokenizer_model = tokenizer_model;
-        o.tokenizer_options = TokenizerOptions{pattern, special, eos_token, bos_token};
+        o.tokenizer_options =
+            TokenizerOptions{pattern, SpecialTokensArg(special), eos_token, bos_token};
         return RunBuild(std::move(o), progress, iterable.get());
       },
       py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("pattern"),
@@ -843,4 +901,5 @@ PYBIND11_MODULE(_core, m) {
       py::arg("texts") = py::none(), py::arg("arrow_stream") = py::none(),
       py::arg("storage") = py::none());
   m.def("build_options", [] { return DescribeOptions(BuildOptions::Describe()); });
+  m.def("dataset_options", [] { return DescribeOptions(DatasetOptions::Describe()); });
 }

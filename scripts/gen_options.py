@@ -12,10 +12,11 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "python" / "tokpack" / "_options.py"
 
-HEADER = '''"""The options of tokpack.Loader and tokpack.build, as keyword-argument types.
+HEADER = '''"""The options of tokpack.Loader, tokpack.build and tokpack.Dataset, as
+keyword-argument types.
 
 Generated from the C++ option tables (LoaderOptions in include/tokpack/loader.h,
-BuildOptions in include/tokpack/builder.h)
+BuildOptions in include/tokpack/builder.h, DatasetOptions in include/tokpack/dataset.h)
 by scripts/gen_options.py; do not edit. The core validates every value.
 """
 from typing import Literal, TypedDict, Union
@@ -62,6 +63,7 @@ def generate():
 
     lines = render("LoaderOptions", _core.loader_options())
     lines += render("BuildOptions", _core.build_options())
+    lines += render("DatasetOptions", _core.dataset_options())
     return HEADER + "\n".join(lines) + "\n"
 
 

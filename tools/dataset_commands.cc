@@ -8,6 +8,7 @@
 #include "tokpack/dataset_ops.h"
 #include "tokpack/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/option_flags.h"
 #include "tools/progress_printer.h"
 
 namespace tokpack::cli {
@@ -147,7 +148,7 @@ Runner AddImportCommand(CLI::App* app) {
                   "Tokenizer file the data was tokenized with (optional; any kind build takes)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &o->tokenizer_options);
   app->add_option("--chunk-bytes", o->chunk_bytes, "Checksum chunk size in bytes")
-      ->check(CLI::PositiveNumber)
+      ->check(IntInRange(1))
       ->capture_default_str();
   app->add_flag("--force", o->force, "Replace an existing dataset at --output");
   return [o, parse_tokenizer_options](const StorageOptions&) -> int {
@@ -172,15 +173,23 @@ Runner AddShowCommand(CLI::App* app) {
   };
   auto a = std::make_shared<Args>();
   app->add_option("dataset", a->dir, kDatasetHelp)->required();
-  app->add_option("--doc", a->doc, "First document (0-based)")->capture_default_str();
-  app->add_option("--count", a->count, "Number of documents")->capture_default_str();
+  // IntInRange: CLI11 alone takes "-1" as 2^64 - 1.
+  app->add_option("--doc", a->doc, "First document (0-based)")
+      ->check(IntInRange(0))
+      ->capture_default_str();
+  app->add_option("--count", a->count, "Number of documents")
+      ->check(IntInRange(0))
+      ->capture_default_str();
   app->add_flag("--decode", a->decode, "Print text decoded with the dataset's tokenizer");
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
-  return [a, parse_tokenizer_options](const StorageOptions& storage) -> int {
+  auto apply_open_flags = AddOptionFlags<DatasetOptions>(app, DatasetOptions::Describe());
+  return [a, parse_tokenizer_options, apply_open_flags](const StorageOptions& storage) -> int {
     if (Status st = parse_tokenizer_options(); !st.ok()) return ReportError("show", st);
-    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir, storage);
+    DatasetOptions open_options;
+    if (Status st = apply_open_flags(&open_options); !st.ok()) return ReportError("show", st);
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir, storage, open_options);
     if (!ds.ok()) return ReportError("show", ds.status());
     std::unique_ptr<Tokenizer> tok;
     if (a->decode) {
@@ -194,7 +203,9 @@ Runner AddShowCommand(CLI::App* app) {
       if (!loaded.ok()) return ReportError("show", loaded.status());
       tok = std::move(*loaded);
     }
-    for (uint64_t i = a->doc; i < a->doc + a->count; ++i) {
+    // Counted, not compared with doc + count, which wraps for a doc near 2^64.
+    for (uint64_t shown = 0; shown < a->count; ++shown) {
+      const uint64_t i = a->doc + shown;  // The first past the end fails before this wraps.
       uint64_t offset = 0, length = 0;
       Status st = (*ds)->DocumentExtent(i, &offset, &length);
       std::vector<int64_t> ids(length);
@@ -225,7 +236,7 @@ Runner AddPushCommand(CLI::App* app) {
   app->add_flag("--force", o->force, "Replace a dataset already at the URL");
   app->add_option("--part-bytes", o->part_bytes,
                   "Files larger than this go up in multipart uploads of this part size")
-      ->check(CLI::Range(uint64_t{5} << 20, uint64_t{5} << 30));
+      ->check(IntInRange(uint64_t{5} << 20, uint64_t{5} << 30));
   return [o](const StorageOptions& storage) -> int {
     o->storage = storage;
     o->cancel = &g_interrupted;

@@ -6,6 +6,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +19,27 @@
 #include "tokpack/status.h"
 
 namespace tokpack::cli {
+
+// Checks that a flag's value is an integer in [min, max], worded as the
+// option tables word it ("--chunk-bytes: must be at least 1, not '0'");
+// CLI::PositiveNumber and CLI::Range print their bounds as doubles.
+inline CLI::Validator IntInRange(uint64_t min, uint64_t max = UINT64_MAX) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        // strtoull would skip blanks and wrap "-1".
+        const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
+        const unsigned long long x = std::strtoull(text.c_str(), &end, 10);
+        if (digits && *end == '\0' && errno == 0 && x >= min && x <= max) return "";
+        // Past 64 bits "at least 0" would not say what is wrong.
+        const std::string range =
+            errno == ERANGE ? "between " + std::to_string(min) + " and " + std::to_string(max)
+                            : DescribeIntRange(min, max);
+        return "must be " + range + ", not '" + text + "'";
+      },
+      "", "INT_IN_RANGE");
+}
 
 // Registers a flag for each option of `infos` not in `skip`. The returned
 // function, called after parsing, sets the options given on the command line

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -379,7 +380,7 @@ Runner AddProfileCommand(CLI::App* app) {
   app->add_option("--prefetch", a->prefetch, "Ring sizes to try, e.g. 2,4,8")->default_val("2,4,8");
   app->add_option("--steps", a->steps, "Measured steps per setting")
       ->default_val(50)
-      ->check(CLI::PositiveNumber);
+      ->check(IntInRange(1, INT_MAX));
   app->add_option("--warmup", a->warmup, "Unmeasured steps first")->default_val(5);
   app->add_flag("--json", a->json, "Every measurement as JSON, per-step timelines included");
   app->add_option("--plot", a->plot,

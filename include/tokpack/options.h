@@ -49,6 +49,12 @@ std::string FormatOptionValue(const OptionValue& value);
 // The CLI flag of an option: info.flag, or "--" + name with '_' -> '-'.
 std::string OptionFlag(const OptionInfo& info);
 
+// How every integer range check words its range, in integers: "at least 1"
+// when `max` is the type's largest value, else "between 1 and 64". Option
+// tables and CLI flags say "<name> must be " + this + ", not <value>".
+std::string DescribeIntRange(int64_t min, int64_t max);
+std::string DescribeIntRange(uint64_t min, uint64_t max);
+
 // Access by name to the options of a struct T (LoaderOptions, BuildOptions)
 // through T's table: T derives from OptionSet<T>. Not thread-safe to set
 // concurrently; a const T may be read from many threads.

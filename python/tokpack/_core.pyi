@@ -3,7 +3,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 from typing_extensions import Unpack
 
-from ._options import BuildOptions, LoaderOptions
+from ._options import BuildOptions, DatasetOptions, LoaderOptions
 
 __version__: str
 
@@ -51,7 +51,9 @@ class StorageOptions:
     def from_environment() -> StorageOptions: ...
 
 class Dataset:
-    def __init__(self, path: str, storage: Optional[StorageOptions] = None) -> None: ...
+    def __init__(
+        self, path: str, storage: Optional[StorageOptions] = None, **options: Unpack[DatasetOptions]
+    ) -> None: ...
     @property
     def path(self) -> str: ...
     @property
@@ -130,3 +132,4 @@ def build(
 ) -> str: ...
 
 def build_options() -> List[Dict[str, Any]]: ...
+def dataset_options() -> List[Dict[str, Any]]: ...

@@ -13,7 +13,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
 import numpy as np
 
 from . import _core
-from ._options import BuildOptions
+from ._options import BuildOptions, DatasetOptions
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -119,18 +119,26 @@ class Dataset:
     """A packed dataset opened for random access: a tokpack dataset directory
     (with manifest.json) or a bare Megatron ``.bin``/``.idx`` prefix.
 
-    The shards are memory-mapped; opening costs O(shards) and reads no
-    tokens. ``len(ds)`` is the number of documents. Immutable and safe to
-    share between threads.
+    The shards are memory-mapped; opening reads the indexes but no tokens.
+    ``len(ds)`` is the number of documents. Immutable and safe to share
+    between threads.
 
     A remote dataset (``s3://``, ``gs://``, ``http(s)://``) is reached with
     ``storage`` (a ``tokpack.StorageOptions``), by default the settings of
     the environment variables in docs/remote.md, read when it is opened.
+
+    Opening checks every ``.idx`` entry (a damaged index is a RuntimeError
+    "data_loss: ..." naming the file and entry), but not the tokens:
+    ``verify_on_open=True`` also compares every chunk of the local files
+    with the manifest's checksums, at the cost of reading them all (remote
+    chunks are checked whenever they are fetched). The options are listed
+    in ``tokpack._options.DatasetOptions``.
     """
 
-    def __init__(self, path: StrPath, *, storage: Optional[_core.StorageOptions] = None) -> None:
+    def __init__(self, path: StrPath, *, storage: Optional[_core.StorageOptions] = None,
+                 **options: "Unpack[DatasetOptions]") -> None:
         self._storage = storage
-        self._core = _core.Dataset(os.fspath(path), storage)
+        self._core = _core.Dataset(os.fspath(path), storage, **options)
         self._manifest: Optional[Dict[str, Any]] = None
 
     def __len__(self) -> int:

@@ -1,7 +1,8 @@
-"""The options of tokpack.Loader and tokpack.build, as keyword-argument types.
+"""The options of tokpack.Loader, tokpack.build and tokpack.Dataset, as
+keyword-argument types.
 
 Generated from the C++ option tables (LoaderOptions in include/tokpack/loader.h,
-BuildOptions in include/tokpack/builder.h)
+BuildOptions in include/tokpack/builder.h, DatasetOptions in include/tokpack/dataset.h)
 by scripts/gen_options.py; do not edit. The core validates every value.
 """
 from typing import Literal, TypedDict, Union
@@ -69,3 +70,8 @@ class BuildOptions(TypedDict, total=False):
     """Tokenizer threads (0: one per hardware thread). Default: 0."""
     force: bool
     """Replace an existing dataset at the output. Default: false."""
+
+
+class DatasetOptions(TypedDict, total=False):
+    verify_on_open: bool
+    """Check every chunk of the local .bin/.idx files against the manifest's checksums at open (reads the whole dataset; remote chunks are checked when fetched). Default: false."""

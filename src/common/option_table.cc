@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "tokpack/json_writer.h"
 
@@ -68,6 +69,19 @@ std::string OptionFlag(const OptionInfo& info) {
   return flag;
 }
 
+namespace {
+
+template <typename Int>
+std::string DescribeRange(Int min, Int max) {
+  if (max == std::numeric_limits<Int>::max()) return "at least " + std::to_string(min);
+  return "between " + std::to_string(min) + " and " + std::to_string(max);
+}
+
+}  // namespace
+
+std::string DescribeIntRange(int64_t min, int64_t max) { return DescribeRange(min, max); }
+std::string DescribeIntRange(uint64_t min, uint64_t max) { return DescribeRange(min, max); }
+
 StatusOr<OptionValue> CoerceOptionValue(const std::string& name, OptionType type,
                                         const OptionValue& v) {
   const int64_t* i = std::get_if<int64_t>(&v);
@@ -79,7 +93,7 @@ StatusOr<OptionValue> CoerceOptionValue(const std::string& name, OptionType type
     case OptionType::kInt:
       if (i) return v;
       if (u && *u <= static_cast<uint64_t>(INT64_MAX)) return OptionValue(static_cast<int64_t>(*u));
-      if (u) return InvalidArgumentError(name + " is too large");
+      if (u) return InvalidArgumentError(name + " is too large: " + std::to_string(*u));
       break;
     case OptionType::kUInt:
       if (u) return v;

@@ -147,8 +147,8 @@ typename OptionTable<T>::Entry IntOption(std::string name, std::string doc, Ref 
           [ref, name, min, max](T& o, const OptionValue& v) {
             const int64_t x = std::get<int64_t>(v);
             if (x < min || x > max) {
-              return InvalidArgumentError(name + " must be in [" + std::to_string(min) + ", " +
-                                          std::to_string(max) + "], not " + std::to_string(x));
+              return InvalidArgumentError(name + " must be " + DescribeIntRange(min, max) +
+                                          ", not " + std::to_string(x));
             }
             ref(o) = static_cast<std::remove_reference_t<decltype(ref(o))>>(x);
             return Status::Ok();
@@ -163,7 +163,8 @@ typename OptionTable<T>::Entry UIntOption(std::string name, std::string doc, Ref
           [ref, name, min](T& o, const OptionValue& v) {
             const uint64_t x = std::get<uint64_t>(v);
             if (x < min) {
-              return InvalidArgumentError(name + " must be at least " + std::to_string(min));
+              return InvalidArgumentError(name + " must be " + DescribeIntRange(min, UINT64_MAX) +
+                                          ", not " + std::to_string(x));
             }
             ref(o) = x;
             return Status::Ok();

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -82,10 +83,48 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
     s.fingerprint = std::strtoull(std::string(fp).c_str(), nullptr, 16);
     c.sources.push_back(s);
   }
-  uint64_t sum = 0;
-  for (const Source& s : c.sources) sum += s.consumed;
-  if (sum != c.position) return Bad("source counts do not add up to the position");
+  TOKPACK_RETURN_IF_ERROR(c.CheckReachable());
   return c;
+}
+
+Status Cursor::CheckReachable() const {
+  if (position > kMaxPosition) {
+    return Bad("position " + std::to_string(position) +
+               " is past the last a loader reaches (2^63 - 1)");
+  }
+  uint64_t sum = 0;
+  double weights = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string field = "sources[" + std::to_string(i) + "]";
+    if (sources[i].consumed > position - sum) {  // sum <= position so far.
+      return Bad(field + ".consumed " + std::to_string(sources[i].consumed) +
+                 " takes the source counts past the position " + std::to_string(position));
+    }
+    sum += sources[i].consumed;
+    if (!(sources[i].weight > 0) || !std::isfinite(sources[i].weight)) {
+      return Bad(field + ".weight " + Double(sources[i].weight) + " is not positive and finite");
+    }
+    weights += sources[i].weight;
+  }
+  if (sum != position) {
+    return Bad("the sources' consumed counts add up to " + std::to_string(sum) +
+               ", not the position " + std::to_string(position));
+  }
+  if (!std::isfinite(weights)) return Bad("the sources' weights add up past the double range");
+  // The schedule keeps each count within one draw of its share; the slack
+  // covers the rounding of doubles at large positions.
+  const double p = static_cast<double>(position);
+  const double slack = 2 + p * 0x1p-40;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const double share = sources[i].weight / weights * p;
+    if (std::fabs(static_cast<double>(sources[i].consumed) - share) > slack) {
+      return Bad("sources[" + std::to_string(i) + "].consumed is " +
+                 std::to_string(sources[i].consumed) + " at position " + std::to_string(position) +
+                 ", but its weight draws about " + Double(std::round(share)) +
+                 " there: the blend schedule never reaches these counts");
+    }
+  }
+  return Status::Ok();
 }
 
 Status Cursor::CheckCompatible(const Cursor& saved) const {

@@ -6,6 +6,7 @@
 #ifndef TOKPACK_SRC_READER_CURSOR_H_
 #define TOKPACK_SRC_READER_CURSOR_H_
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@ namespace tokpack {
 
 struct Cursor {
   static constexpr int kVersion = 1;
+  // The largest global position a loader reaches: steps and positions are
+  // signed 64-bit, and a position this far leaves 2^63 positions of room.
+  static constexpr uint64_t kMaxPosition = INT64_MAX;
   uint64_t position = 0;  // Global positions consumed.
   uint64_t seed = 0;
   int64_t seq_len = 0;
@@ -31,11 +35,20 @@ struct Cursor {
   std::vector<Source> sources;
 
   std::string ToJson() const;
-  // Fails with InvalidArgument naming the problem.
+  // Parses and validates an untrusted state: InvalidArgument naming the
+  // field when one is missing or mistyped, a weight is not positive and
+  // finite, the counts do not add up to the position without overflow, the
+  // position is past kMaxPosition, or a count is not one the blend schedule
+  // reaches at that position with these weights (within one draw of its
+  // share, see blend_schedule.h).
   static StatusOr<Cursor> Parse(std::string_view json);
   // InvalidArgument naming the first setting in which `saved` differs from
   // this (the loader's own settings); positions and counts are not compared.
   Status CheckCompatible(const Cursor& saved) const;
+
+ private:
+  // Parse's checks of the numbers: the counts, position and weights.
+  Status CheckReachable() const;
 };
 
 }  // namespace tokpack

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
 #include "reader/dataset_internal.h"
@@ -114,31 +115,87 @@ bool Exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
+// Compares each chunk of `file` with its checksum in `want`, the file's
+// manifest entry; DataLoss names the file and the first chunk that differs.
+Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes) {
+  const uint64_t size = file.size();
+  // Overflow-safe ceiling: chunk_bytes comes from the manifest.
+  const uint64_t chunks = size == 0 ? 0 : (size - 1) / chunk_bytes + 1;
+  if (size != want.bytes || want.chunk_xxh3.size() != chunks) {
+    return DataLossError(file.name() + ": " + std::to_string(size) + " bytes in " +
+                         std::to_string(chunks) + " chunks, manifest.json says " +
+                         std::to_string(want.bytes) + " bytes and lists " +
+                         std::to_string(want.chunk_xxh3.size()) + " chunk checksums");
+  }
+  std::string scratch;  // For sources that are not memory-resident.
+  for (uint64_t k = 0; k < chunks; ++k) {
+    const uint64_t offset = k * chunk_bytes, n = std::min(chunk_bytes, size - offset);
+    std::string_view bytes;
+    if (file.data() != nullptr) {
+      bytes = std::string_view(file.data() + offset, n);
+    } else {
+      scratch.resize(n);
+      TOKPACK_RETURN_IF_ERROR(file.Read(offset, n, scratch.data()));
+      bytes = scratch;
+    }
+    const uint64_t got = Xxh3(bytes);
+    if (got != want.chunk_xxh3[k]) {
+      return DataLossError(file.name() + ": chunk " + std::to_string(k) + " (bytes " +
+                           std::to_string(offset) + ".." + std::to_string(offset + n) +
+                           ") has checksum " + HashToHex(got) + ", manifest.json says " +
+                           HashToHex(want.chunk_xxh3[k]) + ": the file is damaged");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
-                                                 const StorageOptions& storage) {
+                                                 const StorageOptions& storage,
+                                                 const DatasetOptions& options) {
   if (IsRemoteUrl(path)) {
+    // Remote chunks are verified on every fetch: verify_on_open adds nothing.
     TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
     return OpenRemoteDataset(path, *remote);
   }
-  return OpenDatasetWith(path, OpenMappedFile);
+  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenDatasetWith(path, OpenMappedFile));
+  if (options.verify_on_open) {
+    const Impl& d = *ds->impl_;
+    if (!d.has_manifest) {
+      return FailedPreconditionError(
+          "verify_on_open: " + path +
+          " is a bare Megatron prefix, which has no checksums to verify (tokpack import "
+          "records them)");
+    }
+    for (size_t k = 0; k < d.shards.size(); ++k) {
+      const ShardInfo& info = d.manifest.shards[k];
+      TOKPACK_RETURN_IF_ERROR(VerifyChunks(*d.shards[k].idx, info.idx, d.manifest.chunk_bytes));
+      TOKPACK_RETURN_IF_ERROR(VerifyChunks(*d.shards[k].bin, info.bin, d.manifest.chunk_bytes));
+    }
+  }
+  return ds;
+}
+
+StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
+                                                 const StorageOptions& storage) {
+  return Open(path, storage, DatasetOptions());
 }
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
   return Open(path, StorageOptions());
 }
 
-// Validates one shard (the .idx header against the .bin size and, with a
-// manifest, against its entry) and appends it to the dataset.
+// Validates one shard (every entry of the .idx, which then lies inside the
+// .bin, and with a manifest the shard's entry) and appends it to the dataset.
 Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<ByteSource> idx,
                 std::unique_ptr<ByteSource> bin, const ShardInfo* info) {
   Dataset::Impl::Shard s;
   s.idx = std::move(idx);
   s.bin = std::move(bin);
   const std::string idx_name = prefix + ".idx";
-  TOKPACK_ASSIGN_OR_RETURN(
-      s.view, ParseIdxHeader(std::string_view(s.idx->data(), s.idx->size()), idx_name));
+  TOKPACK_ASSIGN_OR_RETURN(s.view,
+                           ParseIdx(std::string_view(s.idx->data(), s.idx->size()), idx_name));
   if (s.view.bin_bytes() != s.bin->size()) {
     return DataLossError(prefix + ".bin: " + std::to_string(s.bin->size()) + " bytes, but " +
                          idx_name + " describes " + std::to_string(s.view.bin_bytes()) +
@@ -164,6 +221,13 @@ Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<Byt
   }
   s.first_token = d.token_ends.empty() ? 0 : d.token_ends.back();
   s.first_document = d.doc_ends.empty() ? 0 : d.doc_ends.back();
+  // Stream offsets must fit in 63 bits (sample and step arithmetic is int64).
+  if (s.view.tokens() > static_cast<uint64_t>(INT64_MAX) - s.first_token ||
+      s.view.sequence_count() > static_cast<uint64_t>(INT64_MAX) - s.first_document) {
+    return DataLossError(idx_name +
+                         ": the dataset's shards add up to more than 2^63 tokens or "
+                         "documents");
+  }
   d.token_ends.push_back(s.first_token + s.view.tokens());
   d.doc_ends.push_back(s.first_document + s.view.sequence_count());
   d.shards.push_back(std::move(s));
@@ -296,7 +360,7 @@ Status Dataset::DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) c
   const Impl& d = *impl_;
   if (i >= num_documents()) {
     return OutOfRangeError("document " + std::to_string(i) + " is past the last of " +
-                           std::to_string(num_documents()) + " documents");
+                           std::to_string(num_documents()) + " documents in " + d.path);
   }
   size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
   const Impl::Shard& s = d.shards[k];

@@ -24,10 +24,41 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// a * b, or UINT64_MAX (endless) where it would overflow: options allow
-// epochs and max_steps up to 2^63.
+// a * b, or UINT64_MAX where it would overflow.
 uint64_t SaturatingMul(uint64_t a, uint64_t b) {
   return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+// The global positions the options allow in all: UINT64_MAX when endless.
+// epochs and max_steps may be up to 2^63 each, so the products are checked:
+// a limit past Cursor::kMaxPosition is refused naming the option rather
+// than taken for "endless" (or a wrapped step count).
+StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint64_t>& samples) {
+  uint64_t limit = UINT64_MAX;
+  const auto too_far = [](const std::string& what) {
+    return InvalidArgumentError(what +
+                                " is more than the 2^63 - 1 positions a loader reaches; "
+                                "use 0 for an endless loader");
+  };
+  if (o.epochs > 0) {
+    uint64_t total = 0;
+    for (uint64_t n : samples) total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
+    limit = SaturatingMul(static_cast<uint64_t>(o.epochs), total);
+    if (limit > Cursor::kMaxPosition) {
+      return too_far("epochs " + std::to_string(o.epochs) + " times " + std::to_string(total) +
+                     " samples per epoch");
+    }
+  }
+  if (o.max_steps > 0) {
+    const uint64_t global = static_cast<uint64_t>(o.batch_size) * o.world_size;
+    const uint64_t steps = SaturatingMul(static_cast<uint64_t>(o.max_steps), global);
+    if (steps > Cursor::kMaxPosition) {
+      return too_far("max_steps " + std::to_string(o.max_steps) + " times " +
+                     std::to_string(global) + " samples per step (batch_size * world_size)");
+    }
+    limit = std::min(limit, steps);
+  }
+  return limit;
 }
 
 // The pipeline: T assembler threads fill the host ring in step order (a
@@ -37,11 +68,13 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
 // that is "under mu" is guarded by pipeline_->mu.
 class LoaderImpl : public Loader {
  public:
+  // `limit`: the global positions available in all (PositionLimit).
   LoaderImpl(std::vector<Source> sources, const LoaderOptions& o, std::vector<uint64_t> samples,
-             std::shared_ptr<DeviceStage> stage)
+             uint64_t limit, std::shared_ptr<DeviceStage> stage)
       : sources_(std::move(sources)),
         o_(o),
         samples_(std::move(samples)),
+        limit_(limit),
         pipeline_(std::make_shared<Pipeline>(
             static_cast<size_t>(o.prefetch), stage ? static_cast<size_t>(o.device_prefetch) : 0,
             static_cast<size_t>(std::max(1, std::min(o.threads, o.prefetch / 2))))),
@@ -53,14 +86,6 @@ class LoaderImpl : public Loader {
       orders_.emplace_back(samples_[s], o_.shuffle, o_.seed, s, o_.block_size, o_.block_window);
     }
     for (Slot& slot : pipeline_->host.slots()) slot.rows.resize(static_cast<size_t>(o_.batch_size));
-    uint64_t total = 0;
-    for (uint64_t n : samples_) total += n;
-    limit_ = UINT64_MAX;
-    const uint64_t global = GlobalBatch();
-    if (o_.epochs > 0) limit_ = SaturatingMul(static_cast<uint64_t>(o_.epochs), total);
-    if (o_.max_steps > 0) {
-      limit_ = std::min(limit_, SaturatingMul(static_cast<uint64_t>(o_.max_steps), global));
-    }
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
@@ -380,6 +405,7 @@ class LoaderImpl : public Loader {
   std::vector<Source> sources_;
   LoaderOptions o_;
   std::vector<uint64_t> samples_;
+  const uint64_t limit_;  // Global positions available in all; UINT64_MAX: endless.
   std::vector<SampleOrder> orders_;
   std::shared_ptr<Pipeline> pipeline_;
   HostLayout layout_;
@@ -395,7 +421,6 @@ class LoaderImpl : public Loader {
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
   std::atomic<bool> stopping_{false};
-  uint64_t limit_ = 0;  // Global positions available in all.
   // Under mu:
   uint64_t next_ticket_ = 0;
   int64_t end_step_ = -1;  // Step number where the data ends; -1: endless.
@@ -457,7 +482,8 @@ StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sourc
     }
     samples.push_back(n);
   }
-  auto loader = std::make_unique<LoaderImpl>(std::move(sources), options, std::move(samples),
+  TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples));
+  auto loader = std::make_unique<LoaderImpl>(std::move(sources), options, std::move(samples), limit,
                                              std::move(stage));
   TOKPACK_RETURN_IF_ERROR(loader->Start());
   return std::unique_ptr<Loader>(std::move(loader));

@@ -19,16 +19,19 @@ def test_the_generated_options_module_is_current():
         "python/tokpack/_options.py is stale: run scripts/gen_options.py")
     assert set(_options.LoaderOptions.__annotations__) == {o["name"] for o in _core.loader_options()}
     assert set(_options.BuildOptions.__annotations__) == {o["name"] for o in _core.build_options()}
+    assert (set(_options.DatasetOptions.__annotations__) ==
+            {o["name"] for o in _core.dataset_options()})
 
 
 def test_loader_keywords_are_the_core_table(packed):
     with pytest.raises(ValueError, match="unknown option 'seq_lne'.*did you mean 'seq_len'"):
         tokpack.Loader(packed[0], seq_lne=16)
-    with pytest.raises(ValueError, match="prefetch must be in \\[1, 64\\]"):
+    with pytest.raises(ValueError, match="prefetch must be between 1 and 64, not 0"):
         tokpack.Loader(packed[0], seq_len=16, prefetch=0)
     with pytest.raises(ValueError, match="device must be 'cpu', 'cuda' or 'cuda:N', not 'cuda:x'"):
         tokpack.Loader(packed[0], seq_len=16, device="cuda:x")
-    with pytest.raises(ValueError, match="seed is out of the 64-bit integer range"):
+    with pytest.raises(ValueError, match="seed must be an integer from 0 to 18446744073709551615, "
+                                         "not 18446744073709551616"):
         tokpack.Loader(packed[0], seq_len=16, seed=2**64)
     import numpy as np
     assert tokpack.Loader(packed[0], seq_len=np.int64(16), as_="numpy").seq_len == 16
@@ -40,7 +43,8 @@ def test_loader_keywords_are_the_core_table(packed):
 
 
 @pytest.mark.parametrize("command,table", [("build", _core.build_options),
-                                           ("sample", _core.loader_options)])
+                                           ("sample", _core.loader_options),
+                                           ("show", _core.dataset_options)])
 def test_cli_flags_come_from_the_same_table(tokpack_bin, command, table):
     help_text = subprocess.run([tokpack_bin, command, "--help"], capture_output=True,
                                text=True, check=True).stdout

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <functional>
+#include <tuple>
+
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/test_util.h"
 
@@ -93,6 +97,86 @@ TEST(Dataset, IndexThatDisagreesWithTheManifestIsRefused) {
   auto ds = Dataset::Open(dir.Join("a"));
   EXPECT_EQ(ds.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(ds.status().message().find("does not match manifest.json"), std::string::npos);
+}
+
+// Overwrites `value` at byte `offset` of file `path`.
+template <typename T>
+void Patch(const std::string& path, uint64_t offset, T value) {
+  std::string bytes = testing::ReadFileOrDie(path);
+  ASSERT_LE(offset + sizeof(T), bytes.size());
+  std::memcpy(bytes.data() + offset, &value, sizeof(T));
+  testing::WriteStringToFile(path, bytes);
+}
+
+// One bad entry in the middle of an index (where the old header-only check
+// did not look) is refused at open, naming the file and the entry, instead
+// of DocumentView pointing outside the mapping.
+TEST(Dataset, OneBadIndexEntryIsRefusedAtOpenNamingFileAndEntry) {
+  constexpr uint64_t n = 300, mid = 150;
+  // Header 34 bytes; then lengths (4 * n), pointers (8 * n), doc index.
+  const uint64_t length_at = 34 + 4 * mid, pointer_at = 34 + 4 * n + 8 * mid,
+                 doc_at = 34 + 12 * n + 8 * mid;
+  const std::vector<std::tuple<const char*, std::function<void(const std::string&)>, std::string>>
+      cases = {
+          {"size too large",
+           [&](const std::string& idx) { Patch<int32_t>(idx, length_at, 1 << 28); },
+           "sequence 151 has pointer"},
+          {"pointer past the end",
+           [&](const std::string& idx) { Patch<int64_t>(idx, pointer_at, int64_t{1} << 40); },
+           "sequence 150 has pointer 1099511627776"},
+          {"pointer going backwards",
+           [&](const std::string& idx) { Patch<int64_t>(idx, pointer_at, 2); },
+           "sequence 150 has pointer 2"},
+          {"doc index out of range",
+           [&](const std::string& idx) { Patch<int64_t>(idx, doc_at, int64_t{n} + 1); },
+           "document index entry 150 is 301"},
+      };
+  for (const auto& [what, damage, needle] : cases) {
+    TempDir dir;
+    testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(n, 40), 1, 1 << 20);
+    const std::string idx = dir.Join("ds/shard-00000.idx");
+    damage(idx);
+    for (const std::string& path : {dir.Join("ds"), dir.Join("ds/shard-00000")}) {
+      auto ds = Dataset::Open(path);  // With its manifest, and as a bare prefix.
+      ASSERT_FALSE(ds.ok()) << what;
+      EXPECT_EQ(ds.status().code(), StatusCode::kDataLoss) << what;
+      EXPECT_NE(ds.status().message().find(idx), std::string::npos)
+          << what << ": " << ds.status().ToString();
+      EXPECT_NE(ds.status().message().find(needle), std::string::npos)
+          << what << ": " << ds.status().ToString();
+    }
+  }
+}
+
+// A flipped token byte is served as it is, unless verify_on_open compares
+// the chunks with the manifest's checksums.
+TEST(Dataset, VerifyOnOpenFindsAFlippedTokenByteNamingFileAndChunk) {
+  TempDir dir;
+  const Manifest m =
+      testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(200, 40), 4, 1000);
+  const std::string bin = dir.Join("ds/shard-00001.bin");
+  const uint64_t token = m.shards[0].tokens + 300;  // Byte 600 of shard 1.
+  const int64_t stored = TokenAt(token, 4);
+  Patch<uint16_t>(bin, 600, static_cast<uint16_t>(stored ^ 0x100));
+  auto plain = Dataset::Open(dir.Join("ds"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  int64_t served = 0;
+  ASSERT_TRUE((*plain)->ReadTokens(token, 1, &served).ok());
+  EXPECT_EQ(served, stored ^ 0x100);
+
+  DatasetOptions verify;
+  ASSERT_TRUE(verify.Set("verify_on_open", true).ok());
+  auto checked = Dataset::Open(dir.Join("ds"), StorageOptions(), verify);
+  ASSERT_EQ(checked.status().code(), StatusCode::kDataLoss) << checked.status().ToString();
+  // The synthetic datasets have 256-byte chunks: byte 600 is in chunk 2.
+  EXPECT_NE(checked.status().message().find(bin + ": chunk 2 (bytes 512..768)"), std::string::npos)
+      << checked.status().ToString();
+
+  // Undamaged, it opens; a bare prefix has no checksums to verify against.
+  Patch<uint16_t>(bin, 600, static_cast<uint16_t>(stored));
+  EXPECT_TRUE(Dataset::Open(dir.Join("ds"), StorageOptions(), verify).ok());
+  EXPECT_EQ(Dataset::Open(dir.Join("ds/shard-00001"), StorageOptions(), verify).status().code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST(Dataset, OpensAThousandShards) {

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "reader/cursor.h"
 #include "reader/dataset_internal.h"
 #include "reader/loader_internal.h"
 #include "tests/reader/host_stage.h"
@@ -353,6 +354,72 @@ TEST_F(LoaderTest, InvalidOptionsAreRefusedNamingTheProblem) {
   EXPECT_EQ(Loader::Create({{a_, 1.0}}, o).status().code(), StatusCode::kInvalidArgument);
   o = Opts();
   EXPECT_EQ(Loader::Create({{a_, -1.0}}, o).status().code(), StatusCode::kInvalidArgument);
+}
+
+// epochs and max_steps may each be up to 2^63: a run whose positions would
+// pass 2^63 - 1 is refused naming the option, where it was taken for an
+// endless run (len() raised) or wrapped the step count.
+TEST_F(LoaderTest, StepLimitsPastTheReachablePositionsAreRefusedNamingTheOption) {
+  const auto refused = [&](const char* option, int64_t value, const std::string& needle) {
+    LoaderOptions o = Opts();  // batch_size 3, world_size 1.
+    ASSERT_TRUE(o.Set(option, value).ok());
+    auto l = Loader::Create({{a_, 1.0}}, o);
+    EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument) << option << " " << value;
+    EXPECT_NE(l.status().message().find(needle), std::string::npos) << l.status().ToString();
+  };
+  refused("max_steps", int64_t{1} << 62, "max_steps 4611686018427387904 times 3 samples per step");
+  refused("max_steps", INT64_MAX, "max_steps 9223372036854775807");
+  refused("epochs", int64_t{1} << 62, "epochs 4611686018427387904 times");
+  refused("epochs", INT64_MAX, "epochs 9223372036854775807");
+
+  // Up to the edge the length is exact.
+  LoaderOptions o = Opts();
+  o.batch_size = 1;
+  o.max_steps = int64_t{1} << 62;
+  auto l = Loader::Create({{a_, 1.0}}, o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ((*l)->RemainingSteps(), int64_t{1} << 62);
+  o = Opts();
+  const uint64_t samples = (a_->num_tokens() - 1) / 16;
+  o.epochs = static_cast<int64_t>(Cursor::kMaxPosition / samples);
+  l = Loader::Create({{a_, 1.0}}, o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ((*l)->RemainingSteps(), static_cast<int64_t>(o.epochs * samples / 3));
+}
+
+// A saved state is untrusted: numbers that overflow, or that the blend
+// schedule never reaches, are refused naming the field.
+TEST_F(LoaderTest, StatesWithUnreachableNumbersAreRefusedNamingTheField) {
+  auto blend = Make(Opts(), true);  // Weights 0.7 and 0.3.
+  Take(blend.get(), 200);
+  auto state = Cursor::Parse(blend->SaveState());
+  ASSERT_TRUE(state.ok());
+  const auto refused = [](Loader* l, const Cursor& c, const std::string& needle) {
+    Status s = l->LoadState(c.ToJson());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.ToJson();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  // Counts that add up to the position only modulo 2^64.
+  Cursor wraps = *state;
+  wraps.sources[0].consumed = UINT64_MAX;
+  wraps.sources[1].consumed = wraps.position + 1;
+  refused(blend.get(), wraps, "sources[0].consumed 18446744073709551615");
+  // Counts that add up but ignore the weights.
+  Cursor skewed = *state;
+  skewed.sources[0].consumed = skewed.position;
+  skewed.sources[1].consumed = 0;
+  refused(blend.get(), skewed, "sources[0].consumed is 600 at position 600");
+  // A position at the top of the range, where the next step would wrap.
+  auto single = Make(Opts());
+  Cursor top = *Cursor::Parse(single->SaveState());
+  top.position = top.sources[0].consumed = UINT64_MAX;
+  refused(single.get(), top, "position 18446744073709551615");
+  // The last position a loader reaches still loads and serves its step.
+  top.position = top.sources[0].consumed = Cursor::kMaxPosition;
+  ASSERT_TRUE(single->LoadState(top.ToJson()).ok());
+  EXPECT_EQ(single->Step(), static_cast<int64_t>((Cursor::kMaxPosition + 2) / 3));
+  auto batch = single->Next();
+  ASSERT_TRUE(batch.ok() && *batch) << (batch.ok() ? "end" : batch.status().ToString());
 }
 
 TEST_F(LoaderTest, ShutdownWhileThreadsWaitDoesNotHang) {
