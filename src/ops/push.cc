@@ -27,18 +27,18 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   // manifest whose files are not all there yet.
   std::vector<std::pair<std::string, uint64_t>> files;
   for (const ShardInfo& s : m.shards) {
-    if (s.path.find("..") != std::string::npos || (!s.path.empty() && s.path[0] == '/')) {
-      return InvalidArgumentError(
-          options.dir + " refers to shards outside itself (" + s.path +
-          "; a merged or imported dataset); push its parts, or copy them into one directory");
-    }
     files.push_back({s.path + ".bin", s.bin.bytes});
     files.push_back({s.path + ".idx", s.idx.bytes});
   }
   if (!m.tokenizer.file.empty()) files.push_back({m.tokenizer.file, 0});
   if (m.provenance.inputs_in_file) files.push_back({Provenance::kInputsFileName, 0});
   for (auto& [name, bytes] : files) {
-    TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(JoinPath(options.dir, name)));
+    // Plain files only: a merged or imported dataset links to others' shards
+    // (push its parts instead), and a planted link must not upload a file
+    // from elsewhere.
+    StatusOr<ReadOnlyFile> file = ReadOnlyFile::Open(options.dir, name, Links::kRefuse);
+    if (!file.ok()) return file.status().WithContext("push uploads the files of one directory");
+    const uint64_t size = file->size();
     if (name != m.tokenizer.file && name != Provenance::kInputsFileName && size != bytes) {
       return DataLossError(JoinPath(options.dir, name) + " has " + std::to_string(size) +
                            " bytes but manifest.json says " + std::to_string(bytes) +
@@ -60,12 +60,12 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   uint64_t total = 0;
   for (const auto& [name, bytes] : files) {
     if (options.cancel && options.cancel->load()) return CancelledError("push interrupted");
-    const std::string path = JoinPath(options.dir, name);
+    TOKPACK_ASSIGN_OR_RETURN(ReadOnlyFile file,
+                             ReadOnlyFile::Open(options.dir, name, Links::kRefuse));
     TOKPACK_RETURN_IF_ERROR(
-        store.PutFile(name, path, options.part_bytes).WithContext("uploading " + path));
-    TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(path));
-    total += size;
-    if (options.on_file) options.on_file(name, size);
+        store.PutFile(name, file, options.part_bytes).WithContext("uploading " + file.path()));
+    total += file.size();
+    if (options.on_file) options.on_file(name, file.size());
   }
   return total;
 }

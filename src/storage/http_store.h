@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/file_system.h"
 #include "storage/object_url.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
@@ -60,10 +61,10 @@ class HttpStore {
                                      size_t max_keys = size_t{1} << 24) const;
   // Writes `data` as object `name` in one PUT.
   Status Put(const std::string& name, const std::string& data) const;
-  // Writes local file `path` as object `name`: one PUT up to `part_bytes`,
-  // else an S3 multipart upload (also GCS's XML API) of `part_bytes` parts,
-  // aborted on failure so no partial object remains.
-  Status PutFile(const std::string& name, const std::string& path,
+  // Writes open local file `file` as object `name`: one PUT up to
+  // `part_bytes`, else an S3 multipart upload (also GCS's XML API) of
+  // `part_bytes` parts, aborted on failure so no partial object remains.
+  Status PutFile(const std::string& name, const ReadOnlyFile& file,
                  uint64_t part_bytes = uint64_t{64} << 20) const;
 
  private:
