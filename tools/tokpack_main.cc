@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  // Past RLIMIT_FSIZE a write would kill the process without a word; ignored,
+  // it fails with EFBIG, which is reported naming the file, and the staging
+  // directory is removed as after any other error.
+  std::signal(SIGXFSZ, SIG_IGN);
   for (auto& [sub, run] : runners) {
     if (!sub->parsed()) continue;
     // The one place the CLI reads the environment (TOKPACK_CACHE_DIR, AWS_*, ...).

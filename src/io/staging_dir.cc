@@ -1,81 +1,215 @@
 #include "io/staging_dir.h"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
+#include <unordered_map>
 
 #include "tokpack/manifest.h"
 
 namespace tokpack {
 namespace {
 
-constexpr char kPending[] = "manifest.json.pending";
+namespace stdfs = std::filesystem;
 
 constexpr char kLockFile[] = ".tokpack-build.lock";
+// Published by a last rename by earlier versions; a writer killed just
+// before it left this without manifest.json.
+constexpr char kPending[] = "manifest.json.pending";
 
-// Removes staging directories "<prefix>*" in `parent` whose writer is gone:
-// their lock file exists and nobody holds it. Directories without one (being
-// created right now, or older than the lock) are left alone.
-void RemoveAbandonedStagingDirs(const std::string& parent, const std::string& prefix) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(parent, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || !entry.is_directory(ec)) continue;
-    const std::string lock_path = JoinPath(entry.path().string(), kLockFile);
-    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) continue;
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) RemoveAllQuietly(entry.path().string());
-    ::close(fd);
-  }
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool HoldsDataset(const std::string& dir) {
+  return Exists(JoinPath(dir, Manifest::kFileName)) || Exists(JoinPath(dir, kPending));
 }
 
 bool IsEmptyDir(const std::string& dir) {
   std::error_code ec;
-  return std::filesystem::is_empty(dir, ec) && !ec;
+  return stdfs::is_empty(dir, ec) && !ec;
+}
+
+// Removes `dir` with its lock file last, so that a remover killed midway
+// leaves a directory the next writer still recognizes as abandoned.
+void RemoveLockLast(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : stdfs::directory_iterator(dir, ec)) {
+    if (entry.path().filename() != kLockFile) stdfs::remove_all(entry.path(), ec);
+  }
+  ::unlink(JoinPath(dir, kLockFile).c_str());
+  ::rmdir(dir.c_str());
+}
+
+// Removes the leftovers "<prefix>*" in `parent` of writers of `output` that
+// are gone:
+// - a directory whose lock file nobody holds: the staging directory of a
+//   killed writer, or a dataset its --force commit swapped out (Commit hands
+//   its lock to that one before deleting it);
+// - a directory without a lock file that holds a dataset while the output
+//   exists: one swapped out by a writer killed in the instant before it
+//   handed over its lock, or a "-old<N>" of earlier versions. A live
+//   writer at that point is deleting it itself.
+// Anything else is left alone: a directory without a lock is being created,
+// and a dataset moved aside while the output is missing is its only copy.
+void RemoveAbandoned(const std::string& parent, const std::string& prefix,
+                     const std::string& output) {
+  std::error_code ec;
+  for (const auto& entry : stdfs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 ||
+        entry.symlink_status(ec).type() != stdfs::file_type::directory) {
+      continue;
+    }
+    const std::string dir = entry.path().string();
+    const int fd = ::open(JoinPath(dir, kLockFile).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) RemoveLockLast(dir);
+      ::close(fd);
+    } else if (errno == ENOENT && HoldsDataset(dir) && Exists(output)) {
+      RemoveLockLast(dir);
+    }
+  }
+}
+
+// What Create promises about the output, and Commit re-checks.
+Status CheckExistingOutput(const std::string& output, bool force) {
+  struct stat st;
+  if (::stat(output.c_str(), &st) != 0) {
+    return errno == ENOENT ? Status::Ok() : ErrnoToStatus(errno, "stat", output);
+  }
+  if (!force) {
+    return AlreadyExistsError("output '" + output + "' already exists; pass --force to replace it");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError("output '" + output + "' exists and is not a directory");
+  }
+  if (!IsEmptyDir(output) && !HoldsDataset(output)) {
+    return FailedPreconditionError("output '" + output +
+                                   "' exists and is not a tokpack dataset (no "
+                                   "manifest.json); refusing to replace it even with --force");
+  }
+  return Status::Ok();
+}
+
+// rename(2) that never replaces `to`: 0 or an errno. Where the file system
+// lacks RENAME_NOREPLACE, plain rename(2) after a check still never loses
+// data: it refuses to replace a non-empty directory (or a file).
+int RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return errno;
+  if (Exists(to)) return EEXIST;
+  return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+// Where a path is: its absolute form with symlinks resolved (as far as it
+// exists), and its device and inode when it exists.
+struct Place {
+  stdfs::path path;
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+Place At(stdfs::path resolved) {
+  Place place;
+  place.path = std::move(resolved);
+  struct stat st;
+  if (::stat(place.path.c_str(), &st) == 0) {
+    place.exists = true;
+    place.dev = st.st_dev;
+    place.ino = st.st_ino;
+  }
+  return place;
+}
+
+Place Locate(const std::string& path) {
+  std::error_code ec;
+  stdfs::path abs = stdfs::absolute(path, ec);
+  stdfs::path resolved = stdfs::weakly_canonical(abs, ec);
+  if (ec) resolved = abs.lexically_normal();
+  // "dir/" names "dir".
+  if (resolved.filename().empty() && resolved != resolved.root_path()) {
+    resolved = resolved.parent_path();
+  }
+  return At(std::move(resolved));
+}
+
+bool SamePlace(const Place& a, const Place& b) {
+  if (a.exists && b.exists) return a.dev == b.dev && a.ino == b.ino;
+  return a.path == b.path;
+}
+
+// Whether `inner` is `outer` or lies anywhere under it.
+bool IsWithin(const Place& inner, const Place& outer) {
+  for (stdfs::path p = inner.path;; p = p.parent_path()) {
+    if (SamePlace(p == inner.path ? inner : At(p), outer)) return true;
+    if (p == p.parent_path()) return false;
+  }
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& output_in, bool force) {
+Status CheckOutputIsNoInput(const std::string& output, const std::vector<std::string>& inputs) {
+  if (inputs.empty()) return Status::Ok();
+  const Place out = Locate(output);
+  std::vector<Place> out_parents;  // An input among them holds the output.
+  for (stdfs::path p = out.path; p != p.parent_path();) {
+    p = p.parent_path();
+    out_parents.push_back(At(p));
+  }
+  // Inputs are mostly files of a few directories: whether a directory lies
+  // in the output is decided once.
+  std::unordered_map<std::string, bool> dir_in_output;
+  for (const std::string& input : inputs) {
+    const Place in = Locate(input);
+    const char* how = nullptr;
+    if (SamePlace(in, out)) {
+      how = "is";
+    } else if (std::any_of(out_parents.begin(), out_parents.end(),
+                           [&](const Place& p) { return SamePlace(p, in); })) {
+      how = "lies inside";
+    } else {
+      const stdfs::path dir = in.path.parent_path();
+      auto [it, added] = dir_in_output.emplace(dir.string(), false);
+      if (added) it->second = IsWithin(At(dir), out);
+      if (it->second) how = "contains";
+    }
+    if (how != nullptr) {
+      return InvalidArgumentError("output '" + output + "' " + how + " the input '" + input +
+                                  "'; write the output apart from the inputs (replacing it would "
+                                  "delete them)");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& output_in, bool force,
+                                                         std::vector<std::string> inputs) {
   std::string output = output_in;
   while (output.size() > 1 && output.back() == '/') output.pop_back();
   if (output.empty()) return InvalidArgumentError("no output directory given");
-  struct stat st;
-  if (::stat(output.c_str(), &st) == 0) {
-    if (!force) {
-      return AlreadyExistsError("output '" + output +
-                                "' already exists; pass --force to replace it");
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      return FailedPreconditionError("output '" + output + "' exists and is not a directory");
-    }
-    // manifest.json.pending alone: a writer died between its last two renames.
-    if (!IsEmptyDir(output) && ::access(JoinPath(output, Manifest::kFileName).c_str(), F_OK) != 0 &&
-        ::access(JoinPath(output, kPending).c_str(), F_OK) != 0) {
-      return FailedPreconditionError("output '" + output +
-                                     "' exists and is not a tokpack dataset (no "
-                                     "manifest.json); refusing to replace it even with --force");
-    }
-  } else if (errno != ENOENT) {
-    return ErrnoToStatus(errno, "stat", output);
-  }
-  std::filesystem::path p(output);
+  TOKPACK_RETURN_IF_ERROR(CheckExistingOutput(output, force));
+  TOKPACK_RETURN_IF_ERROR(CheckOutputIsNoInput(output, inputs));
+  stdfs::path p(output);
   std::string parent = p.has_parent_path() ? p.parent_path().string() : ".";
   std::string name = p.filename().string();
   TOKPACK_RETURN_IF_ERROR(CreateDirs(parent));
-  RemoveAbandonedStagingDirs(parent, "." + name + ".tokpack-tmp-");
+  RemoveAbandoned(parent, "." + name + ".tokpack-tmp-", output);
   std::string tmpl = JoinPath(parent, "." + name + ".tokpack-tmp-XXXXXX");
   if (::mkdtemp(tmpl.data()) == nullptr) {
     return ErrnoToStatus(errno, "create a staging directory in", parent);
   }
-  // Held for the life of the build, so a later build can tell an abandoned
+  // Held for the life of the writer, so a later one can tell an abandoned
   // staging directory (a killed writer) from one in use.
   const int lock = ::open(JoinPath(tmpl, kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
@@ -93,41 +227,76 @@ StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& outp
     RemoveAllQuietly(tmpl);
     return s;
   }
-  auto dir = std::unique_ptr<StagingDir>(new StagingDir(output, parent, tmpl));
+  auto dir =
+      std::unique_ptr<StagingDir>(new StagingDir(output, parent, tmpl, force, std::move(inputs)));
   dir->lock_fd_ = lock;
   return dir;
 }
 
 StagingDir::~StagingDir() {
-  if (!committed_) RemoveAllQuietly(staging_);
+  if (!committed_) RemoveLockLast(staging_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+StatusOr<std::string> StagingDir::ReplaceInTwoSteps() {
+  // Killed between the two renames, the old dataset is left at `old` (and
+  // kept by later writers, being the only copy); the output is missing.
+  const std::string old = staging_ + "-old";
+  if (::rename(output_.c_str(), old.c_str()) != 0) {
+    return ErrnoToStatus(errno, "rename", output_ + "' to '" + old);
+  }
+  const int err = RenameNoReplace(staging_, output_);
+  if (err != 0) {
+    ::rename(old.c_str(), output_.c_str());  // Put the old one back.
+    return ErrnoToStatus(err, "rename", staging_ + "' to '" + output_);
+  }
+  return old;
 }
 
 Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
   {
-    TOKPACK_ASSIGN_OR_RETURN(auto f, fs->NewWritableFile(JoinPath(staging_, kPending)));
+    TOKPACK_ASSIGN_OR_RETURN(auto f, fs->NewWritableFile(JoinPath(staging_, Manifest::kFileName)));
     TOKPACK_RETURN_IF_ERROR(f->Append(manifest_json));
     TOKPACK_RETURN_IF_ERROR(f->Close());
   }
   TOKPACK_RETURN_IF_ERROR(fs->SyncDir(staging_));
-  std::string old;
-  if (::access(output_.c_str(), F_OK) == 0) {
-    static std::atomic<int> counter{0};
-    old = staging_ + "-old" + std::to_string(counter++);
-    TOKPACK_RETURN_IF_ERROR(fs->Rename(output_, old));
+  // What Create checked may have changed since; the renames below re-check
+  // the output's existence atomically.
+  TOKPACK_RETURN_IF_ERROR(CheckOutputIsNoInput(output_, inputs_));
+  std::string old;  // Where a replaced dataset is now.
+  int err = RenameNoReplace(staging_, output_);
+  if ((err == EEXIST || err == ENOTEMPTY) && !force_) {
+    return AlreadyExistsError("output '" + output_ +
+                              "' appeared while this writer ran (another writer?); it was left "
+                              "as it is and this one's dataset discarded; pass --force to replace "
+                              "it");
   }
-  Status s = fs->Rename(staging_, output_);
-  if (!s.ok()) {
-    if (!old.empty()) fs->Rename(old, output_).IgnoreError();  // Put the old one back.
-    return s;
+  if (err == EEXIST || err == ENOTEMPTY) {
+    TOKPACK_RETURN_IF_ERROR(CheckExistingOutput(output_, force_));
+    // Readers see the old dataset or the new one, never neither.
+    err = ::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, output_.c_str(), RENAME_EXCHANGE) == 0
+              ? 0
+              : errno;
+    if (err == 0) {
+      old = staging_;
+    } else if (err == EINVAL || err == ENOSYS) {
+      TOKPACK_ASSIGN_OR_RETURN(old, ReplaceInTwoSteps());
+      err = 0;
+    }
   }
+  if (err != 0) return ErrnoToStatus(err, "rename", staging_ + "' to '" + output_);
   committed_ = true;
-  ::unlink(JoinPath(output_, kLockFile).c_str());  // The lock travelled with the directory.
-  s = fs->Rename(JoinPath(output_, kPending), JoinPath(output_, Manifest::kFileName));
-  if (s.ok()) s = fs->SyncDir(output_);
+  // The lock travelled with the directory. A replaced dataset takes it over,
+  // so that if this process dies while deleting it, the next writer knows.
+  const std::string lock = JoinPath(output_, kLockFile);
+  if (old.empty() || ::rename(lock.c_str(), JoinPath(old, kLockFile).c_str()) != 0) {
+    ::unlink(lock.c_str());
+  }
+  Status s = fs->SyncDir(output_);
   if (s.ok()) s = fs->SyncDir(parent_);
-  // On failure the previous dataset stays at `old` rather than being lost.
-  if (s.ok() && !old.empty()) RemoveAllQuietly(old);
+  // Until the renames are durable the old dataset is kept (the next writer
+  // removes it).
+  if (s.ok() && !old.empty()) RemoveLockLast(old);
   return s;
 }
 

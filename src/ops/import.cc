@@ -21,6 +21,15 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
     TOKPACK_ASSIGN_OR_RETURN(tokenizer, Tokenizer::Load(o.tokenizer_model, o.tokenizer_options));
     m.tokenizer = tokenizer->info();
   }
+  std::vector<std::string> inputs;
+  if (tokenizer) inputs.push_back(o.tokenizer_model);
+  for (const std::string& prefix : o.prefixes) {
+    inputs.push_back(StripShardExtension(prefix) + ".bin");
+    inputs.push_back(StripShardExtension(prefix) + ".idx");
+  }
+  // Before the hashing, which takes long: the output must not replace the
+  // very files it will describe.
+  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force, std::move(inputs)));
   for (size_t i = 0; i < o.prefixes.size(); ++i) {
     const std::string prefix = StripShardExtension(o.prefixes[i]);
     const std::string idx_path = prefix + ".idx", bin_path = prefix + ".bin";
@@ -66,7 +75,6 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
                                 std::to_string(m.tokenizer.vocab_size) +
                                 " ids, too many for the uint16 tokens of these shards");
   }
-  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
   for (size_t i = 0; i < o.prefixes.size(); ++i) {
     for (const char* ext : {".bin", ".idx"}) {
       // Relative, so that the tree can move whole.

@@ -21,11 +21,6 @@ std::string PartLink(size_t i) {
   return buf;
 }
 
-bool IsInside(const std::string& path, const std::string& dir) {
-  std::string rel = RelativePath(path, dir);
-  return rel.empty() || rel == "." || rel.rfind("..", 0) != 0;
-}
-
 Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manifest& b,
                        const std::string& b_name) {
   std::string what;
@@ -212,10 +207,6 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
                                   "' can only refer to local shards; merge into a URL the parts "
                                   "lie under instead");
     }
-    if (IsInside(dir, output)) {
-      return InvalidArgumentError("part '" + dir + "' lies inside the merge output '" + output +
-                                  "'");
-    }
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
     PartFiles files{[&](const std::string& name) { return JoinPath(dir, name); },
                     [&](const std::string& name) { return FileSize(JoinPath(dir, name)); },
@@ -230,7 +221,18 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
                              return PartLink(i) + "/" + shard;
                            }));
   const Manifest& first = parts[0].second;
-  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(output, force));
+  // The merged manifest refers to the parts' files: the output must not
+  // replace them.
+  std::vector<std::string> inputs;
+  for (const auto& [dir, m] : parts) {
+    inputs.push_back(dir);
+    if (!m.tokenizer.file.empty()) inputs.push_back(JoinPath(dir, m.tokenizer.file));
+    for (const ShardInfo& shard : m.shards) {
+      inputs.push_back(JoinPath(dir, shard.path + ".bin"));
+      inputs.push_back(JoinPath(dir, shard.path + ".idx"));
+    }
+  }
+  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(output, force, std::move(inputs)));
   // A manifest names only files beneath its directory, so each part is
   // reached through a link in it, relative so that the tree can move whole.
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -9,9 +9,10 @@
 
 namespace tokpack {
 
-// The dataset is built in a local temporary directory and pushed from there:
-// shards go up as whole files, and manifest.json last, so readers of the URL
-// never see a partial dataset.
+// The dataset is built in a local temporary directory and pushed from there
+// (PushDataset: a new generation of objects, manifest.json last), so readers
+// of the URL never see a partial dataset. PushDataset re-checks the URL
+// before it publishes, as a local commit re-checks the output.
 StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs) {
   TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location,
                            ResolveObjectUrl(options.output, options.storage));

@@ -211,15 +211,23 @@ Status Pipeline::Run(BuildCounts* counts) {
   return error_;
 }
 
-// Calls the progress callback every interval until stopped.
+// Calls the progress callback every interval until stopped, and once more
+// when stopped: a build shorter than one interval still reports its totals.
 class ProgressThread {
  public:
   ProgressThread(const BuildOptions& o, std::function<BuildProgress()> snapshot)
       : options_(o), snapshot_(std::move(snapshot)) {
     if (options_.progress) thread_ = std::thread([this] { Loop(); });
   }
-  ~ProgressThread() { Stop(); }
+  ~ProgressThread() { Join(); }
   void Stop() {
+    if (!thread_.joinable()) return;
+    Join();
+    options_.progress(snapshot_());
+  }
+
+ private:
+  void Join() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
@@ -227,8 +235,6 @@ class ProgressThread {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
-
- private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     auto interval = std::chrono::duration<double>(options_.progress_interval_seconds);
@@ -305,7 +311,13 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   std::atomic<uint64_t> bytes_read{0};
   DocumentReader reader(inputs, o.texts, o.settings, o.storage, &bytes_read, o.cancel);
   TOKPACK_RETURN_IF_ERROR(reader.Init());
-  TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(o.output, o.force));
+  // The local files read, which the output must not replace.
+  std::vector<std::string> read_paths = {o.tokenizer_model};
+  for (const auto& in : inputs) {
+    if (in.path != "-" && !IsRemoteUrl(in.path)) read_paths.push_back(in.path);
+  }
+  TOKPACK_ASSIGN_OR_RETURN(auto staging,
+                           StagingDir::Create(o.output, o.force, std::move(read_paths)));
 
   Manifest m;
   m.dtype = DtypeForVocab(tok.vocab_size);

@@ -362,6 +362,11 @@ Status HttpStore::Put(const std::string& name, const std::string& data) const {
   return Request(name, "PUT", &data, 0, -1, nullptr);
 }
 
+Status HttpStore::Delete(const std::string& name) const {
+  Status s = Request(name, "DELETE", nullptr, 0, -1, nullptr);
+  return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
+}
+
 Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file,
                           uint64_t part_bytes) const {
   const uint64_t size = file.size();

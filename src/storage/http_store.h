@@ -61,6 +61,8 @@ class HttpStore {
                                      size_t max_keys = size_t{1} << 24) const;
   // Writes `data` as object `name` in one PUT.
   Status Put(const std::string& name, const std::string& data) const;
+  // Deletes object `name`; OK also when it does not exist.
+  Status Delete(const std::string& name) const;
   // Writes open local file `file` as object `name`: one PUT up to
   // `part_bytes`, else an S3 multipart upload (also GCS's XML API) of
   // `part_bytes` parts, aborted on failure so no partial object remains.

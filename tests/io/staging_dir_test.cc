@@ -1,6 +1,8 @@
 #include "io/staging_dir.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,7 +29,7 @@ int CountEntries(const std::string& dir) {
 TEST(StagingDir, PublishesManifestLastAndCleansUp) {
   TempDir root;
   const std::string out = root.Join("nested/ds");
-  auto staging = StagingDir::Create(out, false);
+  auto staging = StagingDir::Create(out, false, {});
   ASSERT_TRUE(staging.ok()) << staging.status().ToString();
   testing::WriteStringToFile((*staging)->path() + "/shard-00000.bin", "x");
   EXPECT_FALSE(Exists(out));
@@ -45,7 +47,7 @@ TEST(StagingDir, PublishesManifestLastAndCleansUp) {
 TEST(StagingDir, AbandonedStagingIsRemovedAndNothingAppears) {
   TempDir root;
   {
-    auto staging = StagingDir::Create(root.Join("ds"), false);
+    auto staging = StagingDir::Create(root.Join("ds"), false, {});
     ASSERT_TRUE(staging.ok());
     testing::WriteStringToFile((*staging)->path() + "/x", "partial");
   }
@@ -58,7 +60,7 @@ TEST(StagingDir, AKilledWritersStagingIsRemovedByTheNextButALiveOneIsKept) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    auto staging = StagingDir::Create(out, false);
+    auto staging = StagingDir::Create(out, false, {});
     if (!staging.ok()) _exit(2);
     testing::WriteStringToFile((*staging)->path() + "/shard-00000.bin", "partial");
     _exit(0);  // Dies without cleaning up, as after SIGKILL.
@@ -66,11 +68,11 @@ TEST(StagingDir, AKilledWritersStagingIsRemovedByTheNextButALiveOneIsKept) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  ASSERT_EQ(CountEntries(root.path()), 1);     // The dead writer's staging directory.
-  auto live = StagingDir::Create(out, false);  // Removes it; is itself live.
+  ASSERT_EQ(CountEntries(root.path()), 1);         // The dead writer's staging directory.
+  auto live = StagingDir::Create(out, false, {});  // Removes it; is itself live.
   ASSERT_TRUE(live.ok());
   EXPECT_EQ(CountEntries(root.path()), 1);
-  auto another = StagingDir::Create(out, false);  // Must not touch the live one.
+  auto another = StagingDir::Create(out, false, {});  // Must not touch the live one.
   ASSERT_TRUE(another.ok());
   EXPECT_EQ(CountEntries(root.path()), 2);
   EXPECT_TRUE(Exists((*live)->path()));
@@ -81,10 +83,10 @@ TEST(StagingDir, RefusesExistingOutputUnlessForcedAndADataset) {
   const std::string out = root.Join("ds");
   ::mkdir(out.c_str(), 0755);
   testing::WriteStringToFile(out + "/precious.txt", "keep");
-  auto s = StagingDir::Create(out, false);
+  auto s = StagingDir::Create(out, false, {});
   EXPECT_EQ(s.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(s.status().message().find("--force"), std::string::npos);
-  s = StagingDir::Create(out, true);
+  s = StagingDir::Create(out, true, {});
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(testing::ReadFileOrDie(out + "/precious.txt"), "keep");
 }
@@ -94,8 +96,8 @@ TEST(StagingDir, ForceReplacesADatasetWhosePublishingWasInterrupted) {
   const std::string out = root.Join("ds");
   ::mkdir(out.c_str(), 0755);
   testing::WriteStringToFile(out + "/manifest.json.pending", "{}");
-  EXPECT_EQ(StagingDir::Create(out, false).status().code(), StatusCode::kAlreadyExists);
-  EXPECT_TRUE(StagingDir::Create(out, true).ok());
+  EXPECT_EQ(StagingDir::Create(out, false, {}).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(StagingDir::Create(out, true, {}).ok());
 }
 
 TEST(StagingDir, ForceReplacesAnExistingDatasetOnlyOnCommit) {
@@ -103,12 +105,115 @@ TEST(StagingDir, ForceReplacesAnExistingDatasetOnlyOnCommit) {
   const std::string out = root.Join("ds");
   ::mkdir(out.c_str(), 0755);
   testing::WriteStringToFile(out + "/manifest.json", "old");
-  auto staging = StagingDir::Create(out, true);
+  auto staging = StagingDir::Create(out, true, {});
   ASSERT_TRUE(staging.ok());
   EXPECT_EQ(testing::ReadFileOrDie(out + "/manifest.json"), "old");
   ASSERT_TRUE((*staging)->Commit(PosixFileSystem(), "new").ok());
   EXPECT_EQ(testing::ReadFileOrDie(out + "/manifest.json"), "new");
   EXPECT_EQ(CountEntries(root.path()), 1);
+}
+
+// Two writers of one new output: both pass the start check; the second to
+// commit must not replace the first one's dataset.
+TEST(StagingDir, CommitRefusesAnOutputThatAppearedMeanwhile) {
+  TempDir root;
+  const std::string out = root.Join("ds");
+  auto first = StagingDir::Create(out, false, {});
+  auto second = StagingDir::Create(out, false, {});
+  ASSERT_TRUE(first.ok() && second.ok());
+  testing::WriteStringToFile((*first)->path() + "/shard-00000.bin", "first");
+  testing::WriteStringToFile((*second)->path() + "/shard-00000.bin", "second");
+  ASSERT_TRUE((*first)->Commit(PosixFileSystem(), "one").ok());
+  Status s = (*second)->Commit(PosixFileSystem(), "two");
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  EXPECT_NE(s.message().find("'" + out + "'"), std::string::npos) << s.message();
+  EXPECT_EQ(testing::ReadFileOrDie(out + "/manifest.json"), "one");
+  EXPECT_EQ(testing::ReadFileOrDie(out + "/shard-00000.bin"), "first");
+  second->reset();
+  EXPECT_EQ(CountEntries(root.path()), 1);
+}
+
+TEST(StagingDir, RefusesAnOutputThatIsContainsOrLiesInsideAnInput) {
+  TempDir root;
+  const std::string out = root.Join("ds");
+  ::mkdir(out.c_str(), 0755);
+  testing::WriteStringToFile(out + "/manifest.json", "{}");
+  testing::WriteStringToFile(out + "/shard-00000.bin", "data");
+  ASSERT_EQ(::symlink(out.c_str(), root.Join("alias").c_str()), 0);
+  for (const std::string& input :
+       {out + "/shard-00000.bin", root.Join("alias/shard-00000.bin"), out + "/../ds/x.bin"}) {
+    auto s = StagingDir::Create(out, true, {"elsewhere.bin", input});
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << input;
+    EXPECT_NE(s.status().message().find("contains the input '" + input + "'"), std::string::npos)
+        << s.status().message();
+  }
+  EXPECT_NE(StagingDir::Create(out, true, {root.Join("alias")}).status().message().find(" is the "),
+            std::string::npos);
+  auto inside = StagingDir::Create(root.Join("alias/sub"), false, {out});
+  EXPECT_NE(inside.status().message().find("lies inside the input"), std::string::npos)
+      << inside.status().message();
+  EXPECT_TRUE(StagingDir::Create(root.Join("ds2"), false, {out + "/shard-00000.bin"}).ok());
+  EXPECT_EQ(testing::ReadFileOrDie(out + "/shard-00000.bin"), "data");
+}
+
+// An input reached through a symlink that is re-pointed into the output
+// after the start: the commit must see it.
+TEST(StagingDir, CommitRechecksThatTheOutputIsNoInput) {
+  TempDir root;
+  const std::string out = root.Join("ds");
+  ::mkdir(out.c_str(), 0755);
+  ::mkdir(root.Join("src").c_str(), 0755);
+  testing::WriteStringToFile(out + "/manifest.json", "old");
+  testing::WriteStringToFile(out + "/a.bin", "in output");
+  testing::WriteStringToFile(root.Join("src/a.bin"), "elsewhere");
+  ASSERT_EQ(::symlink(root.Join("src").c_str(), root.Join("link").c_str()), 0);
+  auto staging = StagingDir::Create(out, true, {root.Join("link/a.bin")});
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  ASSERT_EQ(::unlink(root.Join("link").c_str()), 0);
+  ASSERT_EQ(::symlink(out.c_str(), root.Join("link").c_str()), 0);
+  Status s = (*staging)->Commit(PosixFileSystem(), "new");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(testing::ReadFileOrDie(out + "/manifest.json"), "old");
+  EXPECT_EQ(testing::ReadFileOrDie(out + "/a.bin"), "in output");
+}
+
+// A --force commit killed while deleting the dataset it replaced leaves that
+// one in a hidden directory; the next writer of the output removes it unless
+// its writer still lives, or it is the only copy (the output is missing).
+TEST(StagingDir, LeftoversOfAKilledForceCommitAreRemovedByTheNextWriter) {
+  TempDir root;
+  const std::string out = root.Join("ds");
+  ::mkdir(out.c_str(), 0755);
+  testing::WriteStringToFile(out + "/manifest.json", "current");
+  const auto leftover = [&](const std::string& name, bool lock) {
+    const std::string dir = root.Join(name);
+    ::mkdir(dir.c_str(), 0755);
+    testing::WriteStringToFile(dir + "/manifest.json", "replaced");
+    testing::WriteStringToFile(dir + "/shard-00000.bin", "old tokens");
+    if (lock) testing::WriteStringToFile(dir + "/.tokpack-build.lock", "");
+    return dir;
+  };
+  const std::string old0 = leftover(".ds.tokpack-tmp-Ab12Cd-old0", false);  // As 0.1 left it.
+  const std::string swapped = leftover(".ds.tokpack-tmp-Ef34Gh", true);     // Lock free.
+  const std::string live = leftover(".ds.tokpack-tmp-Ij56Kl", true);
+  const int held = ::open((live + "/.tokpack-build.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  auto staging = StagingDir::Create(out, true, {});
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  EXPECT_FALSE(Exists(old0));
+  EXPECT_FALSE(Exists(swapped));
+  EXPECT_TRUE(Exists(live + "/shard-00000.bin"));
+  ASSERT_TRUE((*staging)->Commit(PosixFileSystem(), "new").ok());
+  EXPECT_EQ(testing::ReadFileOrDie(out + "/manifest.json"), "new");
+  ::close(held);
+  EXPECT_EQ(CountEntries(root.path()), 2);  // The output and the live writer's directory.
+
+  // With the output missing, a replaced dataset is the only copy: kept.
+  RemoveAllQuietly(out);
+  const std::string only_copy = leftover(".ds.tokpack-tmp-Mn78Op-old", false);
+  EXPECT_TRUE(StagingDir::Create(out, false, {}).ok());
+  EXPECT_TRUE(Exists(only_copy + "/shard-00000.bin"));
 }
 
 }  // namespace

@@ -1,0 +1,232 @@
+"""Publishing loses no data and never shows readers a mix (issue 16): a local
+output that holds its own inputs, two builds racing for one output, a --force
+commit killed midway, a file size limit, and `push --force` over a dataset
+that readers are using or with a push killed midway (moto, signatures checked,
+behind a proxy that holds one chosen request until the test lets it go)."""
+import json
+import os
+import random
+import resource
+import subprocess
+import threading
+import time
+import types
+
+import pytest
+
+from conftest import random_text, write_jsonl
+from remote_servers import FaultProxy, MotoServer
+
+CHUNK = 4096
+DEADLINE_S = 120  # For events on a loaded machine; nothing waits for it to pass.
+
+
+def make_corpus(path, seed, n=300):
+    rng = random.Random(seed)
+    return write_jsonl(path, [random_text(rng, 5, 80) for _ in range(n)])
+
+
+def build(run_tokpack, spm_model, src, out, *extra):
+    run_tokpack("build", "-i", src, "-o", out, "-t", spm_model, "--quiet", "--chunk-bytes",
+                CHUNK, "--shard-tokens", 6000, "--threads", 1, *extra)
+    return out
+
+
+def staging_dirs(parent):
+    return sorted(p.name for p in parent.iterdir() if ".tokpack-tmp-" in p.name)
+
+
+def wait_until(condition, proc):
+    """Waits for condition() while `proc` runs; fails with its stderr if it ends."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"exited {proc.returncode} early: {proc.stderr.read()}")
+        if time.monotonic() > deadline:
+            pytest.fail("timed out")
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("command", ["import", "build"])
+def test_an_output_that_holds_an_input_is_refused(tmp_path, run_tokpack, spm_model, command):
+    ds = build(run_tokpack, spm_model, make_corpus(tmp_path / "c.jsonl", 1), tmp_path / "ds")
+    (ds / "more.jsonl").write_bytes((tmp_path / "c.jsonl").read_bytes())
+    before = {p.name: p.read_bytes() for p in ds.iterdir()}
+    if command == "import":
+        args = ["import", ds / "shard-00000", ds / "shard-00001", "-o", ds, "--force"]
+        named = ds / "shard-00000.bin"
+    else:
+        args = ["build", "-i", ds / "more.jsonl", "-o", ds, "-t", spm_model, "--force"]
+        named = ds / "more.jsonl"
+    proc = run_tokpack(*args, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert f"output '{ds}' contains the input '{named}'" in proc.stderr
+    assert {p.name: p.read_bytes() for p in ds.iterdir()} == before
+    assert staging_dirs(tmp_path) == []
+
+
+def test_two_builds_into_one_new_output_never_replace_each_other(tmp_path, tokpack_bin,
+                                                                  run_tokpack, spm_model):
+    out = tmp_path / "ds"
+    lines = make_corpus(tmp_path / "a.jsonl", 2).read_text().splitlines(keepends=True)
+    # The first build reads stdin: it passes its start checks, then waits for
+    # the rest of its input while the second builds the same output.
+    first = subprocess.Popen([tokpack_bin, "build", "-i", "-", "-o", out, "-t", spm_model,
+                              "--quiet", "--threads", "1"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first.stdin.write("".join(lines[:10]))
+        first.stdin.flush()
+        wait_until(lambda: staging_dirs(tmp_path), first)
+        build(run_tokpack, spm_model, make_corpus(tmp_path / "b.jsonl", 3), out)
+        second = (out / "manifest.json").read_bytes()
+        _, err = first.communicate("".join(lines[10:]), timeout=DEADLINE_S)
+    finally:
+        first.kill()
+    assert first.returncode == 1, err
+    assert f"output '{out}' appeared while this writer ran" in err
+    assert (out / "manifest.json").read_bytes() == second
+    assert run_tokpack("verify", out).returncode == 0
+    assert staging_dirs(tmp_path) == []
+
+
+def test_leftovers_of_a_killed_force_commit_are_removed_by_the_next_build(
+        tmp_path, run_tokpack, spm_model):
+    src = make_corpus(tmp_path / "c.jsonl", 4)
+    ds = build(run_tokpack, spm_model, src, tmp_path / "ds")
+    # What a build killed while deleting the dataset it replaced left behind:
+    # the old dataset under its staging name (0.1 added "-old0").
+    for name in [".ds.tokpack-tmp-Ab12Cd-old0", ".ds.tokpack-tmp-Ef34Gh"]:
+        build(run_tokpack, spm_model, src, tmp_path / "copy", "--force")
+        (tmp_path / "copy").rename(tmp_path / name)
+    assert len(staging_dirs(tmp_path)) == 2
+    build(run_tokpack, spm_model, src, ds, "--force")
+    assert staging_dirs(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl", "ds"]
+
+
+def test_a_file_size_limit_is_an_error_naming_the_file(tmp_path, tokpack_bin, spm_model):
+    src = make_corpus(tmp_path / "c.jsonl", 5, n=2000)  # About 200 KB of tokens.
+    out = tmp_path / "ds"
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+    proc = subprocess.run([tokpack_bin, "build", "-i", src, "-o", out, "-t", spm_model,
+                           "--quiet"], preexec_fn=limit, capture_output=True, text=True,
+                          timeout=DEADLINE_S)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "shard-00000.bin" in proc.stderr and "File too large" in proc.stderr, proc.stderr
+    assert not out.exists() and staging_dirs(tmp_path) == []
+
+
+class HoldProxy(FaultProxy):
+    """Forwards every request to the upstream unchanged, except the `nth`
+    request whose method is `method` and whose path matches `path_re`: when it
+    arrives, .arrived is set and it waits for .release, then goes on (or,
+    with drop=True, gets a connection reset)."""
+
+    def __init__(self, upstream_url, method, path_re, nth=1, drop=False):
+        super().__init__(upstream_url, [], rate=0, match=path_re)
+        self.method, self.nth, self.drop = method, nth, drop
+        self.seen = 0
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+    def _choose(self, key):
+        if key[0] == self.method and self.match.search(key[1]):
+            with self.lock:
+                self.seen += 1
+                mine = self.seen == self.nth
+            if mine:
+                self.arrived.set()
+                self.release.wait(DEADLINE_S)
+                if self.drop:
+                    return "reset", random.Random(0)
+        return super()._choose(key)
+
+    def stop(self):
+        self.release.set()
+        super().stop()
+
+
+@pytest.fixture
+def remote(tmp_path, run_tokpack, spm_model, monkeypatch):
+    """moto with bucket "tokens", its variables set here; datasets a and b
+    built locally; a pushed to s3://tokens/ds. Yields a namespace."""
+    tokpack = pytest.importorskip("tokpack")
+    local = {name: build(run_tokpack, spm_model, make_corpus(tmp_path / f"{name}.jsonl", seed,
+                                                             n=400), tmp_path / name)
+             for name, seed in [("a", 6), ("b", 7)]}
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "3")
+    with MotoServer() as moto:
+        for k, v in moto.env().items():
+            monkeypatch.setenv(k, v)
+        moto.client().create_bucket(Bucket="tokens")
+        url = "s3://tokens/ds"
+        run_tokpack("push", local["a"], url, env=dict(os.environ))
+        caches = iter(range(1000))
+
+        def open_cold():
+            """The dataset at the URL, read through an empty cache."""
+            monkeypatch.setenv("TOKPACK_CACHE_DIR", str(tmp_path / f"cache{next(caches)}"))
+            return tokpack.Dataset(url)
+
+        def tokens(ds):
+            return ds.tokens(0, ds.num_tokens).tolist()
+
+        def keys():
+            return sorted(o["Key"] for o in
+                          moto.client().list_objects_v2(Bucket="tokens")["Contents"])
+
+        yield types.SimpleNamespace(
+            moto=moto, url=url, local=local, open_cold=open_cold, keys=keys, tokens=tokens,
+            want={k: tokens(tokpack.Dataset(v)) for k, v in local.items()},
+            via=lambda proxy: dict(os.environ, **moto.env(endpoint_url=proxy.url)))
+
+
+def test_readers_of_the_old_manifest_read_it_whole_while_a_force_push_runs(
+        remote, tokpack_bin, run_tokpack):
+    old = remote.open_cold()  # Opened on a's manifest; no token read yet.
+    with HoldProxy(remote.moto.url, "PUT", r"/manifest\.json$") as proxy:
+        push = subprocess.Popen([tokpack_bin, "push", remote.local["b"], remote.url, "--force"],
+                                env=remote.via(proxy), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(proxy.arrived.is_set, push)
+            # Every object of b is up; a's manifest still rules.
+            assert remote.tokens(old) == remote.want["a"]
+            assert remote.tokens(remote.open_cold()) == remote.want["a"]
+            proxy.release.set()
+            _, err = push.communicate(timeout=DEADLINE_S)
+        finally:
+            push.kill()
+        assert push.returncode == 0, err
+    assert remote.tokens(remote.open_cold()) == remote.want["b"]
+    # a's objects went after the switch: b's generation and the manifest remain.
+    keys = remote.keys()
+    generations = {k.split("/")[1] for k in keys if k != "ds/manifest.json"}
+    assert len(generations) == 1 and generations.pop().startswith("g-"), keys
+    manifest = json.loads(remote.moto.client().get_object(
+        Bucket="tokens", Key="ds/manifest.json")["Body"].read())
+    assert {f"ds/{s['path']}.{e}" for s in manifest["shards"] for e in ("bin", "idx")} | {
+        f"ds/{manifest['tokenizer']['file']}", "ds/manifest.json"} == set(keys)
+
+
+def test_a_push_killed_midway_leaves_the_old_dataset_whole_and_a_retry_succeeds(
+        remote, tokpack_bin, run_tokpack):
+    # Held, then dropped: the second shard file upload of the force push.
+    with HoldProxy(remote.moto.url, "PUT", r"\.(bin|idx)$", nth=2, drop=True) as proxy:
+        push = subprocess.Popen([tokpack_bin, "push", remote.local["b"], remote.url, "--force"],
+                                env=remote.via(proxy), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(proxy.arrived.is_set, push)
+        finally:
+            push.kill()
+            push.communicate(timeout=DEADLINE_S)
+    v = run_tokpack("verify", remote.url, env=dict(os.environ), check=False)
+    assert v.returncode == 0, v.stdout
+    assert remote.tokens(remote.open_cold()) == remote.want["a"]
+    run_tokpack("push", remote.local["b"], remote.url, "--force", env=dict(os.environ))
+    assert remote.tokens(remote.open_cold()) == remote.want["b"]
+    assert run_tokpack("verify", remote.url, env=dict(os.environ)).returncode == 0
