@@ -33,6 +33,7 @@
 
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
+#include "tokpack/dataset_ops.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
@@ -782,17 +783,20 @@ PYBIND11_MODULE(_core, m) {
            py::arg("path"), py::arg("pattern"), py::arg("special"), py::arg("eos_token"),
            py::arg("bos_token"))
       .def_static(
-          "load_recorded",
-          [](const std::string& path, const std::shared_ptr<ForkSafe<Dataset>>& ds) {
-            const TokenizerInfo recorded = ds->get()->manifest().tokenizer;
+          "from_dataset",
+          [](const std::shared_ptr<ForkSafe<Dataset>>& ds,
+             const std::optional<StorageOptions>& storage) {
+            const Dataset& d = *ds->get();
+            const StorageOptions options =
+                storage || d.remote() ? StorageOrEnvironment(storage) : StorageOptions();
             StatusOr<std::unique_ptr<Tokenizer>> t = std::unique_ptr<Tokenizer>();
             {
               py::gil_scoped_release release;
-              t = Tokenizer::LoadRecorded(path, recorded);
+              t = LoadDatasetTokenizer(d, options);
             }
             return Unwrap(std::move(t));
           },
-          py::arg("path"), py::arg("dataset"))
+          py::arg("dataset"), py::arg("storage") = py::none())
       .def("encode",
            [](const Tokenizer& t, const std::string& text) {
              std::vector<int> ids;
@@ -851,20 +855,6 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("options",
                              [](const LoaderHandle& h) { return OptionsDict(h.options); })
       .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
-
-  m.def(
-      "read_remote_file",
-      [](const std::string& url, const std::string& name,
-         const std::optional<StorageOptions>& storage) {
-        const StorageOptions options = StorageOrEnvironment(storage);
-        StatusOr<std::string> data = std::string();
-        {
-          py::gil_scoped_release nogil;
-          data = ReadObject(url, name, options);
-        }
-        return py::bytes(Unwrap(std::move(data)));
-      },
-      py::arg("url"), py::arg("name"), py::arg("storage") = py::none());
 
   m.def("cuda_available", [] {
     std::string why;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (the .idx, manifest and cursor parsers and the
-# Parquet plugin) with clang (ASan + UBSan) in build-fuzz/ and
-# runs each for FUZZ_SECONDS (default 20) from the committed seeds. The seeds
+# Builds the libFuzzer targets (the .idx, manifest and cursor parsers, the
+# paths a manifest names, a remote manifest as a server returns it, and the
+# Parquet plugin) with clang (ASan + UBSan) in build-fuzz/ and runs each for
+# FUZZ_SECONDS (default 20) from the committed seeds. The seeds
 # are copied, so the repository is not modified. Exits non-zero on a crash.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,10 +10,11 @@ SECONDS_EACH="${FUZZ_SECONDS:-20}"
 cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKPACK_ENABLE_CUDA=OFF \
   -DCMAKE_CXX_COMPILER=clang++ -DTOKPACK_BUILD_FUZZ=ON -DTOKPACK_BUILD_TESTS=OFF \
   -DTOKPACK_BUILD_BENCH=OFF >/dev/null
-ninja -C "$ROOT/build-fuzz" -j "$(nproc)" idx_fuzz manifest_fuzz cursor_fuzz parquet_fuzz
+ninja -C "$ROOT/build-fuzz" -j "$(nproc)" idx_fuzz manifest_fuzz cursor_fuzz dataset_path_fuzz \
+  remote_manifest_fuzz parquet_fuzz
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-for name in idx manifest cursor parquet; do
+for name in idx manifest cursor dataset_path remote_manifest parquet; do
   mkdir -p "$WORK/$name"
   cp "$ROOT/tests/fuzz/seeds/$name/"* "$WORK/$name/"
   echo "== fuzzing the $name parser for ${SECONDS_EACH}s"

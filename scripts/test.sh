@@ -24,7 +24,7 @@ echo "== C++ tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS"
 
-echo "== fuzzing the .idx, manifest, cursor and Parquet parsers (libFuzzer, briefly)"
+echo "== fuzzing the .idx, manifest, dataset-path, remote-manifest, cursor and Parquet parsers (libFuzzer, briefly)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-15}" "$ROOT/scripts/fuzz.sh"
 
 echo "== Python package (pip install into .venv)"

@@ -141,6 +141,18 @@ class Manifest {
   static constexpr int kFormatVersion = 1;
   static constexpr const char* kFileName = "manifest.json";
   static constexpr uint64_t kDefaultChunkBytes = 4ull << 20;
+  // The checksum chunk sizes a manifest may declare (a remote reader holds
+  // one chunk in memory at a time).
+  static constexpr uint64_t kMinChunkBytes = 1;
+  static constexpr uint64_t kMaxChunkBytes = 1ull << 30;
+  // The most bytes all shard files of one dataset may add up to (an .idx
+  // pointer is an int64), so that no sum of its sizes, tokens or documents
+  // overflows.
+  static constexpr uint64_t kMaxTotalBytes = (1ull << 63) - 1;
+  // The largest manifest.json read into memory: its checksum lists grow
+  // with the data (about 20 bytes a chunk, so 1 GiB lists ~200 TB in 4 MiB
+  // chunks).
+  static constexpr uint64_t kMaxJsonBytes = 1ull << 30;
 
   int format_version = kFormatVersion;
   TokenDtype dtype = TokenDtype::kUInt16;
@@ -160,13 +172,18 @@ class Manifest {
   // Serializes to the JSON text of manifest.json (deterministic).
   std::string ToJson() const;
 
-  // Parses and validates manifest.json text. `source` names the file in
-  // errors. Fails with InvalidArgument on a malformed or inconsistent
-  // manifest, DataLoss when the stored fingerprint does not match.
+  // Parses and validates manifest.json text (docs/format.md 5.6), an
+  // untrusted input: every path it names passes CheckDatasetPath
+  // (src/format/dataset_path.h), chunk_bytes is within its range, and its
+  // counts and sizes are consistent without overflow. `source` names the
+  // file in errors, with the field's path. Fails with InvalidArgument on a
+  // malformed or inconsistent manifest, DataLoss when the stored fingerprint
+  // does not match.
   static StatusOr<Manifest> Parse(std::string_view json, std::string_view source);
 
-  // Reads <dir>/manifest.json. NotFound when the directory has none; the
-  // message says whether nothing is at `dir` or it is a bare Megatron prefix.
+  // Reads <dir>/manifest.json (a regular file of at most 1 GiB). NotFound
+  // when the directory has none; the message says whether nothing is at
+  // `dir` or it is a bare Megatron prefix.
   static StatusOr<Manifest> Load(const std::string& dir);
 
   // Writes <dir>/<name> atomically (temporary file, fsync, rename, fsync dir).
@@ -175,6 +192,11 @@ class Manifest {
 
 // 16 lowercase hex digits.
 std::string HashToHex(uint64_t h);
+
+// OK when `chunk_bytes` is within [Manifest::kMinChunkBytes,
+// Manifest::kMaxChunkBytes]; InvalidArgument saying the range otherwise.
+// Writers check it too, so that they never write a manifest readers refuse.
+Status CheckChunkBytes(uint64_t chunk_bytes);
 
 }  // namespace tokpack
 

@@ -49,9 +49,12 @@ class Tokenizer {
   // tokenizer.json, the unsupported component or bad field.
   static StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& path,
                                                    const TokenizerOptions& options = {});
-  // Loads a dataset's copy at `path` as its manifest recorded it (`recorded`:
-  // kind, pattern, special tokens, BOS/EOS), and checks the file's hash.
-  static StatusOr<std::unique_ptr<Tokenizer>> LoadRecorded(const std::string& path,
+  // Loads a dataset's copy, already read into `bytes` (`path` names it in
+  // errors), as its manifest recorded it (`recorded`: kind, pattern, special
+  // tokens, BOS/EOS). DataLoss unless the bytes have the recorded hash,
+  // checked before they are parsed; reads no other file.
+  static StatusOr<std::unique_ptr<Tokenizer>> FromRecorded(const std::string& bytes,
+                                                           const std::string& path,
                                                            const TokenizerInfo& recorded);
   ~Tokenizer();
 
@@ -67,6 +70,12 @@ class Tokenizer {
 
  private:
   Tokenizer();
+  // Load() from bytes already read; `read_config`: whether a tokenizer.json
+  // takes its special tokens from the tokenizer_config.json beside `path`.
+  static StatusOr<std::unique_ptr<Tokenizer>> FromBytes(const std::string& bytes,
+                                                        const std::string& path,
+                                                        const TokenizerOptions& o,
+                                                        bool read_config);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   TokenizerInfo info_;

@@ -57,11 +57,12 @@ class Tokenizer:
         self.path = os.fspath(path)
 
     @classmethod
-    def _recorded(cls, path: StrPath, dataset: Any) -> "Tokenizer":
-        # A dataset's copy, read as its manifest recorded it (hash checked).
+    def _of_dataset(cls, dataset: "Dataset") -> "Tokenizer":
+        # The dataset's copy, read and checked against the recorded hash in
+        # the core before it is parsed; nothing is cached on disk.
         t = cls.__new__(cls)
-        t._core = _core.Tokenizer.load_recorded(os.fspath(path), dataset)
-        t.path = os.fspath(path)
+        t._core = _core.Tokenizer.from_dataset(dataset._core, dataset._storage)
+        t.path = dataset.path.rstrip("/") + "/" + dataset.tokenizer_info["file"]
         return t
 
     @property
@@ -222,25 +223,12 @@ class Dataset:
         return dict(self.manifest.get("tokenizer", {}))
 
     def tokenizer(self) -> Tokenizer:
-        """Loads the dataset's copy of its tokenizer model. FileNotFoundError
-        when the dataset has none (e.g. an import without a model)."""
-        info = self.tokenizer_info
-        name = info.get("file") or ""
-        if not name:
+        """Loads the dataset's copy of its tokenizer model, checked against the
+        hash its manifest records. FileNotFoundError when the dataset has none
+        (e.g. an import without a model)."""
+        if not self.tokenizer_info.get("file"):
             raise FileNotFoundError(f"{self.path} carries no tokenizer model")
-        if "://" not in self.path:
-            return Tokenizer._recorded(Path(self.path) / name, self._core)
-        # A remote dataset: fetch the model once per machine into a local file
-        # named by its checksum (the manifest's), written atomically.
-        import tempfile
-
-        local = Path(tempfile.gettempdir()) / f"tokpack-tokenizer-{info.get('xxh3_64', 'x')}-{name}"
-        if not local.exists():
-            data = _core.read_remote_file(self.path, name, self._storage)
-            with tempfile.NamedTemporaryFile(dir=local.parent, delete=False) as f:
-                f.write(data)
-            os.replace(f.name, local)
-        return Tokenizer._recorded(local, self._core)
+        return Tokenizer._of_dataset(self)
 
     def __reduce__(self):
         # Reopened by path in the receiving process (e.g. a spawned worker).

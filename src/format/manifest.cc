@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "format/dataset_path.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
 #include "tokpack/json_writer.h"
@@ -18,6 +19,22 @@ namespace {
 
 using simdjson::dom::element;
 using simdjson::dom::object;
+
+// `s` for an error message: control characters escaped, at most 200 bytes.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 200)) {
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > 200) out += "...";
+  return out;
+}
 
 // Reads typed fields of one JSON object, naming the full field path in errors.
 class FieldReader {
@@ -61,6 +78,16 @@ class FieldReader {
     if (obj_[key].get_string().get(sv) != simdjson::SUCCESS) return Missing(key, "a string");
     out->assign(sv);
     return Status::Ok();
+  }
+  // A path of a dataset member: CheckDatasetPath's rule (empty allowed only
+  // with `allow_empty`).
+  Status GetDatasetPath(std::string_view key, bool allow_empty, std::string* out) const {
+    TOKPACK_RETURN_IF_ERROR(Get(key, out));
+    if (allow_empty && out->empty()) return Status::Ok();
+    Status s = CheckDatasetPath(*out);
+    if (s.ok()) return s;
+    return InvalidArgumentError(std::string(source_) + ": field '" + Path(key) + "' ('" +
+                                Printable(*out) + "') " + s.message());
   }
   Status GetHash(std::string_view key, uint64_t* out) const {
     std::string s;
@@ -114,7 +141,8 @@ Status ReadDigest(const FieldReader& r, std::string_view key, uint64_t chunk_byt
     TOKPACK_RETURN_IF_ERROR(f.ParseHash(std::string(sv), where, &h));
     out->chunk_xxh3.push_back(h);
   }
-  uint64_t want = (out->bytes + chunk_bytes - 1) / chunk_bytes;
+  // Without overflow: chunk_bytes is at most kMaxChunkBytes, bytes anything.
+  const uint64_t want = out->bytes / chunk_bytes + (out->bytes % chunk_bytes != 0 ? 1 : 0);
   if (out->chunk_xxh3.size() != want) {
     return InvalidArgumentError(std::string(r.source()) + ": field '" + f.Path("xxh3_64") +
                                 "' has " + std::to_string(out->chunk_xxh3.size()) +
@@ -251,10 +279,6 @@ void WriteDigest(JsonWriter* w, std::string_view key, const FileDigest& d) {
   for (uint64_t h : d.chunk_xxh3) hex.push_back(HashToHex(h));
   w->InlineStringArray("xxh3_64", hex);
   w->EndObject();
-}
-
-bool SafeRelativePath(const std::string& p) {
-  return !p.empty() && p[0] != '/' && p.find('\0') == std::string::npos;
 }
 
 }  // namespace
@@ -482,14 +506,18 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
                                 "' contradicts dtype_code " + std::to_string(code));
   }
   TOKPACK_RETURN_IF_ERROR(r.Get("chunk_bytes", &m.chunk_bytes));
-  if (m.chunk_bytes == 0) {
-    return InvalidArgumentError(std::string(source) + ": chunk_bytes must be positive");
-  }
+  TOKPACK_RETURN_IF_ERROR(CheckChunkBytes(m.chunk_bytes).WithContext(std::string(source)));
   FieldReader t(object(), "", source);
   TOKPACK_RETURN_IF_ERROR(r.Object("tokenizer", &t));
   TOKPACK_RETURN_IF_ERROR(t.Get("type", &m.tokenizer.type));
-  TOKPACK_RETURN_IF_ERROR(t.Get("file", &m.tokenizer.file));
+  TOKPACK_RETURN_IF_ERROR(t.GetDatasetPath("file", /*allow_empty=*/true, &m.tokenizer.file));
   TOKPACK_RETURN_IF_ERROR(t.GetHash("xxh3_64", &m.tokenizer.model_xxh3));
+  // A copy without a hash could not be checked before it is loaded.
+  if (!m.tokenizer.file.empty() && m.tokenizer.model_xxh3 == 0) {
+    return InvalidArgumentError(std::string(source) + ": field '" + t.Path("xxh3_64") +
+                                "' is 0000000000000000 (unknown), but '" + t.Path("file") +
+                                "' names a tokenizer copy: a copy must carry its hash");
+  }
   TOKPACK_RETURN_IF_ERROR(t.Get("vocab_size", &m.tokenizer.vocab_size));
   TOKPACK_RETURN_IF_ERROR(t.Get("bos_id", &m.tokenizer.bos_id));
   TOKPACK_RETURN_IF_ERROR(t.Get("eos_id", &m.tokenizer.eos_id));
@@ -518,6 +546,7 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
   simdjson::dom::array shards;
   TOKPACK_RETURN_IF_ERROR(r.Array("shards", &shards));
   size_t i = 0;
+  uint64_t total_bytes = 0;  // Of all shard files: at most kMaxTotalBytes.
   for (element e : shards) {
     std::string where = "shards[" + std::to_string(i++) + "]";
     object so;
@@ -526,26 +555,35 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
     }
     FieldReader s(so, where, source);
     ShardInfo info;
-    TOKPACK_RETURN_IF_ERROR(s.Get("path", &info.path));
-    if (!SafeRelativePath(info.path)) {
-      return InvalidArgumentError(std::string(source) + ": " + where +
-                                  ".path must be a non-empty relative path");
-    }
+    TOKPACK_RETURN_IF_ERROR(s.GetDatasetPath("path", /*allow_empty=*/false, &info.path));
     TOKPACK_RETURN_IF_ERROR(s.Get("tokens", &info.tokens));
     TOKPACK_RETURN_IF_ERROR(s.Get("documents", &info.documents));
     TOKPACK_RETURN_IF_ERROR(ReadDigest(s, "bin", m.chunk_bytes, &info.bin));
     TOKPACK_RETURN_IF_ERROR(ReadDigest(s, "idx", m.chunk_bytes, &info.idx));
-    if (info.bin.bytes != info.tokens * TokenDtypeSize(m.dtype)) {
+    uint64_t bin_bytes = 0;
+    if (__builtin_mul_overflow(info.tokens, uint64_t(TokenDtypeSize(m.dtype)), &bin_bytes) ||
+        info.bin.bytes != bin_bytes) {
       return InvalidArgumentError(std::string(source) + ": " + where + " has " +
                                   std::to_string(info.tokens) + " tokens but bin.bytes " +
                                   std::to_string(info.bin.bytes));
     }
     // Imported Megatron indexes may hold several sequences per document, so
     // only the lower bound of one document entry per sequence is certain.
-    if (info.idx.bytes < 34 + 12 * info.documents + 8) {
+    uint64_t min_idx = 0;
+    if (__builtin_mul_overflow(info.documents, uint64_t{12}, &min_idx) ||
+        __builtin_add_overflow(min_idx, uint64_t{34 + 8}, &min_idx) || info.idx.bytes < min_idx) {
       return InvalidArgumentError(std::string(source) + ": " + where + " has " +
                                   std::to_string(info.documents) + " documents but idx.bytes " +
                                   std::to_string(info.idx.bytes));
+    }
+    // Bounds every sum over shards of sizes, tokens and documents, which
+    // readers then take without checks.
+    if (__builtin_add_overflow(total_bytes, info.bin.bytes, &total_bytes) ||
+        __builtin_add_overflow(total_bytes, info.idx.bytes, &total_bytes) ||
+        total_bytes > kMaxTotalBytes) {
+      return InvalidArgumentError(std::string(source) + ": the shard files up to " + where +
+                                  " add up to more than " + std::to_string(kMaxTotalBytes) +
+                                  " bytes");
     }
     m.shards.push_back(std::move(info));
   }
@@ -572,9 +610,18 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
   return m;
 }
 
+Status CheckChunkBytes(uint64_t chunk_bytes) {
+  if (chunk_bytes < Manifest::kMinChunkBytes || chunk_bytes > Manifest::kMaxChunkBytes) {
+    return InvalidArgumentError("chunk_bytes " + std::to_string(chunk_bytes) + " is not in " +
+                                std::to_string(Manifest::kMinChunkBytes) + ".." +
+                                std::to_string(Manifest::kMaxChunkBytes) + " (1 GiB)");
+  }
+  return Status::Ok();
+}
+
 StatusOr<Manifest> Manifest::Load(const std::string& dir) {
   const std::string path = JoinPath(dir, kFileName);
-  StatusOr<std::string> text = ReadFileToString(path);
+  StatusOr<std::string> text = ReadDatasetFile(dir, kFileName, kMaxJsonBytes, Links::kFollow);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
       const std::string prefix = StripShardExtension(dir);

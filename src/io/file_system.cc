@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <system_error>
@@ -150,6 +151,145 @@ StatusOr<uint64_t> FileSize(const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+namespace {
+
+// What a non-regular file is, for messages.
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+Status NotRegular(const std::string& path, mode_t mode) {
+  return InvalidArgumentError("'" + path + "' is " + KindOf(mode) +
+                              ", not a regular file of the dataset");
+}
+
+// openat() of one component; an error names `path` and, under Links::kRefuse,
+// says when the component was a symbolic link.
+StatusOr<int> OpenComponent(int dir_fd, const std::string& component, int flags, Links links,
+                            const std::string& path) {
+  if (links == Links::kRefuse) flags |= O_NOFOLLOW;
+  // Look before opening: opening a device or a FIFO can block or act.
+  struct stat st;
+  const int at = links == Links::kRefuse ? AT_SYMLINK_NOFOLLOW : 0;
+  if (::fstatat(dir_fd, component.c_str(), &st, at) != 0) {
+    return ErrnoToStatus(errno, "open", path);
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return InvalidArgumentError("'" + path + "' is a symbolic link (at '" + component +
+                                "'), and this file of a dataset is read only as a plain file");
+  }
+  if ((flags & O_DIRECTORY) ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+    return NotRegular(path, st.st_mode);
+  }
+  int fd;
+  do {
+    fd = ::openat(dir_fd, component.c_str(), flags | O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return ErrnoToStatus(errno, "open", path);
+  return fd;
+}
+
+}  // namespace
+
+StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& dir, const std::string& name,
+                                          Links links) {
+  const std::string path = JoinPath(dir, name);
+  // The dataset directory itself is the caller's to choose: followed.
+  int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return ErrnoToStatus(errno, "open directory", dir);
+  size_t begin = 0;
+  for (size_t slash; (slash = name.find('/', begin)) != std::string::npos; begin = slash + 1) {
+    StatusOr<int> sub =
+        OpenComponent(dir_fd, name.substr(begin, slash - begin), O_DIRECTORY, links, path);
+    ::close(dir_fd);
+    if (!sub.ok()) return sub.status();
+    dir_fd = *sub;
+  }
+  StatusOr<int> fd = OpenComponent(dir_fd, name.substr(begin), O_NONBLOCK, links, path);
+  ::close(dir_fd);
+  if (!fd.ok()) return fd.status();
+  // The descriptor decides: the entry may have changed since it was looked at.
+  struct stat st;
+  if (::fstat(*fd, &st) != 0) {
+    Status s = ErrnoToStatus(errno, "stat", path);
+    ::close(*fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(*fd);
+    return NotRegular(path, st.st_mode);
+  }
+  return ReadOnlyFile(*fd, static_cast<uint64_t>(st.st_size), path);
+}
+
+ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
+    : fd_(other.fd_), size_(other.size_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+ReadOnlyFile& ReadOnlyFile::operator=(ReadOnlyFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    size_ = other.size_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+ReadOnlyFile::~ReadOnlyFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+StatusOr<std::string> ReadOnlyFile::ReadAll(uint64_t max_bytes) const {
+  if (size_ > max_bytes) {
+    return InvalidArgumentError("'" + path_ + "' is " + std::to_string(size_) +
+                                " bytes, more than the " + std::to_string(max_bytes) +
+                                "-byte cap for this file");
+  }
+  std::string out;
+  TOKPACK_RETURN_IF_ERROR(ReadAt(0, static_cast<size_t>(size_), &out));
+  return out;
+}
+
+Status ReadOnlyFile::ReadAt(uint64_t offset, size_t n, std::string* out) const {
+  out->resize(n);
+  for (size_t done = 0; done < n;) {
+    const ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoToStatus(errno, "read", path_);
+    if (r == 0) {
+      return DataLossError("'" + path_ + "' ends at byte " + std::to_string(offset + done) +
+                           " while being read (it had " + std::to_string(size_) + " bytes)");
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+Status ReadOnlyFile::ReadBlocks(size_t block_bytes,
+                                const std::function<Status(std::string_view)>& visit) const {
+  std::string block;
+  for (uint64_t offset = 0; offset < size_; offset += block.size()) {
+    TOKPACK_RETURN_IF_ERROR(ReadAt(
+        offset, static_cast<size_t>(std::min<uint64_t>(block_bytes, size_ - offset)), &block));
+    TOKPACK_RETURN_IF_ERROR(visit(block));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> ReadDatasetFile(const std::string& dir, const std::string& name,
+                                      uint64_t max_bytes, Links links) {
+  TOKPACK_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::Open(dir, name, links));
+  return file.ReadAll(max_bytes);
+}
+
 Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
                            std::string_view data) {
   const std::string tmp = JoinPath(dir, name + ".tmp");
@@ -173,6 +313,13 @@ Status CreateDirs(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return ErrnoToStatus(ec.value(), "create directory", dir);
+  return Status::Ok();
+}
+
+Status CreateSymlink(const std::string& target, const std::string& link) {
+  if (::symlink(target.c_str(), link.c_str()) != 0) {
+    return ErrnoToStatus(errno, "create symbolic link", link + "' to '" + target);
+  }
   return Status::Ok();
 }
 

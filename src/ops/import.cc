@@ -1,5 +1,6 @@
 #include "common/chunk_hasher.h"
 #include "format/idx_file.h"
+#include "format/shard_writer.h"
 #include "io/file_system.h"
 #include "io/staging_dir.h"
 #include "tokpack/builder.h"
@@ -10,7 +11,7 @@ namespace tokpack {
 
 StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
   if (o.prefixes.empty()) return InvalidArgumentError("import needs at least one prefix");
-  if (o.chunk_bytes == 0) return InvalidArgumentError("--chunk-bytes must be positive");
+  TOKPACK_RETURN_IF_ERROR(CheckChunkBytes(o.chunk_bytes).WithContext("--chunk-bytes"));
   Manifest m;
   m.chunk_bytes = o.chunk_bytes;
   m.provenance.version = Version();
@@ -47,7 +48,9 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
                            " describes " + std::to_string(idx.bin_bytes()));
     }
     ShardInfo shard;
-    shard.path = RelativePath(prefix, o.output);
+    // Links in the output to the prefix's files (made below): a
+    // manifest names only files beneath its directory.
+    shard.path = ShardWriter::ShardName(i);
     shard.tokens = idx.tokens();
     shard.documents = idx.sequence_count();
     ChunkHasher bin_hash(o.chunk_bytes);
@@ -71,6 +74,14 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
     return InvalidArgumentError("tokenizer '" + o.tokenizer_model + "' has " +
                                 std::to_string(m.tokenizer.vocab_size) +
                                 " ids, too many for the uint16 tokens of these shards");
+  }
+  for (size_t i = 0; i < o.prefixes.size(); ++i) {
+    for (const char* ext : {".bin", ".idx"}) {
+      // Relative, so that the tree can move whole.
+      TOKPACK_RETURN_IF_ERROR(
+          CreateSymlink(RelativePath(StripShardExtension(o.prefixes[i]) + ext, o.output),
+                        JoinPath(staging->path(), m.shards[i].path + ext)));
+    }
   }
   if (tokenizer) {
     TOKPACK_RETURN_IF_ERROR(CopyFile(PosixFileSystem(), o.tokenizer_model,

@@ -1,11 +1,9 @@
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <filesystem>
 
+#include "format/dataset_path.h"
 #include "io/file_system.h"
+#include "storage/http_store.h"
+#include "storage/object_url.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/json_writer.h"
 
@@ -63,31 +61,22 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
 
 namespace {
 
-// Downloads a remote dataset's tokenizer file into a temporary file (the
-// loaders read files), loads it and removes the file.
-StatusOr<std::unique_ptr<Tokenizer>> LoadRemoteTokenizer(const Dataset& dataset,
-                                                         const StorageOptions& storage) {
-  const TokenizerInfo& recorded = dataset.manifest().tokenizer;
-  TOKPACK_ASSIGN_OR_RETURN(std::string bytes, ReadObject(dataset.path(), recorded.file, storage));
-  const std::filesystem::path tmp(storage.temp_dir);
-  // The recorded file's extension is kept: it is part of how a model is named.
-  const std::string ext = std::filesystem::path(recorded.file).extension().string();
-  std::string path = (tmp / "tokpack-tokenizer-XXXXXX").string() + ext;
-  const int fd = ::mkstemps(path.data(), static_cast<int>(ext.size()));
-  if (fd < 0) return ErrnoToStatus(errno, "mkstemps", path);
-  Status written = Status::Ok();
-  for (size_t done = 0; done < bytes.size() && written.ok();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) written = ErrnoToStatus(errno, "write", path);
-    if (n > 0) done += static_cast<size_t>(n);
+// A remote dataset's tokenizer copy, of at most kMaxTokenizerBytes (its size
+// is asked first, then exactly that many bytes are fetched).
+StatusOr<std::string> FetchRemoteTokenizer(const Dataset& dataset, const std::string& name,
+                                           const StorageOptions& storage) {
+  TOKPACK_RETURN_IF_ERROR(storage.Validate());
+  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(dataset.path(), storage));
+  const HttpStore store(std::move(location), HttpOptions::From(storage));
+  TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.Size(name));
+  if (size > kMaxTokenizerBytes) {
+    return InvalidArgumentError(store.location().UrlOf(name) + " is " + std::to_string(size) +
+                                " bytes, more than the " + std::to_string(kMaxTokenizerBytes) +
+                                "-byte cap for a tokenizer file");
   }
-  ::close(fd);
-  StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
-      written.ok() ? Tokenizer::LoadRecorded(path, recorded) : written;
-  ::unlink(path.c_str());
-  if (!tokenizer.ok()) return tokenizer.status().WithContext(dataset.path() + "/" + recorded.file);
-  return tokenizer;
+  std::string bytes;
+  if (size > 0) TOKPACK_RETURN_IF_ERROR(store.GetRange(name, 0, size, &bytes));
+  return bytes;
 }
 
 }  // namespace
@@ -99,8 +88,15 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset
     return InvalidArgumentError(dataset.path() + " holds no tokenizer" +
                                 (dataset.has_manifest() ? "" : " (a bare Megatron prefix)"));
   }
-  if (dataset.remote()) return LoadRemoteTokenizer(dataset, storage);
-  return Tokenizer::LoadRecorded(JoinPath(dataset.path(), recorded.file), recorded);
+  // Read into memory, then checked against the recorded hash before it is
+  // parsed: no temporary or cached file another process could swap.
+  const std::string where = dataset.path() + "/" + recorded.file;
+  StatusOr<std::string> bytes =
+      dataset.remote()
+          ? FetchRemoteTokenizer(dataset, recorded.file, storage)
+          : ReadDatasetFile(dataset.path(), recorded.file, kMaxTokenizerBytes, Links::kRefuse);
+  if (!bytes.ok()) return bytes.status();
+  return Tokenizer::FromRecorded(*bytes, where, recorded);
 }
 
 }  // namespace tokpack

@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 
+#include "format/dataset_path.h"
 #include "io/file_system.h"
 #include "io/staging_dir.h"
 #include "storage/http_store.h"
@@ -11,6 +13,13 @@
 
 namespace tokpack {
 namespace {
+
+// The link in a local merge's output to its part i.
+std::string PartLink(size_t i) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "part-%05zu", i);
+  return buf;
+}
 
 Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manifest& b,
                        const std::string& b_name) {
@@ -201,13 +210,15 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
     PartFiles files{[&](const std::string& name) { return JoinPath(dir, name); },
                     [&](const std::string& name) { return FileSize(JoinPath(dir, name)); },
-                    [&](const std::string& name) { return ReadFileToString(JoinPath(dir, name)); }};
+                    [&](const std::string& name) {
+                      return ReadDatasetFile(dir, name, kMaxInputListBytes, Links::kRefuse);
+                    }};
     TOKPACK_RETURN_IF_ERROR(CheckPart(files, &m));
     parts.push_back({dir, std::move(m)});
   }
   TOKPACK_RETURN_IF_ERROR(OrderParts(&parts));
   TOKPACK_ASSIGN_OR_RETURN(Manifest out, Combine(parts, [&](size_t i, const std::string& shard) {
-                             return RelativePath(JoinPath(parts[i].first, shard), output);
+                             return PartLink(i) + "/" + shard;
                            }));
   const Manifest& first = parts[0].second;
   // The merged manifest refers to the parts' files: the output must not
@@ -222,11 +233,19 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
     }
   }
   TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(output, force, std::move(inputs)));
+  // A manifest names only files beneath its directory, so each part is
+  // reached through a link in it, relative so that the tree can move whole.
+  for (size_t i = 0; i < parts.size(); ++i) {
+    TOKPACK_RETURN_IF_ERROR(CreateSymlink(RelativePath(parts[i].first, output),
+                                          JoinPath(staging->path(), PartLink(i))));
+  }
   if (!first.tokenizer.file.empty()) {
     out.tokenizer.file = first.tokenizer.file;
-    TOKPACK_RETURN_IF_ERROR(CopyFile(PosixFileSystem(),
-                                     JoinPath(parts[0].first, first.tokenizer.file),
-                                     JoinPath(staging->path(), out.tokenizer.file)));
+    TOKPACK_ASSIGN_OR_RETURN(
+        std::string model,
+        ReadDatasetFile(parts[0].first, first.tokenizer.file, kMaxTokenizerBytes, Links::kRefuse));
+    TOKPACK_RETURN_IF_ERROR(
+        WriteFileAtomically(PosixFileSystem(), staging->path(), out.tokenizer.file, model));
   }
   if (out.provenance.inputs.size() > Provenance::kMaxListedInputs) {
     TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(PosixFileSystem(), staging->path(),

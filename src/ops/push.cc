@@ -98,31 +98,27 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
     uint64_t bytes;      // What the manifest says; 0: not recorded.
   };
   std::vector<File> files;
+  // Paths are confined to the dataset (Manifest::Parse checked them).
   const auto add = [&](std::string* path, std::vector<std::pair<std::string, uint64_t>> kinds) {
-    if (path->find("..") != std::string::npos || (*path)[0] == '/') {
-      return InvalidArgumentError(
-          options.dir + " refers to files outside itself (" + *path +
-          "; a merged or imported dataset); push its parts, or copy them into one directory");
-    }
     for (const auto& [ext, bytes] : kinds) {
       files.push_back({*path + ext, generation + "/" + *path + ext, bytes});
     }
     *path = generation + "/" + *path;
-    return Status::Ok();
   };
-  for (ShardInfo& s : m.shards) {
-    TOKPACK_RETURN_IF_ERROR(add(&s.path, {{".bin", s.bin.bytes}, {".idx", s.idx.bytes}}));
-  }
-  if (!m.tokenizer.file.empty()) TOKPACK_RETURN_IF_ERROR(add(&m.tokenizer.file, {{"", 0}}));
+  for (ShardInfo& s : m.shards) add(&s.path, {{".bin", s.bin.bytes}, {".idx", s.idx.bytes}});
+  if (!m.tokenizer.file.empty()) add(&m.tokenizer.file, {{"", 0}});
   // The format fixes this side file's name, so it is replaced in place.
   if (m.provenance.inputs_in_file) {
     files.push_back({Provenance::kInputsFileName, Provenance::kInputsFileName, 0});
   }
   for (const File& f : files) {
-    const std::string path = JoinPath(options.dir, f.local);
-    TOKPACK_ASSIGN_OR_RETURN(uint64_t size, FileSize(path));
-    if (f.bytes != 0 && size != f.bytes) {
-      return DataLossError(path + " has " + std::to_string(size) +
+    // Plain files only: a merged or imported dataset links to others' shards
+    // (push its parts instead), and a planted link must not upload a file
+    // from elsewhere.
+    StatusOr<ReadOnlyFile> file = ReadOnlyFile::Open(options.dir, f.local, Links::kRefuse);
+    if (!file.ok()) return file.status().WithContext("push uploads the files of one directory");
+    if (f.bytes != 0 && file->size() != f.bytes) {
+      return DataLossError(file->path() + " has " + std::to_string(file->size()) +
                            " bytes but manifest.json says " + std::to_string(f.bytes) +
                            "; run tokpack verify");
     }
@@ -143,12 +139,15 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
       break;
     }
     const File& f = files[tried];
-    const std::string path = JoinPath(options.dir, f.local);
-    s = store.PutFile(f.remote, path, options.part_bytes).WithContext("uploading " + path);
-    StatusOr<uint64_t> size = FileSize(path);
-    if (!s.ok() || !size.ok()) continue;
-    total += *size;
-    if (options.on_file) options.on_file(f.remote, *size);
+    StatusOr<ReadOnlyFile> file = ReadOnlyFile::Open(options.dir, f.local, Links::kRefuse);
+    s = file.status();
+    if (s.ok()) {
+      s = store.PutFile(f.remote, *file, options.part_bytes)
+              .WithContext("uploading " + file->path());
+    }
+    if (!s.ok()) continue;
+    total += file->size();
+    if (options.on_file) options.on_file(f.remote, file->size());
   }
   if (s.ok() && cancelled()) s = CancelledError("push interrupted");
   // Re-checked: another writer may have published since the start.

@@ -1,8 +1,11 @@
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "common/chunk_hasher.h"
+#include "format/dataset_path.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
 #include "storage/http_store.h"
@@ -20,16 +23,21 @@ using BlockVisitor = std::function<Status(std::string_view)>;
 
 // The files of one dataset, named relative to it: a local directory, or an
 // object-store prefix read by ranged GETs (not through the chunk cache, so
-// what is checked is what the store holds).
+// what is checked is what the store holds). Names come from the manifest
+// (CheckDatasetPath-clean); local shard files may be links (a merge or an
+// import made them), other members may not (ReadOnlyFile's rule).
 class DatasetFiles {
  public:
   virtual ~DatasetFiles() = default;
   // How problems name file `name`.
   virtual std::string Where(const std::string& name) const = 0;
+  // Size of shard file `name`.
   virtual StatusOr<uint64_t> Size(const std::string& name) const = 0;
-  virtual StatusOr<std::string> Read(const std::string& name) const = 0;
-  // Streams the first `size` bytes of `name` through `visit` in blocks whose
-  // sizes are multiples of 4 (so no token straddles two blocks).
+  // The whole of `name`, refused when larger than `max_bytes`.
+  virtual StatusOr<std::string> Read(const std::string& name, uint64_t max_bytes,
+                                     Links links) const = 0;
+  // Streams the first `size` bytes of shard file `name` through `visit` in
+  // blocks whose sizes are multiples of 4 (so no token straddles two blocks).
   virtual Status ReadBlocks(const std::string& name, uint64_t size,
                             const BlockVisitor& visit) const = 0;
 };
@@ -37,14 +45,27 @@ class DatasetFiles {
 class LocalFiles : public DatasetFiles {
  public:
   explicit LocalFiles(std::string dir) : dir_(std::move(dir)) {}
-  std::string Where(const std::string& name) const override { return JoinPath(dir_, name); }
-  StatusOr<uint64_t> Size(const std::string& name) const override { return FileSize(Where(name)); }
-  StatusOr<std::string> Read(const std::string& name) const override {
-    return ReadFileToString(Where(name));
+  // A file reached through a link (a merge's or an import's) is named with
+  // the file it reaches: that is the one to mend.
+  std::string Where(const std::string& name) const override {
+    const std::string path = JoinPath(dir_, name);
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(path, ec);
+    if (ec || real == std::filesystem::canonical(dir_, ec) / name) return path;
+    return path + " -> " + real.string();
+  }
+  StatusOr<uint64_t> Size(const std::string& name) const override {
+    TOKPACK_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::Open(dir_, name, Links::kFollow));
+    return file.size();
+  }
+  StatusOr<std::string> Read(const std::string& name, uint64_t max_bytes,
+                             Links links) const override {
+    return ReadDatasetFile(dir_, name, max_bytes, links);
   }
   Status ReadBlocks(const std::string& name, uint64_t /*size*/,
                     const BlockVisitor& visit) const override {
-    return ReadFileBlocks(Where(name), kBlockBytes, visit);
+    TOKPACK_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::Open(dir_, name, Links::kFollow));
+    return file.ReadBlocks(kBlockBytes, visit);
   }
 
  private:
@@ -57,7 +78,19 @@ class RemoteFiles : public DatasetFiles {
       : url_(std::move(url)), store_(std::move(location), HttpOptions::From(storage)) {}
   std::string Where(const std::string& name) const override { return url_ + "/" + name; }
   StatusOr<uint64_t> Size(const std::string& name) const override { return store_.Size(name); }
-  StatusOr<std::string> Read(const std::string& name) const override { return store_.Get(name); }
+  StatusOr<std::string> Read(const std::string& name, uint64_t max_bytes,
+                             Links /*links*/) const override {
+    // The size first, so that a body is never read past the cap.
+    TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store_.Size(name));
+    if (size > max_bytes) {
+      return InvalidArgumentError(Where(name) + " is " + std::to_string(size) +
+                                  " bytes, more than the " + std::to_string(max_bytes) +
+                                  "-byte cap for this file");
+    }
+    std::string out;
+    if (size > 0) TOKPACK_RETURN_IF_ERROR(store_.GetRange(name, 0, size, &out));
+    return out;
+  }
   Status ReadBlocks(const std::string& name, uint64_t size,
                     const BlockVisitor& visit) const override {
     std::string block;
@@ -149,7 +182,7 @@ void CheckIdx(const DatasetFiles& files, const std::string& name, const Manifest
                                std::to_string(shard.idx.bytes));
     return;
   }
-  StatusOr<std::string> bytes = files.Read(name);
+  StatusOr<std::string> bytes = files.Read(name, shard.idx.bytes, Links::kFollow);
   if (!bytes.ok()) {
     report->problems.push_back(bytes.status().message());
     return;
@@ -194,7 +227,7 @@ VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
     CheckIdx(files, shard.path + ".idx", m, shard, bin_size.ok() ? *bin_size : 0, &report);
   }
   if (!m.tokenizer.file.empty()) {
-    StatusOr<std::string> model = files.Read(m.tokenizer.file);
+    StatusOr<std::string> model = files.Read(m.tokenizer.file, kMaxTokenizerBytes, Links::kRefuse);
     if (!model.ok()) {
       report.problems.push_back(model.status().message());
     } else if (Xxh3(*model) != m.tokenizer.model_xxh3) {
@@ -204,7 +237,7 @@ VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
   }
   if (m.provenance.inputs_in_file) {
     const std::string name = Provenance::kInputsFileName;
-    StatusOr<std::string> list = files.Read(name);
+    StatusOr<std::string> list = files.Read(name, kMaxInputListBytes, Links::kRefuse);
     Status s = list.ok() ? ReadInputList(*list, files.Where(name), &m.provenance) : list.status();
     if (!s.ok()) report.problems.push_back(s.message());
   }
@@ -253,7 +286,8 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& path, const StorageOptio
     std::string url = path;
     while (!url.empty() && url.back() == '/') url.pop_back();
     RemoteFiles files(url, std::move(location), storage);
-    StatusOr<std::string> text = files.Read(Manifest::kFileName);
+    StatusOr<std::string> text =
+        files.Read(Manifest::kFileName, Manifest::kMaxJsonBytes, Links::kFollow);
     if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
       return NotFoundError(url + " is not a tokpack dataset: " + text.status().message());
     }

@@ -65,6 +65,8 @@ template class OptionSet<O>;
 
 Status BuildOptions::Validate() const {
   TOKPACK_RETURN_IF_ERROR(CheckFields());  // Fields assigned directly, too.
+  // What readers accept (the table checks only the lower bound).
+  TOKPACK_RETURN_IF_ERROR(CheckChunkBytes(chunk_bytes).WithContext("--chunk-bytes"));
   if (output.empty()) return InvalidArgumentError("no output directory given (--output)");
   if (tokenizer_model.empty()) return InvalidArgumentError("no tokenizer given (--tokenizer)");
   if (part_count < 1 || part_index < 0 || part_index >= part_count) {

@@ -114,6 +114,13 @@ Status LoadSentencepiece(const std::string& path, const std::string& bytes,
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
                                                      const TokenizerOptions& o) {
   TOKPACK_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  return FromBytes(bytes, path, o, /*read_config=*/true);
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromBytes(const std::string& bytes,
+                                                          const std::string& path,
+                                                          const TokenizerOptions& o,
+                                                          bool read_config) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   TokenizerInfo& info = t->info_;
   info.model_xxh3 = Xxh3(bytes);
@@ -140,7 +147,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
       info.file = "tokenizer.json";
       info.vocab_size = bpe.vocab_size();
       info.unk_id = bpe.unk_id();
-      const ConfigTokens config = ReadConfigTokens(path);
+      const ConfigTokens config = read_config ? ReadConfigTokens(path) : ConfigTokens();
       const std::string& eos = o.eos_token.empty() ? config.eos : o.eos_token;
       const std::string& bos = o.bos_token.empty() ? config.bos : o.bos_token;
       TOKPACK_ASSIGN_OR_RETURN(info.eos_id, SpecialId(bpe, path, eos, "EOS",
@@ -176,17 +183,22 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
                               "tiktoken ranks file (lines of base64 token and rank)");
 }
 
-StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadRecorded(const std::string& path,
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromRecorded(const std::string& bytes,
+                                                             const std::string& path,
                                                              const TokenizerInfo& recorded) {
+  // The hash first: nothing of an unverified file is parsed.
+  if (Xxh3(bytes) != recorded.model_xxh3) {
+    return DataLossError("tokenizer '" + path + "' does not match the hash its manifest records (" +
+                         HashToHex(recorded.model_xxh3) + ")");
+  }
   TokenizerOptions o;
   if (recorded.type == "tiktoken") {
     o.pattern = recorded.pattern;
     o.special_tokens = recorded.special_tokens;
   }
-  TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> t, Load(path, o));
-  if (recorded.model_xxh3 != 0 && t->info_.model_xxh3 != recorded.model_xxh3) {
-    return DataLossError("tokenizer '" + path + "' does not match the hash its manifest records");
-  }
+  // The recorded ids are the dataset's: no tokenizer_config.json is read.
+  TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> t,
+                           FromBytes(bytes, path, o, /*read_config=*/false));
   if (!recorded.type.empty() && t->info_.type != recorded.type) {
     return DataLossError("tokenizer '" + path + "' is a " + t->info_.type +
                          " file; its manifest records " + recorded.type);

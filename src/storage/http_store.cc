@@ -7,7 +7,6 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -368,21 +367,12 @@ Status HttpStore::Delete(const std::string& name) const {
   return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
 
-Status HttpStore::PutFile(const std::string& name, const std::string& path,
+Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file,
                           uint64_t part_bytes) const {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return NotFoundError(path + ": cannot open for upload");
-  const uint64_t size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
-  const auto read_part = [&](uint64_t n, std::string* buf) {
-    buf->resize(n);
-    return in.read(buf->data(), static_cast<std::streamsize>(n))
-               ? Status::Ok()
-               : IoError(path + ": read failed during upload");
-  };
+  const uint64_t size = file.size();
   std::string buf;
   if (size <= part_bytes) {
-    TOKPACK_RETURN_IF_ERROR(read_part(size, &buf));
+    TOKPACK_RETURN_IF_ERROR(file.ReadAt(0, static_cast<size_t>(size), &buf));
     return Put(name, buf);
   }
   std::string created;
@@ -396,7 +386,7 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
   std::string complete = "<CompleteMultipartUpload>";
   Status s;
   for (uint64_t at = 0, part = 1; at < size && s.ok(); at += part_bytes, ++part) {
-    s = read_part(std::min(part_bytes, size - at), &buf);
+    s = file.ReadAt(at, static_cast<size_t>(std::min(part_bytes, size - at)), &buf);
     std::string etag;
     if (s.ok()) {
       s = Request(name, "PUT", &buf, 0, -1, nullptr,

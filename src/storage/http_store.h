@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/file_system.h"
 #include "storage/object_url.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
@@ -62,10 +63,10 @@ class HttpStore {
   Status Put(const std::string& name, const std::string& data) const;
   // Deletes object `name`; OK also when it does not exist.
   Status Delete(const std::string& name) const;
-  // Writes local file `path` as object `name`: one PUT up to `part_bytes`,
-  // else an S3 multipart upload (also GCS's XML API) of `part_bytes` parts,
-  // aborted on failure so no partial object remains.
-  Status PutFile(const std::string& name, const std::string& path,
+  // Writes open local file `file` as object `name`: one PUT up to
+  // `part_bytes`, else an S3 multipart upload (also GCS's XML API) of
+  // `part_bytes` parts, aborted on failure so no partial object remains.
+  Status PutFile(const std::string& name, const ReadOnlyFile& file,
                  uint64_t part_bytes = uint64_t{64} << 20) const;
 
  private:

@@ -1,6 +1,9 @@
 #include "tokpack/manifest.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdint>
 
 #include "tests/test_util.h"
 
@@ -91,9 +94,102 @@ TEST(Manifest, MalformedManifestsNameTheProblem) {
   s = field_error("\"dtype_code\": 8", "\"dtype_code\": 5");
   EXPECT_NE(s.message().find("dtype_code"), std::string::npos) << s.message();
   s = field_error("\"path\": \"shard-00000\"", "\"path\": \"/etc/passwd\"");
-  EXPECT_NE(s.message().find("relative"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("field 'shards[0].path' ('/etc/passwd') is absolute"),
+            std::string::npos)
+      << s.message();
   EXPECT_FALSE(Manifest::Parse(good.substr(0, good.size() / 2), "m").ok());
   EXPECT_FALSE(Manifest::Parse("[]", "m").ok());
+}
+
+// Paths are not covered by the fingerprint, so a hostile manifest can hold
+// any: each one is checked by CheckDatasetPath, the error naming the field.
+Status ParseWith(const Manifest& m) { return Manifest::Parse(m.ToJson(), "m.json").status(); }
+
+TEST(Manifest, ShardPathsStayInsideTheDataset) {
+  for (const char* bad :
+       {"../other/shard-00000", "a/../../b", "/abs", "./shard", "a//b", "a\\b", "g/"}) {
+    Manifest m = Sample();
+    m.shards[0].path = bad;
+    Status s = ParseWith(m);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("m.json: field 'shards[0].path'"), std::string::npos) << s.message();
+  }
+  Manifest m = Sample();
+  m.shards[0].path = std::string("shard\0x", 7);
+  EXPECT_NE(ParseWith(m).message().find("\\x00"), std::string::npos) << ParseWith(m).message();
+  m.shards[0].path = "g-1a2b/shard-00000";  // A generation prefix.
+  EXPECT_TRUE(ParseWith(m).ok()) << ParseWith(m).message();
+}
+
+TEST(Manifest, TokenizerFileStaysInsideTheDataset) {
+  for (const char* bad : {"../../victim", "/dev/zero", "..", "a/../../b", "x\n"}) {
+    Manifest m = Sample();
+    m.tokenizer.file = bad;
+    Status s = ParseWith(m);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("field 'tokenizer.file'"), std::string::npos) << s.message();
+  }
+  Manifest none = Sample();
+  none.tokenizer.file = "";  // No copy: allowed.
+  EXPECT_TRUE(ParseWith(none).ok());
+}
+
+TEST(Manifest, TokenizerCopyMustCarryItsHash) {
+  Manifest m = Sample();
+  m.tokenizer.model_xxh3 = 0;
+  Status s = ParseWith(m);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("field 'tokenizer.xxh3_64' is 0000000000000000"), std::string::npos)
+      << s.message();
+  m.tokenizer.file = "";  // Unknown tokenizer, no copy (an import without one).
+  EXPECT_TRUE(ParseWith(m).ok());
+}
+
+TEST(Manifest, ChunkBytesIsWithinItsRange) {
+  // Near 2^64 the chunk count used to wrap to 0: no checksums to check.
+  Manifest m = Sample();
+  m.chunk_bytes = UINT64_MAX;
+  m.shards[0].bin.chunk_xxh3.clear();
+  m.shards[0].idx.chunk_xxh3.clear();
+  Status s = ParseWith(m);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("chunk_bytes 18446744073709551615 is not in 1..1073741824"),
+            std::string::npos)
+      << s.message();
+  m.chunk_bytes = Manifest::kMaxChunkBytes + 1;
+  m.shards[0].bin.chunk_xxh3 = {1};
+  m.shards[0].idx.chunk_xxh3 = {2};
+  EXPECT_FALSE(ParseWith(m).ok());
+  m.chunk_bytes = Manifest::kMaxChunkBytes;
+  EXPECT_TRUE(ParseWith(m).ok()) << ParseWith(m).message();
+  m.chunk_bytes = 0;
+  EXPECT_FALSE(ParseWith(m).ok());
+  EXPECT_FALSE(CheckChunkBytes(0).ok());
+  EXPECT_TRUE(CheckChunkBytes(Manifest::kDefaultChunkBytes).ok());
+}
+
+TEST(Manifest, CountsThatOverflowAreRefused) {
+  // tokens x 2 wraps to the 20 bytes the .bin claims.
+  Manifest m = Sample();
+  m.shards[0].tokens = (uint64_t{1} << 63) + 10;
+  Status s = ParseWith(m);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("shards[0] has 9223372036854775818 tokens but bin.bytes 20"),
+            std::string::npos)
+      << s.message();
+  // 34 + 12 x documents + 8 wraps below the 82 bytes the .idx claims.
+  m = Sample();
+  m.shards[0].documents = 0x1555555555555556;
+  s = ParseWith(m);
+  EXPECT_NE(s.message().find("documents but idx.bytes 82"), std::string::npos) << s.message();
+}
+
+TEST(Manifest, LoadRefusesAManifestThatIsNotARegularFile) {
+  testing::TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.Join("manifest.json").c_str(), 0600), 0);
+  auto m = Manifest::Load(dir.path());  // Blocked forever on the FIFO before.
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("is a FIFO"), std::string::npos) << m.status().message();
 }
 
 TEST(Manifest, LoadOfDirectoryWithoutManifestSaysSo) {

@@ -121,6 +121,18 @@ def input_list_hash(inputs):
     return hex16(xxh3(b"".join(lines)))
 
 
+def check_dataset_path(path):
+    """Section 5.6 rule 8: a path a manifest names stays beneath the dataset."""
+    raw = path.encode("utf-8")
+    assert 0 < len(raw) <= 1024
+    assert not path.startswith("/") and "\\" not in path
+    assert not any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
+    parts = path.split("/")
+    assert len(parts) <= 16
+    for part in parts:
+        assert part not in ("", ".", "..") and len(part.encode("utf-8")) <= 255
+
+
 def check_manifest(m):
     """The load-time rules of section 5.6, as a reader would apply them."""
     assert m["format"] == "tokpack-dataset"
@@ -128,20 +140,24 @@ def check_manifest(m):
     assert m["dtype_code"] in DTYPES
     assert m["dtype"] == DTYPE_NAMES[m["dtype_code"]]
     item = DTYPES[m["dtype_code"]].itemsize
-    assert isinstance(m["chunk_bytes"], int) and m["chunk_bytes"] >= 1
+    assert isinstance(m["chunk_bytes"], int) and 1 <= m["chunk_bytes"] <= 2**30
     t = m["tokenizer"]
     for key in ("type", "file"):
         assert isinstance(t[key], str)
     assert HEX16.fullmatch(t["xxh3_64"])
+    if t["file"]:
+        check_dataset_path(t["file"])
+        assert t["xxh3_64"] != "0" * 16  # A copy carries its hash.
     for key in ("vocab_size", "bos_id", "eos_id", "pad_id", "unk_id"):
         assert isinstance(t[key], int)
     for s in m["shards"]:
-        assert s["path"] and not s["path"].startswith("/") and "\0" not in s["path"]
+        check_dataset_path(s["path"])
         for d in (s["bin"], s["idx"]):
             assert all(HEX16.fullmatch(h) for h in d["xxh3_64"])
             assert len(d["xxh3_64"]) == -(-d["bytes"] // m["chunk_bytes"])
         assert s["bin"]["bytes"] == s["tokens"] * item
         assert s["idx"]["bytes"] >= 34 + 12 * s["documents"] + 8
+    assert sum(s["bin"]["bytes"] + s["idx"]["bytes"] for s in m["shards"]) <= 2**63 - 1
     assert m["total_tokens"] == sum(s["tokens"] for s in m["shards"])
     assert m["total_documents"] == sum(s["documents"] for s in m["shards"])
     p = m["provenance"]
@@ -168,7 +184,8 @@ class Dataset:
         self.dtype = DTYPES[m["dtype_code"]]
         self.shards = []  # (idx, token array) per shard, in manifest order.
         for s in m["shards"]:
-            prefix = self.dir / s["path"]  # Relative to the manifest's directory.
+            # Relative to the manifest's directory; links (merge, import) followed.
+            prefix = self.dir / s["path"]
             bin_bytes = Path(str(prefix) + ".bin").read_bytes()
             idx_bytes = Path(str(prefix) + ".idx").read_bytes()
             for data, digest in ((bin_bytes, s["bin"]), (idx_bytes, s["idx"])):
@@ -440,7 +457,12 @@ def test_parts_merge_into_the_single_build_stream(tmp_path, run_tokpack, spm_mod
     m = merged.manifest
     assert m["provenance"]["kind"] == "merge"
     assert m["provenance"]["part"] == {"index": 0, "count": 1}
-    assert all(s["path"].startswith("../../parts/p") for s in m["shards"])
+    # Each part through a link in the output (section 10), never "..".
+    for s in m["shards"]:
+        link = s["path"].split("/")[0]
+        i = int(link[len("part-"):])
+        assert link == "part-%05d" % i
+        assert os.readlink(merged_dir / link) == f"../../parts/p{i}"
     assert merged.documents() == want
     assert m["total_tokens"] == single.manifest["total_tokens"]
     # Same stream, different shard layout: a different fingerprint (section 7).
@@ -457,7 +479,8 @@ def test_fingerprint_ignores_paths_and_provenance(tmp_path, run_tokpack, spm_mod
     run_tokpack("import", *prefixes, "-o", tmp_path / "imp" / "same", "--chunk-bytes", "64")
     same = Dataset(tmp_path / "imp" / "same").manifest
     assert same["provenance"]["kind"] == "import"
-    assert same["shards"][0]["path"] == "../../ds/shard-00000"
+    assert same["shards"][0]["path"] == "shard-00000"
+    assert os.readlink(tmp_path / "imp" / "same" / "shard-00000.bin") == "../../ds/shard-00000.bin"
     assert same["fingerprint"] == m["fingerprint"]
     run_tokpack("import", *prefixes, "-o", tmp_path / "imp" / "other", "--chunk-bytes", "128")
     other = Dataset(tmp_path / "imp" / "other").manifest
@@ -507,7 +530,9 @@ def test_import_counts_one_document_per_sequence(tmp_path, run_tokpack):
     d = Dataset(tmp_path / "imp" / "ds", built=False)
     m = d.manifest
     assert m["total_documents"] == 4 and m["total_tokens"] == 9
-    assert m["shards"][0]["path"] == "../../mega/web_text_document"
+    assert m["shards"][0]["path"] == "shard-00000"
+    assert os.readlink(tmp_path / "imp" / "ds" / "shard-00000.idx") == \
+        "../../mega/web_text_document.idx"
     assert m["shards"][0]["idx"]["bytes"] == 34 + 12 * 4 + 8 * 4
     assert d.documents() == sequences
     assert m["tokenizer"]["type"] == "" and m["tokenizer"]["vocab_size"] == -1
@@ -556,7 +581,22 @@ def _mutations():
         "chunk_bytes_zero": (*edit(set_(["chunk_bytes"], 0)), "chunk_bytes"),
         "chunk_count": (*edit(drop_chunk), "checksums, expected"),
         "bin_bytes": (*edit(more_tokens), "tokens but bin.bytes"),
-        "absolute_path": (*edit(set_(["shards", 0, "path"], "/tmp/x")), "relative path"),
+        "absolute_path": (*edit(set_(["shards", 0, "path"], "/tmp/x")),
+                          "field 'shards[0].path' ('/tmp/x') is absolute"),
+        "parent_path": (*edit(set_(["shards", 0, "path"], "../ds/shard-00000")),
+                        "has a '..' component"),
+        "dot_path": (*edit(set_(["shards", 0, "path"], "./shard-00000")), "has a '.' component"),
+        "backslash_path": (*edit(set_(["shards", 0, "path"], "a\\shard-00000")), "backslash"),
+        "control_path": (*edit(set_(["shards", 0, "path"], "shard\n00000")),
+                         "control character 0x0a"),
+        "deep_path": (*edit(set_(["shards", 0, "path"], "a/" * 16 + "s")),
+                      "more than 16 components"),
+        "tokenizer_file": (*edit(set_(["tokenizer", "file"], "../../victim")),
+                           "field 'tokenizer.file' ('../../victim') has a '..' component"),
+        "tokenizer_hash_zero": (*edit(set_(["tokenizer", "xxh3_64"], "0" * 16)),
+                                "'tokenizer.xxh3_64' is 0000000000000000"),
+        "chunk_bytes_huge": (*edit(set_(["chunk_bytes"], 2**64 - 1)), "is not in 1..1073741824"),
+        "chunk_bytes_over": (*edit(set_(["chunk_bytes"], 2**30 + 1)), "is not in 1..1073741824"),
         "total_documents": (*edit(set_(["total_documents"], 0)), "total_documents"),
         "uppercase_hash": (*edit(set_(["tokenizer", "xxh3_64"], "ABCDEF0123456789")),
                            "16 lowercase hex"),
@@ -592,6 +632,12 @@ def test_manifest_validation_rules(tmp_path, run_tokpack, small_dataset, name):
     mutate(m)
     if refingerprint:
         m["fingerprint"] = fingerprint(m)  # So only the rule under test is broken.
+    # The independent reader agrees with tokpack on every rule.
+    if error is None:
+        check_manifest(m)
+    else:
+        with pytest.raises((AssertionError, KeyError)):
+            check_manifest(m)
     (ds / "manifest.json").write_text(json.dumps(m, indent=2))
     proc = run_tokpack("info", ds, "--json", check=False)
     if error is None:
