@@ -68,7 +68,8 @@ namespace {
 StatusOr<std::unique_ptr<Tokenizer>> LoadRemoteTokenizer(const Dataset& dataset,
                                                          const StorageOptions& storage) {
   const TokenizerInfo& recorded = dataset.manifest().tokenizer;
-  TOKPACK_ASSIGN_OR_RETURN(std::string bytes, ReadObject(dataset.path(), recorded.file, storage));
+  TOKPACK_ASSIGN_OR_RETURN(std::string bytes,
+                           ReadObject(dataset.path(), recorded.file, storage, kMaxTokenizerBytes));
   const std::filesystem::path tmp(storage.temp_dir);
   // The recorded file's extension is kept: it is part of how a model is named.
   const std::string ext = std::filesystem::path(recorded.file).extension().string();

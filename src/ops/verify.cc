@@ -27,7 +27,8 @@ class DatasetFiles {
   // How problems name file `name`.
   virtual std::string Where(const std::string& name) const = 0;
   virtual StatusOr<uint64_t> Size(const std::string& name) const = 0;
-  virtual StatusOr<std::string> Read(const std::string& name) const = 0;
+  // The whole file; remote files over `max_bytes` are refused unread.
+  virtual StatusOr<std::string> Read(const std::string& name, uint64_t max_bytes) const = 0;
   // Streams the first `size` bytes of `name` through `visit` in blocks whose
   // sizes are multiples of 4 (so no token straddles two blocks).
   virtual Status ReadBlocks(const std::string& name, uint64_t size,
@@ -39,7 +40,7 @@ class LocalFiles : public DatasetFiles {
   explicit LocalFiles(std::string dir) : dir_(std::move(dir)) {}
   std::string Where(const std::string& name) const override { return JoinPath(dir_, name); }
   StatusOr<uint64_t> Size(const std::string& name) const override { return FileSize(Where(name)); }
-  StatusOr<std::string> Read(const std::string& name) const override {
+  StatusOr<std::string> Read(const std::string& name, uint64_t /*max_bytes*/) const override {
     return ReadFileToString(Where(name));
   }
   Status ReadBlocks(const std::string& name, uint64_t /*size*/,
@@ -57,7 +58,9 @@ class RemoteFiles : public DatasetFiles {
       : url_(std::move(url)), store_(std::move(location), HttpOptions::From(storage)) {}
   std::string Where(const std::string& name) const override { return url_ + "/" + name; }
   StatusOr<uint64_t> Size(const std::string& name) const override { return store_.Size(name); }
-  StatusOr<std::string> Read(const std::string& name) const override { return store_.Get(name); }
+  StatusOr<std::string> Read(const std::string& name, uint64_t max_bytes) const override {
+    return store_.Get(name, max_bytes);
+  }
   Status ReadBlocks(const std::string& name, uint64_t size,
                     const BlockVisitor& visit) const override {
     std::string block;
@@ -149,7 +152,7 @@ void CheckIdx(const DatasetFiles& files, const std::string& name, const Manifest
                                std::to_string(shard.idx.bytes));
     return;
   }
-  StatusOr<std::string> bytes = files.Read(name);
+  StatusOr<std::string> bytes = files.Read(name, shard.idx.bytes);
   if (!bytes.ok()) {
     report->problems.push_back(bytes.status().message());
     return;
@@ -194,7 +197,7 @@ VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
     CheckIdx(files, shard.path + ".idx", m, shard, bin_size.ok() ? *bin_size : 0, &report);
   }
   if (!m.tokenizer.file.empty()) {
-    StatusOr<std::string> model = files.Read(m.tokenizer.file);
+    StatusOr<std::string> model = files.Read(m.tokenizer.file, kMaxTokenizerBytes);
     if (!model.ok()) {
       report.problems.push_back(model.status().message());
     } else if (Xxh3(*model) != m.tokenizer.model_xxh3) {
@@ -204,7 +207,7 @@ VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
   }
   if (m.provenance.inputs_in_file) {
     const std::string name = Provenance::kInputsFileName;
-    StatusOr<std::string> list = files.Read(name);
+    StatusOr<std::string> list = files.Read(name, kMaxInputListBytes);
     Status s = list.ok() ? ReadInputList(*list, files.Where(name), &m.provenance) : list.status();
     if (!s.ok()) report.problems.push_back(s.message());
   }
@@ -253,7 +256,7 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& path, const StorageOptio
     std::string url = path;
     while (!url.empty() && url.back() == '/') url.pop_back();
     RemoteFiles files(url, std::move(location), storage);
-    StatusOr<std::string> text = files.Read(Manifest::kFileName);
+    StatusOr<std::string> text = files.Read(Manifest::kFileName, kMaxManifestBytes);
     if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
       return NotFoundError(url + " is not a tokpack dataset: " + text.status().message());
     }
