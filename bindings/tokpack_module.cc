@@ -507,6 +507,36 @@ StorageOptions StorageOrEnvironment(const std::optional<StorageOptions>& storage
   return storage ? *storage : Unwrap(StorageOptions::FromEnvironment());
 }
 
+// Runs fn(options) on a worker thread and waits with the GIL released,
+// waking to look for Ctrl-C; on it, sets the options' cancel flag (which
+// stops their HTTP requests within about a second), waits for fn and raises
+// KeyboardInterrupt. For opening and reading remote datasets.
+template <typename F>
+auto RunInterruptibly(StorageOptions options, F fn) {
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  options.cancel = cancel;
+  auto result = std::async(std::launch::async, [&fn, options] { return fn(options); });
+  while (true) {
+    {
+      py::gil_scoped_release nogil;
+      if (result.wait_for(std::chrono::duration<double>(kSignalPollSeconds)) ==
+          std::future_status::ready) {
+        break;
+      }
+    }
+    if (PyErr_CheckSignals() != 0) {
+      py::error_already_set interrupted;  // Takes the exception (KeyboardInterrupt).
+      cancel->store(true);
+      {
+        py::gil_scoped_release nogil;
+        result.wait();
+      }
+      throw interrupted;
+    }
+  }
+  return result.get();
+}
+
 std::string RunBuild(BuildOptions o, const py::object& progress,
                      PyIterTextSource* iterable = nullptr) {
   std::atomic<bool> cancel{false};
@@ -628,11 +658,8 @@ PYBIND11_MODULE(_core, m) {
              // meant for remote reads does not stop it from opening.
              const StorageOptions options =
                  storage || IsRemoteUrl(path) ? StorageOrEnvironment(storage) : StorageOptions();
-             StatusOr<std::shared_ptr<Dataset>> ds = std::shared_ptr<Dataset>();
-             {
-               py::gil_scoped_release nogil;
-               ds = Dataset::Open(path, options);
-             }
+             StatusOr<std::shared_ptr<Dataset>> ds = RunInterruptibly(
+                 options, [&path](const StorageOptions& o) { return Dataset::Open(path, o); });
              return std::make_shared<ForkSafe<Dataset>>(Unwrap(std::move(ds)));
            }),
            py::arg("path"), py::arg("storage") = py::none())
@@ -798,12 +825,9 @@ PYBIND11_MODULE(_core, m) {
       "read_remote_file",
       [](const std::string& url, const std::string& name,
          const std::optional<StorageOptions>& storage) {
-        const StorageOptions options = StorageOrEnvironment(storage);
-        StatusOr<std::string> data = std::string();
-        {
-          py::gil_scoped_release nogil;
-          data = ReadObject(url, name, options);
-        }
+        StatusOr<std::string> data = RunInterruptibly(
+            StorageOrEnvironment(storage),
+            [&](const StorageOptions& o) { return ReadObject(url, name, o, kMaxTokenizerBytes); });
         return py::bytes(Unwrap(std::move(data)));
       },
       py::arg("url"), py::arg("name"), py::arg("storage") = py::none());
