@@ -141,6 +141,10 @@ class Manifest {
   static constexpr int kFormatVersion = 1;
   static constexpr const char* kFileName = "manifest.json";
   static constexpr uint64_t kDefaultChunkBytes = 4ull << 20;
+  // The largest manifest.json read into memory: its checksum lists grow
+  // with the data (about 20 bytes a chunk, so 1 GiB lists ~200 TB in 4 MiB
+  // chunks).
+  static constexpr uint64_t kMaxJsonBytes = 1ull << 30;
 
   int format_version = kFormatVersion;
   TokenDtype dtype = TokenDtype::kUInt16;

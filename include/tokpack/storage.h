@@ -94,10 +94,10 @@ struct ReadStats {
 // True for "scheme://..." paths, which name remote storage.
 bool IsRemoteUrl(std::string_view path);
 
-// Caps on the files of a remote dataset that are read whole: a larger
-// object, whether its Content-Length says so or its body runs on, fails as
-// ResourceExhausted naming its URL and the cap, without being read further.
-inline constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
+// Caps on the files of a dataset that are read whole, besides manifest.json
+// (Manifest::kMaxJsonBytes): a larger remote object, whether its
+// Content-Length says so or its body runs on, fails as ResourceExhausted
+// naming its URL and the cap, without being read further.
 inline constexpr uint64_t kMaxTokenizerBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxInputListBytes = uint64_t{1} << 30;  // inputs.jsonl
 

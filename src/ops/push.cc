@@ -50,7 +50,7 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
 
   HttpStore store(location, HttpOptions::From(options.storage));
   if (!options.force) {
-    StatusOr<std::string> existing = store.Get(Manifest::kFileName, kMaxManifestBytes);
+    StatusOr<std::string> existing = store.Get(Manifest::kFileName, Manifest::kMaxJsonBytes);
     if (existing.ok()) {
       return AlreadyExistsError(options.url +
                                 " already holds a dataset; use --force to replace it");

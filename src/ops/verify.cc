@@ -256,7 +256,7 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& path, const StorageOptio
     std::string url = path;
     while (!url.empty() && url.back() == '/') url.pop_back();
     RemoteFiles files(url, std::move(location), storage);
-    StatusOr<std::string> text = files.Read(Manifest::kFileName, kMaxManifestBytes);
+    StatusOr<std::string> text = files.Read(Manifest::kFileName, Manifest::kMaxJsonBytes);
     if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
       return NotFoundError(url + " is not a tokpack dataset: " + text.status().message());
     }

@@ -15,8 +15,6 @@
 namespace tokpack {
 namespace {
 
-// Replies that are not object data (listings, multipart replies) are small.
-constexpr uint64_t kMaxReplyBytes = uint64_t{16} << 20;
 // Of an error reply only the start is kept: it is for messages.
 constexpr uint64_t kMaxErrorBodyBytes = uint64_t{64} << 10;
 // How often a wait between retries looks at the cancel flag.
@@ -379,9 +377,8 @@ void HttpStore::Pause(double seconds) const {
 }
 
 Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
-                          int64_t offset, int64_t n, uint64_t max_bytes, std::string* out,
-                          const std::string& query, std::string* etag,
-                          int64_t* content_length) const {
+                          int64_t offset, int64_t n, std::string* out, const std::string& query,
+                          std::string* etag, int64_t* content_length, uint64_t max_bytes) const {
   const std::string url = location_.UrlOf(name) + query;
   thread_local std::mt19937_64 rng(std::random_device{}());
   std::string last;
@@ -442,7 +439,8 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
 
 StatusOr<std::string> HttpStore::Get(const std::string& name, uint64_t max_bytes) const {
   std::string out;
-  TOKPACK_RETURN_IF_ERROR(Request(name, "GET", nullptr, 0, -1, max_bytes, &out));
+  TOKPACK_RETURN_IF_ERROR(
+      Request(name, "GET", nullptr, 0, -1, &out, "", nullptr, nullptr, max_bytes));
   return out;
 }
 
@@ -452,14 +450,12 @@ Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n,
     out->clear();
     return Status::Ok();
   }
-  return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), 0,
-                 out);
+  return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), out);
 }
 
 StatusOr<uint64_t> HttpStore::Size(const std::string& name) const {
   int64_t length = -1;
-  TOKPACK_RETURN_IF_ERROR(
-      Request(name, "HEAD", nullptr, 0, -1, kMaxReplyBytes, nullptr, "", nullptr, &length));
+  TOKPACK_RETURN_IF_ERROR(Request(name, "HEAD", nullptr, 0, -1, nullptr, "", nullptr, &length));
   if (length < 0) return IoError(location_.UrlOf(name) + ": the server gave no Content-Length");
   return static_cast<uint64_t>(length);
 }
@@ -474,7 +470,7 @@ StatusOr<std::vector<HttpStore::Listed>> HttpStore::List(const std::string& key_
     if (!token.empty()) query += "continuation-token=" + PercentEncode(token, false) + "&";
     query += "list-type=2&prefix=" + PercentEncode(key_prefix, false);
     std::string xml;
-    TOKPACK_RETURN_IF_ERROR(Request("", "GET", nullptr, 0, -1, kMaxReplyBytes, &xml, query));
+    TOKPACK_RETURN_IF_ERROR(Request("", "GET", nullptr, 0, -1, &xml, query));
     if (xml.find("<ListBucketResult") == std::string::npos) {
       return IoError(location_.url + ": listing '" + key_prefix +
                      "' gave no ListBucketResult: " + xml.substr(0, 200));
@@ -522,7 +518,7 @@ StatusOr<std::vector<HttpStore::Listed>> HttpStore::List(const std::string& key_
 }
 
 Status HttpStore::Put(const std::string& name, const std::string& data) const {
-  return Request(name, "PUT", &data, 0, -1, kMaxReplyBytes, nullptr);
+  return Request(name, "PUT", &data, 0, -1, nullptr);
 }
 
 Status HttpStore::PutFile(const std::string& name, const std::string& path,
@@ -545,8 +541,7 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
   std::string created;
   // SigV4 signs the query as written, so it is written canonically: every
   // parameter with '=', sorted, values percent-encoded.
-  TOKPACK_RETURN_IF_ERROR(
-      Request(name, "POST", nullptr, 0, -1, kMaxReplyBytes, &created, "?uploads="));
+  TOKPACK_RETURN_IF_ERROR(Request(name, "POST", nullptr, 0, -1, &created, "?uploads="));
   const std::string upload_id = PercentEncode(XmlValue(created, "UploadId"), false);
   if (upload_id.empty()) {
     return IoError(location_.UrlOf(name) + ": no UploadId in the multipart response");
@@ -557,7 +552,7 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
     s = read_part(std::min(part_bytes, size - at), &buf);
     std::string etag;
     if (s.ok()) {
-      s = Request(name, "PUT", &buf, 0, -1, kMaxReplyBytes, nullptr,
+      s = Request(name, "PUT", &buf, 0, -1, nullptr,
                   "?partNumber=" + std::to_string(part) + "&uploadId=" + upload_id, &etag);
     }
     complete += "<Part><PartNumber>" + std::to_string(part) + "</PartNumber><ETag>" + etag +
@@ -566,7 +561,7 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
   complete += "</CompleteMultipartUpload>";
   if (s.ok()) {
     std::string reply;
-    s = Request(name, "POST", &complete, 0, -1, kMaxReplyBytes, &reply, "?uploadId=" + upload_id);
+    s = Request(name, "POST", &complete, 0, -1, &reply, "?uploadId=" + upload_id);
     // S3 may report a failure inside a 200 response.
     if (s.ok() && reply.find("<Error>") != std::string::npos) {
       s = IoError(location_.UrlOf(name) +
@@ -574,8 +569,7 @@ Status HttpStore::PutFile(const std::string& name, const std::string& path,
     }
   }
   if (!s.ok()) {
-    Request(name, "DELETE", nullptr, 0, -1, kMaxReplyBytes, nullptr, "?uploadId=" + upload_id)
-        .IgnoreError();
+    Request(name, "DELETE", nullptr, 0, -1, nullptr, "?uploadId=" + upload_id).IgnoreError();
   }
   return s;
 }

@@ -82,13 +82,16 @@ class HttpStore {
 
  private:
   struct Response;
+  // Replies that are not object data (listings, multipart replies) are small.
+  static constexpr uint64_t kMaxReplyBytes = uint64_t{16} << 20;
+
   // `query` is appended to the object's URL as is (e.g. "?uploads"). n >= 0:
   // a ranged GET of bytes [offset, offset + n); else the body is the whole
   // reply, of at most `max_bytes`.
   Status Request(const std::string& name, const char* method, const std::string* upload,
-                 int64_t offset, int64_t n, uint64_t max_bytes, std::string* out,
-                 const std::string& query = "", std::string* etag = nullptr,
-                 int64_t* content_length = nullptr) const;
+                 int64_t offset, int64_t n, std::string* out, const std::string& query = "",
+                 std::string* etag = nullptr, int64_t* content_length = nullptr,
+                 uint64_t max_bytes = kMaxReplyBytes) const;
   // One attempt, following redirects within the origin.
   Status Once(const std::string& url, const char* method, const std::string* upload, int64_t offset,
               int64_t n, uint64_t max_bytes, Response* r) const;

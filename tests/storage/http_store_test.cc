@@ -105,7 +105,7 @@ TEST_F(HttpStoreTest, AnErrorReplyWithAnEndlessBodyStillCountsAsItsStatus) {
     SendEndlessly(fd, "HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
     return true;
   });
-  auto got = Store(server).Get("anything", kMaxManifestBytes);
+  auto got = Store(server).Get("anything", uint64_t{1} << 20);
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << got.status().ToString();
 }
 
