@@ -559,6 +559,36 @@ StorageOptions StorageOrEnvironment(const std::optional<StorageOptions>& storage
   return storage ? *storage : Unwrap(StorageOptions::FromEnvironment());
 }
 
+// Runs fn(options) on a worker thread and waits with the GIL released,
+// waking to look for Ctrl-C; on it, sets the options' cancel flag (which
+// stops their HTTP requests within about a second), waits for fn and raises
+// KeyboardInterrupt. For opening and reading remote datasets.
+template <typename F>
+auto RunInterruptibly(StorageOptions options, F fn) {
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  options.cancel = cancel;
+  auto result = std::async(std::launch::async, [&fn, options] { return fn(options); });
+  while (true) {
+    {
+      py::gil_scoped_release nogil;
+      if (result.wait_for(std::chrono::duration<double>(kSignalPollSeconds)) ==
+          std::future_status::ready) {
+        break;
+      }
+    }
+    if (PyErr_CheckSignals() != 0) {
+      py::error_already_set interrupted;  // Takes the exception (KeyboardInterrupt).
+      cancel->store(true);
+      {
+        py::gil_scoped_release nogil;
+        result.wait();
+      }
+      throw interrupted;
+    }
+  }
+  return result.get();
+}
+
 std::string RunBuild(BuildOptions o, const py::object& progress,
                      PyIterTextSource* iterable = nullptr) {
   std::atomic<bool> cancel{false};
@@ -682,11 +712,10 @@ PYBIND11_MODULE(_core, m) {
              const StorageOptions options =
                  storage || IsRemoteUrl(path) ? StorageOrEnvironment(storage) : StorageOptions();
              const DatasetOptions open_options = ParseOptions<DatasetOptions>(kw);
-             StatusOr<std::shared_ptr<Dataset>> ds = std::shared_ptr<Dataset>();
-             {
-               py::gil_scoped_release nogil;
-               ds = Dataset::Open(path, options, open_options);
-             }
+             StatusOr<std::shared_ptr<Dataset>> ds =
+                 RunInterruptibly(options, [&path, &open_options](const StorageOptions& o) {
+                   return Dataset::Open(path, o, open_options);
+                 });
              return std::make_shared<ForkSafe<Dataset>>(Unwrap(std::move(ds)));
            }),
            py::arg("path"), py::arg("storage") = py::none())
@@ -789,12 +818,8 @@ PYBIND11_MODULE(_core, m) {
             const Dataset& d = *ds->get();
             const StorageOptions options =
                 storage || d.remote() ? StorageOrEnvironment(storage) : StorageOptions();
-            StatusOr<std::unique_ptr<Tokenizer>> t = std::unique_ptr<Tokenizer>();
-            {
-              py::gil_scoped_release release;
-              t = LoadDatasetTokenizer(d, options);
-            }
-            return Unwrap(std::move(t));
+            return Unwrap(RunInterruptibly(
+                options, [&d](const StorageOptions& o) { return LoadDatasetTokenizer(d, o); }));
           },
           py::arg("dataset"), py::arg("storage") = py::none())
       .def("encode",

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -25,7 +26,10 @@ struct StorageOptions {
   uint64_t cache_bytes = uint64_t{64} << 30;
   // HTTP attempts per request before it fails as Unavailable. ($TOKPACK_HTTP_ATTEMPTS)
   int http_attempts = 8;
-  // Seconds without a byte after which a transfer is retried. ($TOKPACK_HTTP_STALL_SECONDS)
+  // Seconds without a byte after which a transfer is abandoned and retried;
+  // so a server that accepts and never answers fails a request after about
+  // http_attempts * (http_stall_seconds + a 4 s backoff at most).
+  // ($TOKPACK_HTTP_STALL_SECONDS)
   int http_stall_seconds = 20;
   // HTTP requests in flight at once per dataset or input. ($TOKPACK_HTTP_CONCURRENCY)
   int http_concurrency = 16;
@@ -59,6 +63,12 @@ struct StorageOptions {
   std::string gs_access_key_id;
   std::string gs_secret_access_key;
 
+  // When set and true, every request made through these options stops: a
+  // transfer within about a second, a wait between retries at once, failing
+  // as Cancelled. Null: never. The CLI points it at its SIGINT flag; the
+  // Python binding sets it on Ctrl-C while it opens a dataset.
+  std::shared_ptr<const std::atomic<bool>> cancel;
+
   // The defaults above overridden by the variables named on each field (an
   // empty variable counts as unset). InvalidArgument naming the variable
   // for a value that is not a positive integer.
@@ -76,16 +86,27 @@ struct ReadStats {
   std::atomic<uint64_t> cache_misses{0};  // Chunks downloaded (each verified).
   std::atomic<uint64_t> bytes_fetched{0};
   std::atomic<uint64_t> fetch_micros{0};  // Summed over fetching threads.
+  // Downloads served from memory because the cache could not store them
+  // (disk full, read-only, a chunk over the limit); included in cache_misses.
+  std::atomic<uint64_t> uncached_reads{0};
 };
 
 // True for "scheme://..." paths, which name remote storage.
 bool IsRemoteUrl(std::string_view path);
 
+// Caps on the files of a dataset that are read whole into memory, local or
+// remote, besides manifest.json (Manifest::kMaxJsonBytes); a vocabulary of
+// millions of tokens is a few hundred MB at most. A larger remote object,
+// whether its Content-Length says so or its body runs on, fails as
+// ResourceExhausted naming its URL and the cap, without being read further.
+inline constexpr uint64_t kMaxTokenizerBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxInputListBytes = uint64_t{1} << 30;  // inputs.jsonl
+
 // The whole object `name` of the remote dataset at `dataset_url` (e.g. its
-// tokenizer file), fetched once, not cached. NotFound naming the URL if it
-// does not exist.
+// tokenizer file), fetched once, not cached, of at most `max_bytes` (see the
+// caps above). NotFound naming the URL if it does not exist.
 StatusOr<std::string> ReadObject(const std::string& dataset_url, const std::string& name,
-                                 const StorageOptions& options);
+                                 const StorageOptions& options, uint64_t max_bytes);
 
 }  // namespace tokpack
 

@@ -31,12 +31,6 @@ inline constexpr size_t kMaxDatasetPathComponents = 16;
 // Longest component: NAME_MAX.
 inline constexpr size_t kMaxDatasetPathComponentBytes = 255;
 
-// Largest tokenizer file read into memory from a dataset (a vocabulary of
-// millions of tokens is a few hundred MB at most).
-inline constexpr uint64_t kMaxTokenizerBytes = uint64_t{1} << 30;
-// Largest inputs.jsonl side file read into memory.
-inline constexpr uint64_t kMaxInputListBytes = uint64_t{1} << 30;
-
 // OK if `path` obeys the rule above; otherwise InvalidArgument whose message
 // says what is wrong (the caller names the field, e.g. "shards[3].path").
 Status CheckDatasetPath(std::string_view path);

@@ -2,10 +2,9 @@
 
 #include "format/dataset_path.h"
 #include "io/file_system.h"
-#include "storage/http_store.h"
-#include "storage/object_url.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/json_writer.h"
+#include "tokpack/storage.h"
 
 namespace tokpack {
 
@@ -59,28 +58,6 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
   return w.str();
 }
 
-namespace {
-
-// A remote dataset's tokenizer copy, of at most kMaxTokenizerBytes (its size
-// is asked first, then exactly that many bytes are fetched).
-StatusOr<std::string> FetchRemoteTokenizer(const Dataset& dataset, const std::string& name,
-                                           const StorageOptions& storage) {
-  TOKPACK_RETURN_IF_ERROR(storage.Validate());
-  TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(dataset.path(), storage));
-  const HttpStore store(std::move(location), HttpOptions::From(storage));
-  TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.Size(name));
-  if (size > kMaxTokenizerBytes) {
-    return InvalidArgumentError(store.location().UrlOf(name) + " is " + std::to_string(size) +
-                                " bytes, more than the " + std::to_string(kMaxTokenizerBytes) +
-                                "-byte cap for a tokenizer file");
-  }
-  std::string bytes;
-  if (size > 0) TOKPACK_RETURN_IF_ERROR(store.GetRange(name, 0, size, &bytes));
-  return bytes;
-}
-
-}  // namespace
-
 StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset,
                                                           const StorageOptions& storage) {
   const TokenizerInfo& recorded = dataset.manifest().tokenizer;
@@ -93,7 +70,7 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadDatasetTokenizer(const Dataset& dataset
   const std::string where = dataset.path() + "/" + recorded.file;
   StatusOr<std::string> bytes =
       dataset.remote()
-          ? FetchRemoteTokenizer(dataset, recorded.file, storage)
+          ? ReadObject(dataset.path(), recorded.file, storage, kMaxTokenizerBytes)
           : ReadDatasetFile(dataset.path(), recorded.file, kMaxTokenizerBytes, Links::kRefuse);
   if (!bytes.ok()) return bytes.status();
   return Tokenizer::FromRecorded(*bytes, where, recorded);

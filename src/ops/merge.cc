@@ -161,9 +161,10 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
     TOKPACK_ASSIGN_OR_RETURN(auto opener, RemoteOpener::ForUrl(dir, storage));
     TOKPACK_ASSIGN_OR_RETURN(Manifest m, opener->LoadManifest());
     const std::string under = rel + "/";
-    PartFiles files{[&](const std::string& name) { return store.location().UrlOf(under + name); },
-                    [&](const std::string& name) { return store.Size(under + name); },
-                    [&](const std::string& name) { return store.Get(under + name); }};
+    PartFiles files{
+        [&](const std::string& name) { return store.location().UrlOf(under + name); },
+        [&](const std::string& name) { return store.Size(under + name); },
+        [&](const std::string& name) { return store.Get(under + name, kMaxInputListBytes); }};
     TOKPACK_RETURN_IF_ERROR(CheckPart(files, &m));
     parts.push_back({rel, std::move(m)});
   }
@@ -180,8 +181,9 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
   }
   const Manifest& first = parts[0].second;
   if (!first.tokenizer.file.empty()) {
-    TOKPACK_ASSIGN_OR_RETURN(std::string model,
-                             store.Get(parts[0].first + "/" + first.tokenizer.file));
+    TOKPACK_ASSIGN_OR_RETURN(
+        std::string model,
+        store.Get(parts[0].first + "/" + first.tokenizer.file, kMaxTokenizerBytes));
     TOKPACK_RETURN_IF_ERROR(store.Put(first.tokenizer.file, model));
     out.tokenizer.file = first.tokenizer.file;
   }

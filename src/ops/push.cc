@@ -56,7 +56,7 @@ std::set<std::string> ObjectsOf(const Manifest& m) {
 
 // The manifest at the store now, or "" when there is none.
 StatusOr<std::string> CurrentManifest(const HttpStore& store) {
-  StatusOr<std::string> text = store.Get(Manifest::kFileName);
+  StatusOr<std::string> text = store.Get(Manifest::kFileName, Manifest::kMaxJsonBytes);
   if (text.ok() || text.status().code() != StatusCode::kNotFound) return text;
   return std::string();
 }

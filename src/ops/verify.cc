@@ -80,16 +80,7 @@ class RemoteFiles : public DatasetFiles {
   StatusOr<uint64_t> Size(const std::string& name) const override { return store_.Size(name); }
   StatusOr<std::string> Read(const std::string& name, uint64_t max_bytes,
                              Links /*links*/) const override {
-    // The size first, so that a body is never read past the cap.
-    TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store_.Size(name));
-    if (size > max_bytes) {
-      return InvalidArgumentError(Where(name) + " is " + std::to_string(size) +
-                                  " bytes, more than the " + std::to_string(max_bytes) +
-                                  "-byte cap for this file");
-    }
-    std::string out;
-    if (size > 0) TOKPACK_RETURN_IF_ERROR(store_.GetRange(name, 0, size, &out));
-    return out;
+    return store_.Get(name, max_bytes);
   }
   Status ReadBlocks(const std::string& name, uint64_t size,
                     const BlockVisitor& visit) const override {

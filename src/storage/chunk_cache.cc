@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -29,10 +30,22 @@ class LockedFile {
   LockedFile& operator=(const LockedFile&) = delete;
 
   Status Open(const std::string& path, int flags) {
+    Close();
     fd_ = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
     if (fd_ < 0) return ErrnoToStatus(errno, "open", path);
     path_ = path;
     return Status::Ok();
+  }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // Whether `path_` still names the open file (it may have been removed, or
+  // replaced by another file, since it was opened).
+  bool StillLinked() const {
+    struct stat open_st, path_st;
+    return ::fstat(fd_, &open_st) == 0 && ::stat(path_.c_str(), &path_st) == 0 &&
+           open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
   }
   Status Lock(int op) {
     while (::flock(fd_, op) != 0) {
@@ -43,11 +56,61 @@ class LockedFile {
     return Status::Ok();
   }
   int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
 
  private:
   int fd_ = -1;
   std::string path_;
 };
+
+// The lock of one chunk's download: a file in locks/ that exists only while
+// it is held, so lock files do not pile up. The holder removes the file
+// before it lets go; a waiter that then gets the lock of the removed file
+// (or of one replaced since) sees that the path no longer names it and tries
+// again. So at most one process holds the lock of the file the path names.
+// (Were the directory removed under a holder, a chunk could at worst be
+// downloaded twice; its stores stay atomic.)
+class ChunkLock {
+ public:
+  ChunkLock() = default;
+  ~ChunkLock() {
+    if (held_) ::unlink(file_.path().c_str());  // Before close() drops the lock.
+  }
+  ChunkLock(const ChunkLock&) = delete;
+  ChunkLock& operator=(const ChunkLock&) = delete;
+
+  // `open` opens (creating) the lock file into its argument.
+  Status Acquire(const std::function<Status(LockedFile*)>& open) {
+    while (true) {
+      TOKPACK_RETURN_IF_ERROR(open(&file_));
+      TOKPACK_RETURN_IF_ERROR(file_.Lock(LOCK_EX));
+      if (file_.StillLinked()) break;
+    }
+    held_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  LockedFile file_;
+  bool held_ = false;
+};
+
+// Removes the lock files that nobody holds: those of fetchers that died. A
+// file that someone has opened but not yet locked may go too; its opener
+// then finds it unlinked and tries again (see ChunkLock).
+void RemoveStaleLocks(const std::string& locks) {
+  DIR* d = ::opendir(locks.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    LockedFile f;
+    if (f.Open(JoinPath(locks, e->d_name), O_RDONLY).ok() && f.Lock(LOCK_EX | LOCK_NB).ok() &&
+        f.StillLinked()) {
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+    }
+  }
+  ::closedir(d);
+}
 
 Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {
@@ -62,14 +125,35 @@ Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
   return Status::Ok();
 }
 
+Status MakeCacheDirs(const std::string& dir) {
+  TOKPACK_RETURN_IF_ERROR(CreateDirs(JoinPath(dir, "chunks")));
+  return CreateDirs(JoinPath(dir, "locks"));
+}
+
+// Opens (creating) `path` in the cache in `dir`. A cache directory removed
+// while in use (rm -rf) is made again.
+Status OpenCreating(const std::string& dir, const std::string& path, int flags, LockedFile* f) {
+  Status s = f->Open(path, flags | O_CREAT);
+  if (s.code() != StatusCode::kNotFound) return s;
+  TOKPACK_RETURN_IF_ERROR(MakeCacheDirs(dir));
+  return f->Open(path, flags | O_CREAT);
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Open(const std::string& dir,
                                                        uint64_t limit_bytes) {
   if (limit_bytes == 0) return InvalidArgumentError("the cache size limit must be positive");
-  TOKPACK_RETURN_IF_ERROR(CreateDirs(JoinPath(dir, "chunks")));
-  TOKPACK_RETURN_IF_ERROR(CreateDirs(JoinPath(dir, "locks")));
+  TOKPACK_RETURN_IF_ERROR(MakeCacheDirs(dir));
   return std::shared_ptr<ChunkCache>(new ChunkCache(dir, limit_bytes));
+}
+
+void ChunkCache::WarnUncached(const Status& why) {
+  if (warned_.exchange(true)) return;
+  std::fprintf(stderr,
+               "tokpack: warning: the chunk cache in %s cannot store chunks (%s); reading "
+               "uncached: each read downloads its chunk again\n",
+               dir_.c_str(), why.ToString().c_str());
 }
 
 Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
@@ -106,14 +190,18 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
     counters.cache_hits++;
     return Status::Ok();
   }
-  // One download per node: whoever holds the chunk's lock fetches it.
-  LockedFile lock;
-  TOKPACK_RETURN_IF_ERROR(lock.Open(JoinPath(JoinPath(dir_, "locks"), key), O_RDWR | O_CREAT));
-  TOKPACK_RETURN_IF_ERROR(lock.Lock(LOCK_EX));
-  TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
-  if (hit) {
-    counters.cache_hits++;  // Another process fetched it meanwhile.
-    return Status::Ok();
+  // One download per node: whoever holds the chunk's lock fetches it. A
+  // cache where no lock file can be made is read without one (uncached).
+  ChunkLock lock;
+  const Status locked = lock.Acquire([&](LockedFile* f) {
+    return OpenCreating(dir_, JoinPath(JoinPath(dir_, "locks"), key), O_RDWR, f);
+  });
+  if (locked.ok()) {
+    TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
+    if (hit) {
+      counters.cache_hits++;  // Another process fetched it meanwhile.
+      return Status::Ok();
+    }
   }
   std::string data;
   for (int attempt = 0;; ++attempt) {
@@ -132,7 +220,14 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
                            " bytes); the remote object differs from the manifest");
     }
   }
-  TOKPACK_RETURN_IF_ERROR(Store(key, data));
+  // A cache that cannot take the chunk (disk full, over quota, read-only,
+  // not permitted, smaller than the chunk) costs speed, not the read: the
+  // verified chunk is served from memory.
+  const Status stored = locked.ok() ? Store(key, data) : locked;
+  if (!stored.ok()) {
+    counters.uncached_reads++;
+    WarnUncached(stored);
+  }
   if (n > 0) std::copy_n(data.data() + offset, n, dst);
   return Status::Ok();
 }
@@ -147,14 +242,14 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   // Space is reserved, and the file written, under the cache-wide lock, so
   // the bytes on disk never pass the limit, whatever other processes do.
   LockedFile global;
-  TOKPACK_RETURN_IF_ERROR(global.Open(JoinPath(dir_, "cache.lock"), O_RDWR | O_CREAT));
+  TOKPACK_RETURN_IF_ERROR(OpenCreating(dir_, JoinPath(dir_, "cache.lock"), O_RDWR, &global));
   TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, RemoveTemporariesAndSum());
   TOKPACK_RETURN_IF_ERROR(EvictFor(data.size(), &ledger));
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
   const std::string tmp = JoinPath(dir_, "chunks/.tmp-" + key);
   LockedFile out;
-  TOKPACK_RETURN_IF_ERROR(out.Open(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+  TOKPACK_RETURN_IF_ERROR(OpenCreating(dir_, tmp, O_WRONLY | O_TRUNC, &out));
   Status s = WriteAll(out.fd(), data.data(), data.size(), tmp);
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoToStatus(errno, "rename", tmp);
   if (!s.ok()) ::unlink(tmp.c_str());
@@ -167,6 +262,7 @@ namespace {
 // temporaries instead of counting them.
 StatusOr<uint64_t> ScanChunks(const std::string& chunks, bool remove_temporaries) {
   DIR* d = ::opendir(chunks.c_str());
+  if (d == nullptr && errno == ENOENT) return 0;  // Removed: made again on the next store.
   if (d == nullptr) return ErrnoToStatus(errno, "opendir", chunks);
   uint64_t total = 0;
   while (dirent* e = ::readdir(d)) {
@@ -190,7 +286,9 @@ StatusOr<uint64_t> ScanChunks(const std::string& chunks, bool remove_temporaries
 
 StatusOr<uint64_t> ChunkCache::RemoveTemporariesAndSum() const {
   // Temporaries are only written under the cache-wide lock, which the caller
-  // holds: any left is from a writer that died (SIGKILL, power loss).
+  // holds: any left is from a writer that died (SIGKILL, power loss), as is
+  // a lock file that nobody holds.
+  RemoveStaleLocks(JoinPath(dir_, "locks"));
   return ScanChunks(JoinPath(dir_, "chunks"), true);
 }
 

@@ -8,10 +8,17 @@
 // - The chunks on disk never exceed the size limit: space is reserved under
 //   a cache-wide lock, evicting the least recently used chunks first; a chunk
 //   that a reader holds (shared flock) is not evicted.
+// - A lock file exists only while its chunk is being fetched (see ChunkLock
+//   in the .cc), so their number stays bounded.
+// - The cache is only for speed: a cache directory removed while in use is
+//   made again; a chunk the cache cannot store (disk full, read-only, over
+//   quota, larger than the limit) is served from memory once verified,
+//   counted in ReadStats::uncached_reads, with one warning on stderr.
 // Thread-safe and process-safe.
 #ifndef TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
 #define TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,12 +56,15 @@ class ChunkCache {
                     bool* hit) const;
   Status Store(const std::string& key, const std::string& data);
   Status EvictFor(uint64_t needed, uint64_t* ledger);
+  // Warns on stderr the first time a chunk goes uncached.
+  void WarnUncached(const Status& why);
   // One pass over the chunks: removes temporaries (the cache-wide lock must
   // be held: any found belong to a writer that died) and sums the rest.
   StatusOr<uint64_t> RemoveTemporariesAndSum() const;
 
   std::string dir_;
   uint64_t limit_;
+  std::atomic<bool> warned_{false};
 };
 
 }  // namespace tokpack

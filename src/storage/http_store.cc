@@ -14,15 +14,84 @@
 namespace tokpack {
 namespace {
 
+// Of an error reply only the start is kept: it is for messages.
+constexpr uint64_t kMaxErrorBodyBytes = uint64_t{64} << 10;
+// How often a wait between retries looks at the cancel flag.
+constexpr std::chrono::milliseconds kCancelPoll(50);
+
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-size_t Append(char* data, size_t size, size_t count, void* user) {
-  auto* out = static_cast<std::string*>(user);
-  out->append(data, size * count);
-  return size * count;
+// Where a response body goes: at most `cap` bytes of it are kept, checked as
+// they arrive; a transfer that would pass the cap is stopped.
+struct BodySink {
+  enum class Stop { kNone, kTooLarge, kRangeComplete, kRangeTooLong, kErrorCut };
+  CURL* curl = nullptr;
+  std::string* body = nullptr;
+  uint64_t cap = 0;
+  int64_t range_offset = -1;  // A ranged GET: where the range starts.
+  long code = 0;              // Of the reply; 0 until its body begins.
+  uint64_t skip = 0;          // Bytes still to drop before the kept ones.
+  Stop stop = Stop::kNone;
+};
+
+size_t Receive(char* data, size_t size, size_t count, void* user) {
+  auto* s = static_cast<BodySink*>(user);
+  const size_t n = size * count;
+  const bool ranged = s->range_offset >= 0;
+  if (s->code == 0) {
+    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->code);
+    if (s->code < 200 || s->code >= 300) s->cap = std::min(s->cap, kMaxErrorBodyBytes);
+    // A 200 to a ranged GET is the whole object (the server ignored Range):
+    // only the range is kept.
+    if (ranged && s->code == 200) s->skip = static_cast<uint64_t>(s->range_offset);
+  }
+  const size_t dropped = static_cast<size_t>(std::min<uint64_t>(n, s->skip));
+  s->skip -= dropped;
+  const size_t keep = n - dropped;
+  const uint64_t room = s->cap - s->body->size();
+  if (keep > room) {
+    s->body->append(data + dropped, static_cast<size_t>(room));
+    using Stop = BodySink::Stop;
+    s->stop = s->code < 200 || s->code >= 300 ? Stop::kErrorCut
+              : !ranged                       ? Stop::kTooLarge
+              : s->code == 200                ? Stop::kRangeComplete
+                                              : Stop::kRangeTooLong;
+    return 0;  // Stops the transfer (CURLE_WRITE_ERROR).
+  }
+  s->body->append(data + dropped, keep);
+  return n;
+}
+
+// Aborts a transfer (CURLE_ABORTED_BY_CALLBACK) once the flag is set. libcurl
+// calls it about once a second even when no byte moves.
+int CheckCancel(void* flag, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(flag)->load() ? 1 : 0;
+}
+
+// "scheme://host:port" of `url`, lowercase, with the scheme's default port;
+// empty if it does not parse.
+std::string Origin(const std::string& url) {
+  CURLU* u = curl_url();
+  char* scheme = nullptr;
+  char* host = nullptr;
+  char* port = nullptr;
+  std::string out;
+  if (u != nullptr && curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    out = std::string(scheme) + "://" + host + ":" + port;
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  }
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  curl_url_cleanup(u);
+  return out;
 }
 
 struct UploadCursor {
@@ -45,6 +114,7 @@ HttpOptions HttpOptions::From(const StorageOptions& storage) {
   o.max_attempts = storage.http_attempts;
   o.stall_seconds = storage.http_stall_seconds;
   o.max_concurrency = storage.http_concurrency;
+  o.cancel = storage.cancel;
   return o;
 }
 
@@ -55,6 +125,9 @@ struct HttpStore::Response {
   std::string body;
   std::string etag;
   curl_off_t content_length = -1;
+  std::string redirect;    // Where a 3xx reply points, as an absolute URL.
+  bool too_large = false;  // The body would pass its cap.
+  bool reusable = true;    // The connection ended cleanly.
 };
 
 namespace {
@@ -149,33 +222,47 @@ void HttpStore::Release(void* handle) const {
   cv_.notify_one();
 }
 
-Status HttpStore::Once(const std::string& url, const char* method, const std::string* upload,
-                       int64_t offset, int64_t n, Response* r) const {
-  CURL* curl = static_cast<CURL*>(Acquire());
-  if (curl == nullptr) {
-    Release(nullptr);
-    return InternalError("curl_easy_init failed");
-  }
+void HttpStore::Transfer(void* handle, const std::string& url, const char* method,
+                         const std::string* upload, int64_t offset, int64_t n, uint64_t max_bytes,
+                         Response* r) const {
+  CURL* curl = static_cast<CURL*>(handle);
   curl_easy_reset(curl);
   char error[CURL_ERROR_SIZE] = {0};
+  const std::string verb = method;
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  // Redirects are Once's: it follows them only within the origin.
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, options_.connect_timeout_seconds);
+  // A stall: less than a byte a second for stall_seconds (also while waiting
+  // for the reply to begin).
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options_.stall_seconds);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Append);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r->body);
+  if (options_.cancel) {
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &CheckCancel);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, options_.cancel.get());
+  }
+  BodySink sink;
+  sink.curl = curl;
+  sink.body = &r->body;
+  sink.cap = n >= 0 ? static_cast<uint64_t>(n) : max_bytes;
+  sink.range_offset = n >= 0 ? offset : -1;
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Receive);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r->etag);
   std::string range;
   if (n >= 0) {
     range = std::to_string(offset) + "-" + std::to_string(offset + n - 1);
     curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  } else if (verb == "GET") {
+    // A whole object whose Content-Length passes the cap stops before its body.
+    curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
   }
   UploadCursor cursor{upload, 0};
-  const std::string verb = method;
   if (verb == "PUT") {
     curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, &ReadUpload);
@@ -209,22 +296,88 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
   if (verb == "POST") headers = curl_slist_append(headers, "Content-Type: application/xml");
   if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   r->curl = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->code);
   curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->content_length);
   r->error = error[0] ? error : curl_easy_strerror(r->curl);
-  curl_slist_free_all(headers);
-  // A handle whose transfer failed may hold a broken connection: drop it.
-  if (r->curl != CURLE_OK) {
+  // A connection left mid-reply (or broken) is not reused.
+  r->reusable = r->curl == CURLE_OK;
+  if (r->curl == CURLE_WRITE_ERROR && sink.stop == BodySink::Stop::kRangeTooLong) {
+    r->error = "a longer body than the range asked for";  // Retried, as a short one is.
+  } else if (r->curl == CURLE_WRITE_ERROR && sink.stop != BodySink::Stop::kNone) {
+    // Stopped by Receive: past the cap, or enough of a range or an error text.
+    r->too_large = sink.stop == BodySink::Stop::kTooLarge;
+    if (!r->too_large) r->curl = CURLE_OK;
+  } else if (r->curl == CURLE_FILESIZE_EXCEEDED) {
+    r->too_large = true;
+  } else if (r->curl == CURLE_OPERATION_TIMEDOUT) {
+    curl_off_t connected = 0;
+    curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME_T, &connected);
+    r->error =
+        connected > 0
+            ? "no data for " + std::to_string(options_.stall_seconds) +
+                  " s (StorageOptions::http_stall_seconds, TOKPACK_HTTP_STALL_SECONDS)"
+            : "no connection within " + std::to_string(options_.connect_timeout_seconds) + " s";
+  }
+  if (r->curl == CURLE_OK && r->code >= 300 && r->code < 400) {
+    char* target = nullptr;
+    curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &target);
+    if (target != nullptr) r->redirect = target;
+  }
+}
+
+Status HttpStore::Once(const std::string& url, const char* method, const std::string* upload,
+                       int64_t offset, int64_t n, uint64_t max_bytes, Response* r) const {
+  CURL* curl = static_cast<CURL*>(Acquire());
+  if (curl == nullptr) {
+    Release(nullptr);
+    return InternalError("curl_easy_init failed");
+  }
+  Status s;
+  std::string at = url;
+  for (int hop = 0;; ++hop) {
+    *r = Response();
+    Transfer(curl, at, method, upload, offset, n, max_bytes, r);
+    if (r->redirect.empty()) break;
+    // Object stores redirect within their own host (presigned or regional
+    // URLs of one endpoint); a redirect elsewhere would let a dataset's
+    // server send its readers, and their credentials' requests, anywhere.
+    const std::string origin = Origin(url);
+    if (origin.empty() || Origin(r->redirect) != origin) {
+      s = FailedPreconditionError(url + " redirects to " + r->redirect + ", off the origin " +
+                                  origin +
+                                  "; tokpack follows redirects only within the origin (scheme, "
+                                  "host and port) of the dataset");
+      break;
+    }
+    if (hop == kMaxRedirects) {
+      s = IoError(url + ": more than " + std::to_string(kMaxRedirects) + " redirects");
+      break;
+    }
+    at = r->redirect;
+  }
+  if (!r->reusable) {
     curl_easy_cleanup(curl);
     curl = nullptr;
   }
   Release(curl);
-  return Status::Ok();
+  return s;
+}
+
+void HttpStore::Pause(double seconds) const {
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(seconds));
+  for (auto now = std::chrono::steady_clock::now(); now < until && !Cancelled();
+       now = std::chrono::steady_clock::now()) {
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(until - now, kCancelPoll));
+  }
 }
 
 Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
                           int64_t offset, int64_t n, std::string* out, const std::string& query,
-                          std::string* etag, int64_t* content_length) const {
+                          std::string* etag, int64_t* content_length, uint64_t max_bytes) const {
   const std::string url = location_.UrlOf(name) + query;
   thread_local std::mt19937_64 rng(std::random_device{}());
   std::string last;
@@ -235,11 +388,20 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
           std::min(options_.backoff_max_seconds,
                    options_.backoff_initial_seconds * double(1u << std::min(attempt, 20)));
       std::uniform_real_distribution<double> wait(0, cap);
-      std::this_thread::sleep_for(std::chrono::duration<double>(wait(rng)));
+      Pause(wait(rng));
     }
+    if (Cancelled()) return CancelledError(url + ": cancelled");
     Response r;
-    TOKPACK_RETURN_IF_ERROR(Once(url, method, upload, offset, n, &r));
+    TOKPACK_RETURN_IF_ERROR(Once(url, method, upload, offset, n, max_bytes, &r));
+    if (r.too_large) {
+      const bool mib = max_bytes > 0 && max_bytes % (uint64_t{1} << 20) == 0;
+      return Status(StatusCode::kResourceExhausted,
+                    url + ": larger than its cap of " + std::to_string(max_bytes) + " bytes" +
+                        (mib ? " (" + std::to_string(max_bytes >> 20) + " MiB)" : "") +
+                        "; not read further");
+    }
     if (r.curl != CURLE_OK) {
+      if (r.curl == CURLE_ABORTED_BY_CALLBACK) return CancelledError(url + ": cancelled");
       if (r.curl == CURLE_UNSUPPORTED_PROTOCOL || r.curl == CURLE_URL_MALFORMAT) {
         return InvalidArgumentError(url + ": " + r.error);
       }
@@ -259,15 +421,10 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
     if (r.code < 200 || r.code >= 300) {
       return IoError(url + ": HTTP " + std::to_string(r.code));
     }
-    if (n >= 0) {
-      if (r.code == 200 && r.body.size() >= static_cast<uint64_t>(offset + n)) {
-        r.body = r.body.substr(static_cast<size_t>(offset), static_cast<size_t>(n));  // No Range.
-      }
-      if (r.body.size() != static_cast<uint64_t>(n)) {
-        last =
-            "short body: " + std::to_string(r.body.size()) + " of " + std::to_string(n) + " bytes";
-        continue;
-      }
+    // The sink kept only the range's bytes (and none past it).
+    if (n >= 0 && r.body.size() != static_cast<uint64_t>(n)) {
+      last = "short body: " + std::to_string(r.body.size()) + " of " + std::to_string(n) + " bytes";
+      continue;
     }
     if (out) *out = std::move(r.body);
     if (etag) *etag = r.etag;
@@ -279,9 +436,10 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
                                               " attempts; last error: " + last);
 }
 
-StatusOr<std::string> HttpStore::Get(const std::string& name) const {
+StatusOr<std::string> HttpStore::Get(const std::string& name, uint64_t max_bytes) const {
   std::string out;
-  TOKPACK_RETURN_IF_ERROR(Request(name, "GET", nullptr, 0, -1, &out));
+  TOKPACK_RETURN_IF_ERROR(
+      Request(name, "GET", nullptr, 0, -1, &out, "", nullptr, nullptr, max_bytes));
   return out;
 }
 

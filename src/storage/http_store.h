@@ -3,11 +3,18 @@
 // exponential backoff and full jitter on 5xx, 429, timeouts, stalls,
 // connection resets and short bodies; at most `max_concurrency` requests at
 // once. Thread-safe; connections are pooled and reused.
+//
+// What a server says is untrusted: redirects are followed only within the
+// origin (scheme, host and port) of the request, at most kMaxRedirects of
+// them; no body is kept past what the caller allows (a whole object's cap, a
+// range's length, a little of an error's text), checked as it arrives.
 #ifndef TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 #define TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -27,8 +34,10 @@ struct HttpOptions {
   // A transfer that moves no byte for this long is abandoned and retried.
   long stall_seconds = 20;
   int max_concurrency = 16;
+  // See StorageOptions::cancel.
+  std::shared_ptr<const std::atomic<bool>> cancel;
 
-  // Defaults with the attempts, stall timeout and concurrency of `storage`.
+  // Defaults with the attempts, stall timeout, concurrency and cancel flag of `storage`.
   static HttpOptions From(const StorageOptions& storage);
 };
 
@@ -39,12 +48,17 @@ class HttpStore {
   HttpStore(const HttpStore&) = delete;
   HttpStore& operator=(const HttpStore&) = delete;
 
+  static constexpr int kMaxRedirects = 5;
+
   const ObjectLocation& location() const { return location_; }
 
-  // The whole object `name`. NotFound (naming the URL) if it does not exist;
-  // FailedPrecondition when access is denied; Unavailable once retries are
-  // exhausted, with the last error.
-  StatusOr<std::string> Get(const std::string& name) const;
+  // The whole object `name`, of at most `max_bytes` (else ResourceExhausted
+  // naming the URL and the cap, as soon as the size is announced or passed).
+  // NotFound (naming the URL) if it does not exist; FailedPrecondition when
+  // access is denied or a redirect leaves the origin; Cancelled once
+  // options.cancel is set; Unavailable once retries are exhausted, with the
+  // last error.
+  StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) const;
   // Exactly `n` bytes of `name` at `offset` into *out.
   Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out) const;
   // The size of object `name` (a HEAD request); NotFound if it does not exist.
@@ -71,12 +85,25 @@ class HttpStore {
 
  private:
   struct Response;
-  // `query` is appended to the object's URL as is (e.g. "?uploads").
+  // Replies that are not object data (listings, multipart replies) are small.
+  static constexpr uint64_t kMaxReplyBytes = uint64_t{16} << 20;
+
+  // `query` is appended to the object's URL as is (e.g. "?uploads"). n >= 0:
+  // a ranged GET of bytes [offset, offset + n); else the body is the whole
+  // reply, of at most `max_bytes`.
   Status Request(const std::string& name, const char* method, const std::string* upload,
                  int64_t offset, int64_t n, std::string* out, const std::string& query = "",
-                 std::string* etag = nullptr, int64_t* content_length = nullptr) const;
+                 std::string* etag = nullptr, int64_t* content_length = nullptr,
+                 uint64_t max_bytes = kMaxReplyBytes) const;
+  // One attempt, following redirects within the origin.
   Status Once(const std::string& url, const char* method, const std::string* upload, int64_t offset,
-              int64_t n, Response* r) const;
+              int64_t n, uint64_t max_bytes, Response* r) const;
+  // One transfer of `url` on `curl`.
+  void Transfer(void* curl, const std::string& url, const char* method, const std::string* upload,
+                int64_t offset, int64_t n, uint64_t max_bytes, Response* r) const;
+  bool Cancelled() const { return options_.cancel && options_.cancel->load(); }
+  // Sleeps `seconds`, or less when cancelled.
+  void Pause(double seconds) const;
   void* Acquire() const;
   void Release(void* handle) const;
 

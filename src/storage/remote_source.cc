@@ -208,7 +208,7 @@ StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& 
 }
 
 StatusOr<Manifest> RemoteOpener::LoadManifest() const {
-  StatusOr<std::string> text = store_->Get(Manifest::kFileName);
+  StatusOr<std::string> text = store_->Get(Manifest::kFileName, Manifest::kMaxJsonBytes);
   if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
     return NotFoundError(store_->location().url +
                          " is not a tokpack dataset: " + text.status().message());

@@ -92,10 +92,10 @@ Status StorageOptions::Validate() const {
 }
 
 StatusOr<std::string> ReadObject(const std::string& dataset_url, const std::string& name,
-                                 const StorageOptions& options) {
+                                 const StorageOptions& options, uint64_t max_bytes) {
   TOKPACK_RETURN_IF_ERROR(options.Validate());
   TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(dataset_url, options));
-  return HttpStore(std::move(location), HttpOptions::From(options)).Get(name);
+  return HttpStore(std::move(location), HttpOptions::From(options)).Get(name, max_bytes);
 }
 
 }  // namespace tokpack

@@ -4,7 +4,8 @@ RangeServer serves a directory over HTTP with byte ranges and counts what was
 asked for; FaultProxy sits in front of any server and breaks a chosen share of
 its responses (5xx, resets, stalls, short bodies, flipped bits) in a way that is
 reproducible and never so persistent that a retrying client cannot finish;
-MotoServer is a local S3 (moto) that checks SigV4 signatures.
+StalledServer accepts connections and never answers; MotoServer is a local S3
+(moto) that checks SigV4 signatures.
 """
 import collections
 import http.client
@@ -393,6 +394,71 @@ class FaultProxy(_Base):
                     self.upstream.close()
 
         return Handler
+
+
+class StalledServer:
+    """Listens on 127.0.0.1 at .url, reads each request and never answers (a
+    server that hangs), until the client gives up or stop().
+
+    connected: an Event set once a client has connected and sent a whole
+    request, so a test knows the client is now waiting for the answer.
+    requests: how many requests arrived (take lock to read it while a client
+    runs).
+    """
+
+    def start(self):
+        self.connected = threading.Event()
+        self.requests = 0
+        self.lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)  # stop() waits one poll interval
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        return self
+
+    def _accept(self):
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            t = threading.Thread(target=self._hold, args=(conn,), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _hold(self, conn):
+        conn.settimeout(0.05)
+        data = b""
+        with conn:
+            while not self._stopping.is_set():
+                try:
+                    chunk = conn.recv(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    return  # the client gave up
+                data += chunk
+                if b"\r\n\r\n" in data:
+                    data = b""
+                    with self.lock:
+                        self.requests += 1
+                    self.connected.set()
+
+    def stop(self):
+        self._stopping.set()
+        for t in list(self._threads):
+            t.join()
+        self._listener.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 class MotoServer:

@@ -5,6 +5,8 @@ delivers from local disk, and the node-shared cache stays within its limit."""
 import fcntl
 import os
 import random
+import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -14,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import random_text, write_jsonl
-from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer
+from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer, StalledServer
 
 tokpack = pytest.importorskip("tokpack")
 
@@ -127,6 +129,77 @@ def test_unreachable_and_missing_datasets_are_named(chunked, cache, monkeypatch)
         tokpack.Dataset(dead + "/data")
     with pytest.raises(ValueError, match="ftp"):
         tokpack.Dataset("ftp://example.org/data")
+
+
+def test_removing_the_cache_directory_mid_run_only_costs_downloads(chunked, cache):
+    want = local_batches(chunked / "data")
+    with RangeServer(chunked) as server:
+        loader = tokpack.Loader(server.url + "/data", **KW)
+        for i, batch in enumerate(loader):
+            np.testing.assert_array_equal(batch["input_ids"], want[i], err_msg=f"step {i}")
+            if i in (3, 10):
+                # rm -rf; prefetches may be adding chunks meanwhile
+                shutil.rmtree(cache, ignore_errors=True)
+        assert i == len(want) - 1
+    assert cache_bytes(cache) > 0, "the cache was not made again"
+
+
+def test_a_cache_too_small_for_a_chunk_reads_uncached_with_one_warning(chunked, cache,
+                                                                     monkeypatch, capfd):
+    # The same path as a full disk: the chunk cannot be stored, so it is served
+    # from memory (verified as ever) and the cache stays empty.
+    monkeypatch.setenv("TOKPACK_CACHE_BYTES", str(CHUNK // 2))
+    want = local_batches(chunked / "data")
+    with RangeServer(chunked) as server:
+        loader = tokpack.Loader(server.url + "/data", **KW)
+        got = [b["input_ids"].copy() for b in loader]
+    for i, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(a, b, err_msg=f"step {i}")
+    assert len(got) == len(want)
+    assert cache_bytes(cache) <= CHUNK // 2  # only files' short last chunks fit
+    err = capfd.readouterr().err
+    assert err.count("reading uncached") == 1, err
+
+
+# Opens a URL the way a user would; the parent interrupts it.
+OPEN_URL = textwrap.dedent("""
+    import sys, tokpack
+    if sys.argv[1] == "Dataset":
+        tokpack.Dataset(sys.argv[2])
+    else:
+        tokpack.Loader(sys.argv[2], seq_len=8, batch_size=1)
+""")
+
+
+def interrupt_once_waiting(cmd, tmp_path):
+    """Runs cmd against a server that never answers, sends SIGINT once the
+    server has its request, and returns (returncode, stderr)."""
+    # Without Ctrl-C the open would wait for 8 stalls of an hour each.
+    env = dict(os.environ, TOKPACK_CACHE_DIR=str(tmp_path / "cache"),
+               TOKPACK_HTTP_STALL_SECONDS="3600", TOKPACK_HTTP_ATTEMPTS="8")
+    with StalledServer() as server:
+        proc = subprocess.Popen([*cmd, server.url + "/data"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert server.connected.wait(120), "the opener never reached the server"
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)  # generous: a loaded 2-core machine
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("opener", ["Dataset", "Loader"])
+def test_ctrl_c_interrupts_opening_a_url_whose_server_hangs(opener, tmp_path):
+    code, err = interrupt_once_waiting([sys.executable, "-c", OPEN_URL, opener], tmp_path)
+    assert code != 0 and "KeyboardInterrupt" in err, err
+
+
+def test_sigint_stops_the_cli_opening_a_url_whose_server_hangs(tokpack_bin, tmp_path):
+    code, err = interrupt_once_waiting([tokpack_bin, "info"], tmp_path)
+    assert code == 130 and "cancelled" in err, err
 
 
 def test_four_processes_download_each_chunk_once_per_node(chunked, cache):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer
+from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer, StalledServer
 
 DATA = os.urandom(1000)
 
@@ -207,6 +207,19 @@ def test_a_retrying_client_reads_every_chunk_intact(upstream):
         assert sum(proxy.counts.values()) == attempts
         assert proxy.counts["clean"] == 20
         assert len(proxy.counts) > 4  # several kinds were actually survived
+
+
+def test_stalled_server_signals_each_request_and_never_answers():
+    with StalledServer() as server:
+        conn = connect(server.url, timeout=0.5)
+        conn.request("GET", "/ds/manifest.json")
+        assert server.connected.wait(30)
+        with pytest.raises(TimeoutError):
+            conn.getresponse()  # nothing ever comes
+        conn.close()
+        with server.lock:
+            assert server.requests == 1
+    # stop() ended the server even with no client left to give up
 
 
 def test_unknown_fault_names_are_refused():

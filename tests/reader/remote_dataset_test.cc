@@ -1,10 +1,13 @@
 // Remote datasets opened with explicit StorageOptions, over a real loopback
 // HTTP server: datasets and loaders in one process keep their caches and
-// their statistics apart, and a dataset's prefetch threads end with it.
+// their statistics apart, a dataset's prefetch threads end with it, and a
+// hostile or broken server (redirects elsewhere, endless manifests, silence)
+// or a removed cache directory gets a clear answer.
 #include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "storage/chunk_cache.h"
@@ -184,6 +187,88 @@ TEST_F(RemoteDatasetTest, DestroyingADatasetWithPrefetchesInFlightJoinsItsThread
   }
   EXPECT_EQ(ThreadsOfThisProcess(), threads_before);
   EXPECT_EQ(stats->cache_misses.load(), fetched);
+}
+
+// A redirect response to `location`.
+std::string Redirect(const std::string& location) {
+  return "HTTP/1.1 302 Found\r\nLocation: " + location +
+         "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+}
+
+TEST_F(RemoteDatasetTest, RedirectsAreFollowedOnlyWithinTheDatasetsOrigin) {
+  HttpTestServer elsewhere(root_.path());
+  HttpTestServer server(root_.path(), [&](int fd, const std::string& path, const std::string&) {
+    std::string to;
+    if (path.rfind("/away/", 0) == 0) to = elsewhere.url() + "/a/" + path.substr(6);
+    if (path.rfind("/moved/", 0) == 0) to = "/a/" + path.substr(7);
+    if (to.empty()) return false;
+    HttpTestServer::Send(fd, Redirect(to));
+    return true;
+  });
+  // Within the origin (a relative Location): followed, for the manifest and
+  // for every ranged read.
+  auto moved = Dataset::Open(server.url() + "/moved", Storage("c"));
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ExpectAllTokens(**moved, 1, nullptr);
+  // To another host:port: refused, naming both URLs; nothing is asked of it.
+  auto away = Dataset::Open(server.url() + "/away", Storage("c"));
+  ASSERT_FALSE(away.ok());
+  const std::string& message = away.status().message();
+  EXPECT_NE(message.find(server.url() + "/away/manifest.json"), std::string::npos) << message;
+  EXPECT_NE(message.find(elsewhere.url() + "/a/manifest.json"), std::string::npos) << message;
+  EXPECT_EQ(elsewhere.requests(), 0);
+}
+
+TEST_F(RemoteDatasetTest, AManifestOverItsCapIsRefusedBeforeItsBody) {
+  // (A body that runs past its cap with no Content-Length is stopped the
+  // same way as it arrives: see http_store_test.cc.)
+  constexpr uint64_t kOver = Manifest::kMaxJsonBytes + 1;
+  HttpTestServer server(root_.path(), [&](int fd, const std::string& path, const std::string&) {
+    if (path != "/big/manifest.json") return false;
+    if (!HttpTestServer::Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kOver) +
+                                      "\r\nConnection: close\r\n\r\n")) {
+      return true;
+    }
+    const std::string block(1 << 16, ' ');
+    for (uint64_t sent = 0; sent < kOver; sent += block.size()) {
+      if (!HttpTestServer::Send(fd, block)) break;
+    }
+    return true;
+  });
+  auto ds = Dataset::Open(server.url() + "/big", Storage("c"));
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kResourceExhausted) << ds.status().ToString();
+  const std::string& message = ds.status().message();
+  EXPECT_NE(message.find(server.url() + "/big/manifest.json"), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(Manifest::kMaxJsonBytes)), std::string::npos) << message;
+  EXPECT_EQ(server.requests(), 1);
+}
+
+TEST_F(RemoteDatasetTest, AStalledServerFailsNamingTheStallTimeout) {
+  HttpTestServer server(root_.path(), [](int fd, const std::string&, const std::string&) {
+    HttpTestServer::Silence(fd);
+    return true;
+  });
+  StorageOptions o = Storage("c");
+  o.http_stall_seconds = 1;
+  auto ds = Dataset::Open(server.url() + "/a", o);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kUnavailable) << ds.status().ToString();
+  EXPECT_NE(ds.status().message().find("no data for 1 s (StorageOptions::http_stall_seconds"),
+            std::string::npos)
+      << ds.status().ToString();
+  EXPECT_EQ(server.requests(), o.http_attempts);
+}
+
+TEST_F(RemoteDatasetTest, ACacheDirectoryRemovedWhileInUseIsMadeAgain) {
+  HttpTestServer server(root_.path());
+  auto ds = Dataset::Open(server.url() + "/a", Storage("c"));
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  std::vector<int64_t> first(100);
+  ASSERT_TRUE((*ds)->ReadTokens(0, first.size(), first.data()).ok());
+  std::filesystem::remove_all(caches_.Join("c"));
+  ExpectAllTokens(**ds, 1, nullptr);
+  EXPECT_GE(CacheBytes(caches_.Join("c")), BinBytes(manifest_a_)) << "reads went uncached";
 }
 
 }  // namespace

@@ -1,13 +1,17 @@
 #include "storage/chunk_cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -31,7 +35,8 @@ std::string ChunkBytes(int k, size_t n = 1000) {
 std::string Key(int k) { return "obj-" + std::to_string(k); }
 
 // Reads all of chunk k through the cache, counting fetches.
-Status ReadChunk(ChunkCache& cache, int k, int* fetches, std::string* out) {
+Status ReadChunk(ChunkCache& cache, int k, int* fetches, std::string* out,
+                 ReadStats* stats = nullptr) {
   const std::string want = ChunkBytes(k);
   out->assign(want.size(), '\0');
   return cache.Read(
@@ -41,7 +46,18 @@ Status ReadChunk(ChunkCache& cache, int k, int* fetches, std::string* out) {
         *data = want;
         return Status::Ok();
       },
-      nullptr);
+      stats);
+}
+
+// Entries of a directory (0 if it does not exist).
+int FilesIn(const std::string& dir) {
+  int n = 0;
+  DIR* d = ::opendir(dir.c_str());
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    n += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
+  }
+  if (d) ::closedir(d);
+  return n;
 }
 
 TEST(ChunkCache, FetchesOnceThenServesFromDiskToEveryProcess) {
@@ -107,6 +123,7 @@ TEST(ChunkCache, FourProcessesDownloadEachChunkExactlyOnce) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   }
+  EXPECT_EQ(FilesIn(dir.Join("c/locks")), 0) << "a chunk's lock file outlived its fetch";
   std::map<std::string, int> per_key;
   std::ifstream in(log);
   std::string line;
@@ -190,6 +207,122 @@ TEST(ChunkCache, ACorruptFetchIsRetriedOnceThenRefusedByName) {
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("shard-00000.bin chunk 8"), std::string::npos) << s.ToString();
   EXPECT_FALSE(FileSize(dir.Join("c/chunks/" + Key(8))).ok());
+}
+
+TEST(ChunkCache, LockFilesDoNotOutliveTheirFetches) {
+  TempDir dir;
+  auto cache = ChunkCache::Open(dir.Join("c"), 3500);
+  ASSERT_TRUE(cache.ok());
+  int fetches = 0;
+  std::string got;
+  for (int k = 0; k < 40; ++k) ASSERT_TRUE(ReadChunk(**cache, k, &fetches, &got).ok()) << k;
+  // Fetches that fail leave no lock file either.
+  char byte;
+  EXPECT_FALSE((*cache)
+                   ->Read(
+                       Key(99), "c99", 10, 0, 0, 1, &byte,
+                       [](std::string*) { return IoError("the network is down"); }, nullptr)
+                   .ok());
+  EXPECT_EQ(FilesIn(dir.Join("c/chunks")), 3);
+  EXPECT_EQ(FilesIn(dir.Join("c/locks")), 0);
+}
+
+TEST(ChunkCache, ProcessesEvictingAndRefetchingTheSameChunksAllReadThemRight) {
+  // The lock files come and go under four processes that fetch, evict and
+  // fetch again the same chunks; every read must still give the chunk's bytes.
+  TempDir dir;
+  constexpr int kChunks = 12;
+  std::vector<pid_t> children;
+  for (int p = 0; p < 4; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto cache = ChunkCache::Open(dir.Join("c"), 3500);
+      if (!cache.ok()) _exit(2);
+      std::mt19937 rng(p);
+      int fetches = 0;
+      std::string got;
+      for (int i = 0; i < 200; ++i) {
+        const int k = static_cast<int>(rng() % kChunks);
+        if (!ReadChunk(**cache, k, &fetches, &got).ok() || got != ChunkBytes(k)) _exit(3);
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  EXPECT_EQ(FilesIn(dir.Join("c/locks")), 0);
+  EXPECT_LE(*(*ChunkCache::Open(dir.Join("c"), 3500))->BytesOnDisk(), 3500u);
+}
+
+TEST(ChunkCache, ARemovedCacheDirectoryIsMadeAgainOnDemand) {
+  TempDir dir;
+  auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20);
+  ASSERT_TRUE(cache.ok());
+  int fetches = 0;
+  std::string got;
+  ASSERT_TRUE(ReadChunk(**cache, 1, &fetches, &got).ok());
+  std::filesystem::remove_all(dir.Join("c"));
+  for (int k : {1, 2, 2}) {
+    Status s = ReadChunk(**cache, k, &fetches, &got);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(got, ChunkBytes(k));
+  }
+  EXPECT_EQ(fetches, 3);  // Chunk 2 was cached again.
+  EXPECT_EQ(*(*cache)->BytesOnDisk(), 2000u);
+}
+
+TEST(ChunkCache, AChunkLargerThanTheCacheIsServedFromMemoryAndCounted) {
+  TempDir dir;
+  auto cache = ChunkCache::Open(dir.Join("c"), 500);
+  ASSERT_TRUE(cache.ok());
+  int fetches = 0;
+  std::string got;
+  ReadStats stats;
+  for (int i = 0; i < 2; ++i) {
+    Status s = ReadChunk(**cache, 1, &fetches, &got, &stats);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(got, ChunkBytes(1));
+  }
+  EXPECT_EQ(fetches, 2);
+  EXPECT_EQ(stats.cache_misses.load(), 2u);
+  EXPECT_EQ(stats.uncached_reads.load(), 2u);
+  EXPECT_EQ(*(*cache)->BytesOnDisk(), 0u);
+}
+
+TEST(ChunkCache, AChunkWriteFailingMidwayIsServedFromMemory) {
+  // A write() that fails part way through a chunk, as on a full disk
+  // (ENOSPC, EDQUOT): a file size limit makes write() fail the same way
+  // (EFBIG once SIGXFSZ is ignored). The limit is per process: in a child.
+  TempDir dir;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{500, 500};  // Half a chunk.
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(2);
+    auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20);
+    if (!cache.ok()) _exit(3);
+    int fetches = 0;
+    std::string got;
+    ReadStats stats;
+    for (int i = 0; i < 2; ++i) {
+      if (!ReadChunk(**cache, 1, &fetches, &got, &stats).ok()) _exit(4);
+      if (got != ChunkBytes(1)) _exit(5);
+    }
+    if (fetches != 2 || stats.uncached_reads.load() != 2) _exit(6);
+    // Nothing half-written stays behind, and no lock file.
+    if (FilesIn(dir.Join("c/chunks")) != 0 || FilesIn(dir.Join("c/locks")) != 0) _exit(7);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

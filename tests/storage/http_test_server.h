@@ -1,7 +1,8 @@
 // A loopback HTTP/1.1 server for remote-storage tests: serves the files under
 // a directory to GET (with "Range: bytes=a-b") and HEAD, one connection at a
-// time, each closed after its response, optionally after a delay. Counts the
-// requests it received. Thread-safe.
+// time, each closed after its response, optionally after a delay; a hook may
+// answer some requests itself (redirects, endless bodies, silence). Counts
+// the requests it received. Thread-safe.
 #ifndef TOKPACK_TESTS_STORAGE_HTTP_TEST_SERVER_H_
 #define TOKPACK_TESTS_STORAGE_HTTP_TEST_SERVER_H_
 
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -23,10 +25,17 @@ namespace tokpack::testing {
 
 class HttpTestServer {
  public:
+  // Answers the request for `path` (the whole request is `request`) on
+  // connection `fd` and returns true, or returns false to have the file served.
+  using Hook = std::function<bool(int fd, const std::string& path, const std::string& request)>;
+
   // Serves `root`; each response waits `delay` first (a slow network).
   explicit HttpTestServer(std::string root,
                           std::chrono::milliseconds delay = std::chrono::milliseconds(0))
-      : root_(std::move(root)), delay_(delay) {
+      : HttpTestServer(std::move(root), nullptr, delay) {}
+  HttpTestServer(std::string root, Hook hook,
+                 std::chrono::milliseconds delay = std::chrono::milliseconds(0))
+      : root_(std::move(root)), hook_(std::move(hook)), delay_(delay) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -52,8 +61,25 @@ class HttpTestServer {
 
   // "http://127.0.0.1:PORT"; a file root/x is at url() + "/x".
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // Requests received so far (counted before the delay).
+  // Requests received so far (counted before the delay and the hook).
   int requests() const { return requests_.load(); }
+
+  // Sends all of `bytes`; false once the client has gone.
+  static bool Send(int fd, const std::string& bytes) {
+    for (size_t at = 0; at < bytes.size();) {
+      const ssize_t n = ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      at += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Waits until the client closes the connection, answering nothing (a
+  // stalled server).
+  static void Silence(int fd) {
+    char b;
+    while (::recv(fd, &b, 1, 0) > 0) {
+    }
+  }
 
  private:
   void Serve() {
@@ -80,6 +106,7 @@ class HttpTestServer {
     std::istringstream first(request.substr(0, request.find("\r\n")));
     std::string method, path;
     first >> method >> path;
+    if (hook_ && hook_(c, path, request)) return;
     std::ifstream in(root_ + path, std::ios::binary);
     std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::string head;
@@ -99,14 +126,11 @@ class HttpTestServer {
     }
     head += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
     if (method != "HEAD") head += body;
-    for (size_t at = 0; at < head.size();) {
-      const ssize_t n = ::send(c, head.data() + at, head.size() - at, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      at += static_cast<size_t>(n);
-    }
+    Send(c, head);
   }
 
   std::string root_;
+  Hook hook_;
   std::chrono::milliseconds delay_;
   int fd_ = -1;
   int port_ = 0;
