@@ -126,3 +126,33 @@ std::string GzipCompress(const std::string& data) {
 }
 
 }  // namespace tokpack::testing
+
+namespace tokpack::testing {
+
+std::string TiktokenRanks(const std::vector<std::string>& merged, int missing_byte) {
+  static const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  auto base64 = [](const std::string& in) {
+    std::string out;
+    for (size_t i = 0; i < in.size(); i += 3) {
+      uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << 16;
+      if (i + 1 < in.size()) v |= static_cast<uint32_t>(static_cast<unsigned char>(in[i + 1])) << 8;
+      if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
+      out += kB64[(v >> 18) & 63];
+      out += kB64[(v >> 12) & 63];
+      out += i + 1 < in.size() ? kB64[(v >> 6) & 63] : '=';
+      out += i + 2 < in.size() ? kB64[v & 63] : '=';
+    }
+    return out;
+  };
+  std::string ranks;
+  for (int b = 0; b < 256; ++b) {
+    if (b == missing_byte) continue;
+    ranks += base64(std::string(1, static_cast<char>(b))) + " " + std::to_string(b) + "\n";
+  }
+  for (size_t i = 0; i < merged.size(); ++i) {
+    ranks += base64(merged[i]) + " " + std::to_string(256 + i) + "\n";
+  }
+  return ranks;
+}
+
+}  // namespace tokpack::testing

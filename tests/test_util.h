@@ -37,6 +37,10 @@ std::string MakeJsonl(int n, uint64_t seed, std::vector<std::string>* texts = nu
 // Path of a unigram sentencepiece model (vocab 500) trained once per process.
 const std::string& TestModelPath();
 
+// A tiktoken ranks file: every byte but `missing_byte` (-1: none) at its own
+// rank, then `merged` tokens at ranks 256 onwards.
+std::string TiktokenRanks(const std::vector<std::string>& merged, int missing_byte = -1);
+
 // zstd / gzip compression of `data`, for input tests.
 std::string ZstdCompress(const std::string& data);
 std::string GzipCompress(const std::string& data);

@@ -100,6 +100,11 @@ StatusOr<std::unique_ptr<TextSource>> MakeArrowStreamTextSource(void* arrow_arra
 
 // The default per-shard token budget: 2^29 tokens (1 GiB of uint16).
 inline constexpr uint64_t kDefaultShardTokens = 1ull << 29;
+// The default and the largest limit on one document's bytes (a JSONL line, a
+// text line or file, a Parquet value, a caller's text): 256 MiB and 1 GiB
+// (a document's token count must fit the index's int32).
+inline constexpr uint64_t kDefaultMaxDocumentBytes = 256ull << 20;
+inline constexpr uint64_t kMaxMaxDocumentBytes = 1ull << 30;
 
 // A build's inputs, output and settings. The settings (text_key through
 // force below) are declared once, with their names, defaults, validation and
@@ -133,6 +138,10 @@ struct BuildOptions : OptionSet<BuildOptions> {
   uint64_t chunk_bytes = Manifest::kDefaultChunkBytes;
   // Tokenizer threads; 0 means one per hardware thread.
   int threads = 0;
+  // A record longer than this is never held whole: it is a bad record
+  // (skipped with skip_bad_lines, else the build fails naming it). With it,
+  // a build's memory is bounded whatever its input (docs/cli.md).
+  uint64_t max_document_bytes = kDefaultMaxDocumentBytes;
   // Build only part `part_index` of `part_count` of the inputs (see `merge`).
   int part_index = 0;
   int part_count = 1;

@@ -11,6 +11,7 @@
 #define TOKPACK_TOKENIZER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,9 +59,19 @@ class Tokenizer {
                                                            const TokenizerInfo& recorded);
   ~Tokenizer();
 
+  // Receives token ids in order, a run at a time (valid during the call only).
+  using IdSink = std::function<void(const int* ids, size_t n)>;
+
   // Replaces *ids with the token ids of `text` (valid UTF-8). `counts`, if
   // given, is overwritten with this call's unknown and byte-fallback tokens.
-  Status Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts = nullptr) const;
+  // With a `sink`, the ids go to it instead, in runs, and *ids is only the
+  // buffer of the current run (empty on return): tokenizer.json and tiktoken
+  // files hand over runs of ~16K ids as they are made, so a long text's ids
+  // are never all held; sentencepiece hands over one run. ResourceExhausted
+  // if memory runs out (encoding needs a few times the text's size,
+  // sentencepiece 25 to 45 times); after an error some runs may have gone.
+  Status Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts = nullptr,
+                const IdSink* sink = nullptr) const;
   // Text of `ids` (special tokens as their text).
   StatusOr<std::string> Decode(const std::vector<int>& ids) const;
 

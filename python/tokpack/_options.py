@@ -66,6 +66,8 @@ class BuildOptions(TypedDict, total=False):
     """Token budget per shard. Default: 536870912."""
     chunk_bytes: int
     """Checksum chunk size in bytes. Default: 4194304."""
+    max_document_bytes: int
+    """Refuse, as a bad record, any JSONL line, text line or file, Parquet value or text longer than this many bytes (at most 1 GiB); it bounds the build's memory. Default: 268435456."""
     threads: int
     """Tokenizer threads (0: one per hardware thread). Default: 0."""
     force: bool

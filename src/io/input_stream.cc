@@ -228,62 +228,79 @@ StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
   return std::unique_ptr<ByteStream>(std::move(raw));
 }
 
-LineReader::LineReader(std::unique_ptr<ByteStream> in) : in_(std::move(in)) {}
+LineReader::LineReader(std::unique_ptr<ByteStream> in) : in_(std::move(in)), buf_(kReadChunk) {}
 
-StatusOr<bool> LineReader::Fill() {
-  if (pos_ > 0) {
-    buf_.erase(0, pos_);
-    pos_ = 0;
-  }
-  size_t old = buf_.size();
-  buf_.resize(old + kReadChunk);
-  StatusOr<size_t> r = in_->Read(buf_.data() + old, kReadChunk);
-  if (!r.ok()) {
-    buf_.resize(old);
-    return r.status();
-  }
-  buf_.resize(old + *r);
-  if (*r == 0) eof_ = true;
-  return *r > 0;
+Status LineReader::Fill() {
+  TOKPACK_ASSIGN_OR_RETURN(size_t r, in_->Read(buf_.data(), buf_.size()));
+  pos_ = 0;
+  end_ = r;
+  eof_ = r == 0;
+  return Status::Ok();
 }
 
-StatusOr<bool> LineReader::Next(std::string* line) {
-  size_t scan_from = pos_;
+StatusOr<bool> LineReader::Next(std::string* out, uint64_t max_bytes, uint64_t* line_bytes) {
+  const size_t start = out->size();
+  // Kept while at most max_bytes + 1 long: the last byte may be a "\r" that
+  // the line does not include.
+  const uint64_t keep = max_bytes == UINT64_MAX ? max_bytes : max_bytes + 1;
+  uint64_t n = 0;
+  bool seen = false;  // Any byte (or the "\n") of this line.
+  char last = 0;
   while (true) {
-    size_t nl = buf_.find('\n', scan_from);
-    if (nl != std::string::npos) {
-      size_t end = nl;
-      if (end > pos_ && buf_[end - 1] == '\r') --end;
-      line->assign(buf_, pos_, end - pos_);
-      pos_ = nl + 1;
-      ++line_number_;
-      return true;
+    if (pos_ == end_) {
+      if (!eof_) TOKPACK_RETURN_IF_ERROR(Fill());
+      if (eof_) {
+        if (!seen) return false;
+        break;
+      }
     }
-    if (eof_) {
-      if (pos_ == buf_.size()) return false;
-      size_t end = buf_.size();
-      if (buf_[end - 1] == '\r') --end;
-      line->assign(buf_, pos_, end - pos_);
-      pos_ = buf_.size();
-      ++line_number_;
-      return true;
+    seen = true;
+    const char* p = buf_.data() + pos_;
+    const size_t avail = end_ - pos_;
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', avail));
+    const size_t take = nl ? static_cast<size_t>(nl - p) : avail;
+    if (take > 0) {
+      if (n + take <= keep) {
+        out->append(p, take);
+      } else if (n <= keep) {
+        out->resize(start);  // Over the limit: stop holding it.
+      }
+      n += take;
+      last = p[take - 1];
     }
-    size_t scanned = buf_.size() - pos_;
-    TOKPACK_ASSIGN_OR_RETURN(bool more, Fill());
-    (void)more;
-    scan_from = pos_ + scanned;  // Fill() moved the unread bytes to the front.
+    pos_ += take + (nl ? 1 : 0);
+    if (nl) break;
   }
+  if (last == '\r') {
+    --n;
+    if (n + 1 <= keep) out->pop_back();
+  }
+  if (n > max_bytes) out->resize(start);
+  *line_bytes = n;
+  ++line_number_;
+  return true;
 }
 
-Status ReadAll(ByteStream* in, std::string* out) {
-  out->clear();
+StatusOr<uint64_t> ReadAll(ByteStream* in, std::string* out, uint64_t max_bytes) {
+  const size_t start = out->size();
+  uint64_t n = 0;
   while (true) {
-    size_t old = out->size();
-    out->resize(old + kReadChunk);
-    StatusOr<size_t> r = in->Read(out->data() + old, kReadChunk);
-    if (!r.ok()) return r.status();
-    out->resize(old + *r);
-    if (*r == 0) return Status::Ok();
+    // Never past max_bytes + 1: enough to tell that the stream is longer.
+    const uint64_t room = max_bytes - n;
+    const size_t chunk = room >= kReadChunk ? kReadChunk : static_cast<size_t>(room + 1);
+    out->resize(start + n + chunk);
+    StatusOr<size_t> r = in->Read(out->data() + start + n, chunk);
+    if (!r.ok()) {
+      out->resize(start);
+      return r.status();
+    }
+    n += *r;
+    out->resize(start + n);
+    if (n > max_bytes) {
+      out->resize(start);
+      return n;
+    }
+    if (*r == 0) return n;
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
@@ -37,27 +38,36 @@ StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
                                                       const std::atomic<bool>* cancel = nullptr);
 
 // Splits a stream into lines. A line excludes its "\n" and a "\r" before it;
-// the last line need not end in "\n".
+// the last line need not end in "\n". The reader holds one read buffer
+// (256 KiB) of the stream, never a whole line: each line goes straight into
+// the caller's string, and a line over the caller's limit is read through
+// without being kept, so one huge line costs no memory.
 class LineReader {
  public:
   explicit LineReader(std::unique_ptr<ByteStream> in);
-  // Sets *line to the next line and returns true, or returns false at end.
-  StatusOr<bool> Next(std::string* line);
+  // Reads the next line and sets *line_bytes to its length. Appends it to
+  // *out if it is at most `max_bytes` long; a longer line is read to its end
+  // and dropped, leaving *out as it was. Returns false at the end.
+  StatusOr<bool> Next(std::string* out, uint64_t max_bytes, uint64_t* line_bytes);
   // 1-based number of the line last returned.
   uint64_t line_number() const { return line_number_; }
 
  private:
-  StatusOr<bool> Fill();
+  Status Fill();
 
   std::unique_ptr<ByteStream> in_;
-  std::string buf_;
-  size_t pos_ = 0;
+  std::vector<char> buf_;
+  size_t pos_ = 0;  // Next unread byte of buf_.
+  size_t end_ = 0;  // End of the bytes read into buf_.
   bool eof_ = false;
   uint64_t line_number_ = 0;
 };
 
-// Reads the whole remaining stream (a one-document text file).
-Status ReadAll(ByteStream* in, std::string* out);
+// Appends the rest of the stream (a one-document text file) to *out and
+// returns its length, if it is at most `max_bytes` long. A longer stream is
+// read only until it is known to be longer: then *out is left as it was and
+// the result is max_bytes + 1.
+StatusOr<uint64_t> ReadAll(ByteStream* in, std::string* out, uint64_t max_bytes = UINT64_MAX);
 
 }  // namespace tokpack
 

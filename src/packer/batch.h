@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokpack/status.h"
 #include "tokpack/tokenizer.h"
 
 namespace tokpack {
@@ -22,8 +23,12 @@ enum class RecordKind : uint8_t {
 
 // A run of consecutive input records: JSONL lines, texts or bad records.
 struct RawBatch {
+  // Bytes after the last record, so that the JSON parser reads any record in
+  // place (it reads up to 64 bytes past the end) instead of copying it.
+  static constexpr size_t kPadding = 64;
+
   uint64_t seq = 0;  // Position in the input order; the writer restores it.
-  std::string data;  // Records back to back.
+  std::string data;  // Records back to back, then kPadding bytes once sealed.
   struct Record {
     uint32_t end;   // Offset one past the record in `data`.
     uint32_t file;  // Index into the input list.
@@ -36,6 +41,11 @@ struct RawBatch {
     uint32_t begin = i == 0 ? 0 : records[i - 1].end;
     return std::string_view(data).substr(begin, records[i].end - begin);
   }
+  // Appends the padding; call once the last record is in.
+  void Seal() { data.append(kPadding, ' '); }
+  bool sealed() const {
+    return records.empty() || data.size() >= size_t{records.back().end} + kPadding;
+  }
 };
 
 // Why a record produced no document.
@@ -44,10 +54,13 @@ enum class Drop : uint8_t {
   kBadLine,      // Malformed JSON, missing, null or non-string text, or
                  // invalid UTF-8 under --invalid-utf8=error.
   kInvalidUtf8,  // Skipped under --invalid-utf8=skip.
+  kFailed,       // The tokenizer failed on it (e.g. out of memory): the build
+                 // fails naming the record, whatever the bad-line policy.
 };
 
 struct EncodedBatch {
   uint64_t seq = 0;
+  uint64_t input_bytes = 0;          // Of the RawBatch it was made from.
   std::string tokens;                // All documents' tokens in the shard dtype.
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
   uint64_t utf8_repaired = 0;        // Documents written whose invalid UTF-8 was replaced.
@@ -55,7 +68,8 @@ struct EncodedBatch {
   struct Dropped {
     uint32_t record;  // Index of the record in its RawBatch.
     Drop why;
-    std::string message;  // For kBadLine: what is wrong.
+    std::string message;  // For kBadLine and kFailed: what is wrong.
+    StatusCode code;      // For kFailed: the tokenizer's error code.
     uint32_t file;
     uint64_t line;
   };

@@ -51,6 +51,11 @@ const OptionTable<O>& OptionTableOf<O>() {
       UIntOption<O>(
           "chunk_bytes", "Checksum chunk size in bytes",
           [](auto& o) -> auto& { return o.chunk_bytes; }, 1),
+      UIntOption<O>(
+          "max_document_bytes",
+          "Refuse, as a bad record, any JSONL line, text line or file, Parquet value or text "
+          "longer than this many bytes (at most 1 GiB); it bounds the build's memory",
+          [](auto& o) -> auto& { return o.max_document_bytes; }, 1),
       IntOption<O>(
           "threads", "Tokenizer threads (0: one per hardware thread)",
           [](auto& o) -> auto& { return o.threads; }, 0, 1024),
@@ -79,6 +84,11 @@ Status BuildOptions::Validate() const {
     return InvalidArgumentError("--part splits input files; it cannot split texts");
   }
   if (settings.text_key.empty()) return InvalidArgumentError("--text-key must not be empty");
+  if (max_document_bytes > kMaxMaxDocumentBytes) {
+    return InvalidArgumentError("max_document_bytes must be at most " +
+                                std::to_string(kMaxMaxDocumentBytes) + " (1 GiB), not " +
+                                std::to_string(max_document_bytes));
+  }
   return Status::Ok();
 }
 

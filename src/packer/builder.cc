@@ -1,5 +1,6 @@
 #include "tokpack/builder.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -30,11 +31,20 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Buffers a pooled batch keeps for reuse; one grown past this by a huge
+// document is freed instead.
+constexpr size_t kPoolKeepBytes = size_t{8} << 20;
+// Input bytes in flight (read, not yet written) at which the reader waits:
+// at least this, or a full window of 1 MiB batches.
+constexpr uint64_t kMinInflightBytes = uint64_t{64} << 20;
+
 // Reader thread -> encoder threads -> the calling thread, which writes in
-// input order. At most `max_inflight` batches exist at once, so memory is
-// bounded whatever the input size; batches are recycled through pools, so
-// their buffers keep their capacity and steady state allocates (almost)
-// nothing, which also keeps malloc's high-water mark flat.
+// input order. At most `max_inflight_` batches, holding at most
+// `inflight_budget_` bytes of input plus one batch (so one document), are in
+// flight at once, so memory is bounded whatever the input and the thread
+// count: huge documents are encoded one after another, not side by side. Batches are recycled
+// through pools, so their buffers keep their capacity and steady state
+// allocates (almost) nothing, which also keeps malloc's high-water mark flat.
 class Pipeline {
  public:
   Pipeline(DocumentReader* reader, const Tokenizer* tokenizer, const BuildSettings& settings,
@@ -46,7 +56,8 @@ class Pipeline {
         writer_(writer),
         threads_(threads),
         cancel_(cancel),
-        max_inflight_(static_cast<uint64_t>(2 * threads + 2)) {}
+        max_inflight_(static_cast<uint64_t>(2 * threads + 2)),
+        inflight_budget_(std::max(kMinInflightBytes, max_inflight_ << 20)) {}
 
   Status Run(BuildCounts* counts);
 
@@ -63,6 +74,13 @@ class Pipeline {
   bool Cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
   void ReadLoop();
   void EncodeLoop();
+  // "file:line" of a dropped record ("file" for a whole-file document).
+  std::string RecordName(const EncodedBatch::Dropped& d) const {
+    std::string where = reader_->inputs()[d.file].path;
+    if (where == "-") where = "<stdin>";
+    if (d.line > 0) where += ":" + std::to_string(d.line);
+    return where;
+  }
   Status Write(const EncodedBatch& batch, BuildCounts* counts);
 
   DocumentReader* reader_;
@@ -73,6 +91,7 @@ class Pipeline {
   int threads_;
   const std::atomic<bool>* cancel_;
   const uint64_t max_inflight_;
+  const uint64_t inflight_budget_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -82,6 +101,7 @@ class Pipeline {
   std::vector<EncodedBatch> encoded_pool_;
   uint64_t produced_ = 0;
   uint64_t consumed_ = 0;
+  uint64_t inflight_bytes_ = 0;  // Input bytes of batches produced, not yet consumed.
   bool reader_done_ = false;
   bool abort_ = false;
   Status error_;
@@ -91,7 +111,10 @@ void Pipeline::ReadLoop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return abort_ || produced_ - consumed_ < max_inflight_; });
+      cv_.wait(lock, [&] {
+        return abort_ ||
+               (produced_ - consumed_ < max_inflight_ && inflight_bytes_ < inflight_budget_);
+      });
       if (abort_) return;
     }
     if (Cancelled()) return Fail(CancelledError("build interrupted"));
@@ -112,6 +135,7 @@ void Pipeline::ReadLoop() {
       return;
     }
     batch.seq = produced_++;
+    inflight_bytes_ += batch.data.size();
     work_.push_back(std::move(batch));
     cv_.notify_all();
   }
@@ -135,6 +159,7 @@ void Pipeline::EncodeLoop() {
     }
     Status s = encoder.Encode(batch, &out);
     if (!s.ok()) return Fail(s);
+    if (batch.data.capacity() > kPoolKeepBytes) batch = RawBatch();
     std::lock_guard<std::mutex> lock(mu_);
     done_.emplace(out.seq, std::move(out));
     raw_pool_.push_back(std::move(batch));
@@ -153,15 +178,14 @@ Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
         break;
       case Drop::kBadLine:
         if (!settings_.skip_bad_lines) {
-          std::string where = reader_->inputs()[d.file].path;
-          if (where == "-") where = "<stdin>";
-          if (d.line > 0) where += ":" + std::to_string(d.line);
-          return InvalidArgumentError(where + ": " + d.message +
+          return InvalidArgumentError(RecordName(d) + ": " + d.message +
                                       " (pass --skip-bad-lines, skip_bad_lines=True in Python, "
                                       "to skip such records)");
         }
         ++counts->bad_lines;
         break;
+      case Drop::kFailed:
+        return Status(d.code, RecordName(d) + ": " + d.message);
     }
   }
   counts->utf8_repaired += batch.utf8_repaired;
@@ -202,9 +226,12 @@ Status Pipeline::Run(BuildCounts* counts) {
       Fail(s);
       break;
     }
+    const uint64_t input_bytes = batch.input_bytes;
+    if (batch.tokens.capacity() > kPoolKeepBytes) batch = EncodedBatch();
     std::lock_guard<std::mutex> lock(mu_);
     encoded_pool_.push_back(std::move(batch));
     ++consumed_;
+    inflight_bytes_ -= input_bytes;
     cv_.notify_all();
   }
   for (auto& t : threads) t.join();
@@ -309,7 +336,8 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   for (const auto& in : inputs) bytes_total += in.bytes;
 
   std::atomic<uint64_t> bytes_read{0};
-  DocumentReader reader(inputs, o.texts, o.settings, o.storage, &bytes_read, o.cancel);
+  DocumentReader reader(inputs, o.texts, o.settings, o.storage, &bytes_read, o.cancel,
+                        o.max_document_bytes);
   TOKPACK_RETURN_IF_ERROR(reader.Init());
   // The local files read, which the output must not replace.
   std::vector<std::string> read_paths = {o.tokenizer_model};

@@ -22,20 +22,24 @@ class DocumentReader {
  public:
   // Reads `inputs`, or `texts` when not null (then `inputs` names it). A
   // batch is closed once it holds `batch_bytes` of data or `batch_records`
-  // records. `raw_bytes_read` (may be null) counts raw input bytes consumed.
-  // `cancel` (may be null) interrupts reads from a stalled pipe. Object-store
-  // inputs are read with `storage`.
+  // records. A record of more than `max_document_bytes` is never held: it
+  // becomes a bad record saying so (the one place that limit is applied).
+  // `raw_bytes_read` (may be null) counts raw input bytes consumed. `cancel`
+  // (may be null) interrupts reads from a stalled pipe. Object-store inputs
+  // are read with `storage`.
   DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
                  const BuildSettings& settings, const StorageOptions& storage,
                  std::atomic<uint64_t>* raw_bytes_read, const std::atomic<bool>* cancel,
-                 size_t batch_bytes = 1 << 20, size_t batch_records = 4096);
+                 uint64_t max_document_bytes, size_t batch_bytes = 1 << 20,
+                 size_t batch_records = 4096);
 
   // Resolves each input's format; fails naming an input whose format cannot
   // be told. Call before Next().
   Status Init();
 
-  // Fills *batch with the next records (seq is set by the caller). Returns
-  // false once the inputs are exhausted.
+  // Fills *batch with the next records (seq is set by the caller) and seals
+  // it (RawBatch::Seal). Holds at most batch_bytes + max_document_bytes of
+  // data. Returns false once the inputs are exhausted.
   StatusOr<bool> Next(RawBatch* batch);
 
   // Decompressed bytes read so far.
@@ -48,6 +52,7 @@ class DocumentReader {
   BuildSettings settings_;
   StorageOptions storage_;
   SourceContext context_;
+  uint64_t max_document_bytes_;
   size_t batch_bytes_;
   size_t batch_records_;
   std::vector<InputFormat> formats_;

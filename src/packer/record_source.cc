@@ -12,16 +12,20 @@ class LineSource : public RecordSource {
   LineSource(std::unique_ptr<ByteStream> stream, bool json)
       : lines_(std::move(stream)), json_(json) {}
 
-  StatusOr<bool> Next(std::string_view* bytes, uint64_t* number, RecordKind* kind) override {
+  StatusOr<bool> Next(uint64_t max_bytes, std::string* out, Record* record) override {
+    const size_t start = out->size();
     while (true) {
-      TOKPACK_ASSIGN_OR_RETURN(bool more, lines_.Next(&line_));
+      TOKPACK_ASSIGN_OR_RETURN(bool more, lines_.Next(out, max_bytes, &record->bytes));
       if (!more) return false;
-      text_bytes_ += line_.size() + 1;
+      text_bytes_ += record->bytes + 1;
       // Blank JSONL lines carry no record.
-      if (json_ && line_.find_first_not_of(" \t\r") == std::string::npos) continue;
-      *bytes = line_;
-      *number = lines_.line_number();
-      *kind = json_ ? RecordKind::kJsonLine : RecordKind::kText;
+      if (json_ && record->bytes <= max_bytes &&
+          out->find_first_not_of(" \t\r", start) == std::string::npos) {
+        out->resize(start);
+        continue;
+      }
+      record->number = lines_.line_number();
+      record->kind = json_ ? RecordKind::kJsonLine : RecordKind::kText;
       return true;
     }
   }
@@ -30,7 +34,6 @@ class LineSource : public RecordSource {
  private:
   LineReader lines_;
   bool json_;
-  std::string line_;
   uint64_t text_bytes_ = 0;
 };
 
@@ -39,20 +42,20 @@ class WholeFileSource : public RecordSource {
  public:
   explicit WholeFileSource(std::unique_ptr<ByteStream> stream) : stream_(std::move(stream)) {}
 
-  StatusOr<bool> Next(std::string_view* bytes, uint64_t* number, RecordKind* kind) override {
+  StatusOr<bool> Next(uint64_t max_bytes, std::string* out, Record* record) override {
     if (!stream_) return false;
-    TOKPACK_RETURN_IF_ERROR(ReadAll(stream_.get(), &doc_));
+    TOKPACK_ASSIGN_OR_RETURN(record->bytes, ReadAll(stream_.get(), out, max_bytes));
     stream_.reset();
-    *bytes = doc_;
-    *number = 0;
-    *kind = RecordKind::kText;
+    text_bytes_ = record->bytes;
+    record->number = 0;
+    record->kind = RecordKind::kText;
     return true;
   }
-  uint64_t text_bytes() const override { return doc_.size(); }
+  uint64_t text_bytes() const override { return text_bytes_; }
 
  private:
   std::unique_ptr<ByteStream> stream_;
-  std::string doc_;
+  uint64_t text_bytes_ = 0;
 };
 
 // One text column of a Parquet file (or of some of its row groups).
@@ -71,21 +74,25 @@ class ParquetSource : public RecordSource {
     return reader_->Select(begin, end);
   }
 
-  StatusOr<bool> Next(std::string_view* bytes, uint64_t* number, RecordKind* kind) override {
-    TOKPACK_ASSIGN_OR_RETURN(bool more, reader_->Next(bytes, number, &bad_));
+  StatusOr<bool> Next(uint64_t max_bytes, std::string* out, Record* record) override {
+    std::string_view text;
+    TOKPACK_ASSIGN_OR_RETURN(bool more, reader_->Next(&text, &record->number, &bad_));
     if (!more) return false;
     // Progress counts a row group's compressed bytes when its first row is read.
-    while (*number > group_end_row_ && group_ < end_) {
+    while (record->number > group_end_row_ && group_ < end_) {
       if (raw_bytes_read_) raw_bytes_read_->fetch_add(reader_->row_group_bytes(group_));
       group_end_row_ += reader_->row_group_rows(group_++);
     }
     if (!bad_.empty()) {
-      *bytes = bad_;
-      *kind = RecordKind::kBad;
+      out->append(bad_);
+      record->bytes = bad_.size();
+      record->kind = RecordKind::kBad;
       return true;
     }
-    text_bytes_ += bytes->size();
-    *kind = RecordKind::kText;
+    text_bytes_ += text.size();
+    record->bytes = text.size();
+    record->kind = RecordKind::kText;
+    if (text.size() <= max_bytes) out->append(text);
     return true;
   }
   uint64_t text_bytes() const override { return text_bytes_; }
@@ -105,7 +112,7 @@ class CallerTextSource : public RecordSource {
   CallerTextSource(std::shared_ptr<TextSource> texts, std::atomic<uint64_t>* raw_bytes_read)
       : texts_(std::move(texts)), raw_bytes_read_(raw_bytes_read) {}
 
-  StatusOr<bool> Next(std::string_view* bytes, uint64_t* number, RecordKind* kind) override {
+  StatusOr<bool> Next(uint64_t max_bytes, std::string* out, Record* record) override {
     if (next_ == batch_.entries.size()) {
       if (done_) return false;
       batch_.Clear();
@@ -123,9 +130,10 @@ class CallerTextSource : public RecordSource {
     if (e.end < begin || e.end > batch_.data.size()) {
       return InternalError(texts_->name() + ": a text batch with inconsistent offsets");
     }
-    *bytes = std::string_view(batch_.data).substr(begin, e.end - begin);
-    *number = ++count_;
-    *kind = e.bad ? RecordKind::kBad : RecordKind::kText;
+    record->number = ++count_;
+    record->kind = e.bad ? RecordKind::kBad : RecordKind::kText;
+    record->bytes = e.end - begin;
+    if (e.bad || record->bytes <= max_bytes) out->append(batch_.data, begin, e.end - begin);
     return true;
   }
   uint64_t text_bytes() const override { return text_bytes_; }

@@ -21,10 +21,19 @@ namespace tokpack {
 
 class RecordSource {
  public:
+  struct Record {
+    uint64_t number = 0;  // 1-based line or row number (0 for a whole-file document).
+    RecordKind kind = RecordKind::kText;
+    uint64_t bytes = 0;  // Its length.
+  };
   virtual ~RecordSource() = default;
-  // The next record: its bytes (valid until the next call), its 1-based line
-  // or row number (0 for a whole-file document) and kind. False at the end.
-  virtual StatusOr<bool> Next(std::string_view* bytes, uint64_t* number, RecordKind* kind) = 0;
+  // Reads the next record and appends its bytes to *out; false at the end.
+  // A text or JSONL record of more than `max_bytes` is not appended (*out is
+  // left as it was) and record->bytes is more than max_bytes: the source
+  // reads past it without holding it whole (a line or file) or without
+  // copying it (a Parquet value or a caller's text). A bad record's reason
+  // is always appended.
+  virtual StatusOr<bool> Next(uint64_t max_bytes, std::string* out, Record* record) = 0;
   // Decompressed bytes read so far.
   virtual uint64_t text_bytes() const = 0;
 };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <vector>
 
 #include "common/chunk_hasher.h"
@@ -210,28 +211,45 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromRecorded(const std::string& 
   return t;
 }
 
-Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts) const {
-  if (impl_->bpe) {
-    BpeEncodeStats stats;
-    TOKPACK_RETURN_IF_ERROR(impl_->bpe->Encode(text, ids, counts ? &stats : nullptr));
+Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts,
+                         const IdSink* sink) const {
+  auto encode = [&]() -> Status {
+    if (impl_->bpe) {
+      BpeEncodeStats stats;
+      TOKPACK_RETURN_IF_ERROR(impl_->bpe->Encode(text, ids, counts ? &stats : nullptr, sink));
+      if (counts) {
+        counts->unknown = stats.unk_tokens + stats.dropped_chars;
+        counts->byte_fallback = stats.byte_fallback_tokens;
+      }
+      return Status::Ok();
+    }
+    // Abseil's string_view is its own class in Debian's build, not std's.
+    auto st = impl_->sp->Encode(absl::string_view(text.data(), text.size()), ids);
+    if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
     if (counts) {
-      counts->unknown = stats.unk_tokens + stats.dropped_chars;
-      counts->byte_fallback = stats.byte_fallback_tokens;
+      *counts = EncodeCounts();
+      for (int id : *ids) {
+        const Impl::PieceKind kind = impl_->sp_kinds[static_cast<size_t>(id)];
+        counts->unknown += kind == Impl::kUnknown;
+        counts->byte_fallback += kind == Impl::kByte;
+      }
+    }
+    if (sink && !ids->empty()) {
+      (*sink)(ids->data(), ids->size());
+      ids->clear();
     }
     return Status::Ok();
+  };
+  // Encoding allocates in proportion to the text (sentencepiece many times
+  // over), and an allocation that fails throws: keep it inside the core.
+  try {
+    return encode();
+  } catch (const std::bad_alloc&) {
+    ids->clear();
+    return Status(StatusCode::kResourceExhausted,
+                  "out of memory tokenizing a text of " + std::to_string(text.size()) +
+                      " bytes (--max-document-bytes bounds the size of a text)");
   }
-  // Abseil's string_view is its own class in Debian's build, not std's.
-  auto st = impl_->sp->Encode(absl::string_view(text.data(), text.size()), ids);
-  if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
-  if (counts) {
-    *counts = EncodeCounts();
-    for (int id : *ids) {
-      const Impl::PieceKind kind = impl_->sp_kinds[static_cast<size_t>(id)];
-      counts->unknown += kind == Impl::kUnknown;
-      counts->byte_fallback += kind == Impl::kByte;
-    }
-  }
-  return Status::Ok();
 }
 
 StatusOr<std::string> Tokenizer::Decode(const std::vector<int>& ids) const {

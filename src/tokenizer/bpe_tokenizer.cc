@@ -26,6 +26,13 @@ static_assert(sizeof(CacheEntry) == 64, "one cache line");
 constexpr size_t kCacheEntries = size_t{1} << 16;  // 4 MiB per tokenizer per thread.
 // Merge buffers larger than this are freed after use.
 constexpr size_t kKeepScratchSymbols = size_t{1} << 20;
+// Text buffers and split lists larger than this are freed after each text.
+constexpr size_t kKeepScratchBytes = size_t{8} << 20;
+
+template <typename T>
+void FreeIfLarge(T* buffer) {
+  if (buffer->capacity() * sizeof(typename T::value_type) > kKeepScratchBytes) T().swap(*buffer);
+}
 constexpr size_t kCacheSlots = 2;  // Tokenizers a thread caches at once.
 
 struct PieceCache {
@@ -60,6 +67,14 @@ struct BpeTokenizer::ThreadState {
   std::string normalized, prefixed, unit;
   std::vector<std::vector<SplitEvent>> events;                // Per stage.
   std::vector<std::vector<std::pair<size_t, size_t>>> spans;  // Per stage.
+  const IdSink* sink = nullptr;  // Of the Encode() call running, if it streams.
+
+  // Hands the ids so far to the sink once there are at least `min` of them.
+  void Flush(std::vector<int>* ids, size_t min) {
+    if (sink == nullptr || ids->empty() || ids->size() < min) return;
+    (*sink)(ids->data(), ids->size());
+    ids->clear();
+  }
 
   void Select(uint64_t serial) {
     for (PieceCache& c : caches) {
@@ -73,6 +88,17 @@ struct BpeTokenizer::ThreadState {
     std::memset(static_cast<void*>(c.entries.get()), 0, sizeof(CacheEntry) * kCacheEntries);
     c.owner = serial;
     cache = c.entries.get();
+  }
+
+  // Frees what a huge text grew, so that one does not pin its buffers for the
+  // thread's lifetime.
+  void Trim() {
+    FreeIfLarge(&raw_splits);
+    FreeIfLarge(&normalized_splits);
+    FreeIfLarge(&normalized);
+    FreeIfLarge(&prefixed);
+    for (auto& e : events) FreeIfLarge(&e);
+    for (auto& s : spans) FreeIfLarge(&s);
   }
 };
 
@@ -89,8 +115,8 @@ BpeTokenizer::BpeTokenizer() : serial_(next_serial.fetch_add(1)) {
 }
 BpeTokenizer::~BpeTokenizer() = default;
 
-Status BpeTokenizer::Encode(std::string_view text, std::vector<int>* ids,
-                            BpeEncodeStats* stats) const {
+Status BpeTokenizer::Encode(std::string_view text, std::vector<int>* ids, BpeEncodeStats* stats,
+                            const IdSink* sink) const {
   ids->clear();
   BpeEncodeStats local;
   if (stats == nullptr) stats = &local;
@@ -103,16 +129,25 @@ Status BpeTokenizer::Encode(std::string_view text, std::vector<int>* ids,
     ts.events.resize(stages_.size());
     ts.spans.resize(stages_.size());
   }
+  ts.sink = sink;
+  Status status = EncodeText(text, &ts, ids, stats);
+  if (status.ok()) ts.Flush(ids, 1);
+  ts.sink = nullptr;
+  ts.Trim();
+  return status;
+}
+
+Status BpeTokenizer::EncodeText(std::string_view text, ThreadState* ts, std::vector<int>* ids,
+                                BpeEncodeStats* stats) const {
   if (tiktoken_ || added_.empty(AddedVocab::Set::kRaw)) {
-    return EncodeSegment(text, &ts, ids, stats);
+    return EncodeSegment(text, ts, ids, stats);
   }
-  added_.Split(AddedVocab::Set::kRaw, text, &ts.raw_splits);
-  for (const AddedSplit& s : ts.raw_splits) {
+  added_.Split(AddedVocab::Set::kRaw, text, &ts->raw_splits);
+  for (const AddedSplit& s : ts->raw_splits) {
     if (s.id >= 0) {
       ids->push_back(s.id);
     } else {
-      TOKPACK_RETURN_IF_ERROR(
-          EncodeSegment(text.substr(s.start, s.end - s.start), &ts, ids, stats));
+      TOKPACK_RETURN_IF_ERROR(EncodeSegment(text.substr(s.start, s.end - s.start), ts, ids, stats));
     }
   }
   return Status::Ok();
@@ -252,6 +287,8 @@ Status BpeTokenizer::AddUnknownUnit(std::string_view unit, std::vector<int>* sym
 
 Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
                                  BpeEncodeStats* stats) const {
+  // Every piece passes here: the one place a streaming Encode() hands a run on.
+  ts->Flush(ids, kSinkRun);
   if (piece.size() == 1 && byte_level_) {
     // A one-byte piece is its byte's token (a merge needs two symbols): no
     // hashing. Punctuation and spaces make these common.

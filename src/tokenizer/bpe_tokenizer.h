@@ -33,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -83,10 +84,17 @@ class BpeTokenizer {
   BpeTokenizer(const BpeTokenizer&) = delete;
   BpeTokenizer& operator=(const BpeTokenizer&) = delete;
 
+  // Receives ids in order, a run at a time (valid during the call only).
+  using IdSink = std::function<void(const int* ids, size_t n)>;
+
   // Replaces *ids with the ids of `text`, which must be valid UTF-8. `stats`,
   // if given, receives this call's counts (it is overwritten, not added to).
-  Status Encode(std::string_view text, std::vector<int>* ids,
-                BpeEncodeStats* stats = nullptr) const;
+  // With a `sink`, the ids are handed to it in runs of about kSinkRun as
+  // pieces are merged, and *ids is only the buffer of the current run (empty
+  // on return): a long text's ids are never all held at once.
+  Status Encode(std::string_view text, std::vector<int>* ids, BpeEncodeStats* stats = nullptr,
+                const IdSink* sink = nullptr) const;
+  static constexpr size_t kSinkRun = size_t{1} << 14;
 
   // The bytes of `ids` concatenated: added and special tokens as their text,
   // vocabulary tokens as their bytes (byte-level tokens mapped back to raw
@@ -118,6 +126,8 @@ class BpeTokenizer {
   BpeTokenizer();
   struct ThreadState;
   static ThreadState& ThisThread();
+  Status EncodeText(std::string_view text, ThreadState* ts, std::vector<int>* ids,
+                    BpeEncodeStats* stats) const;
   Status EncodeSegment(std::string_view segment, ThreadState* ts, std::vector<int>* ids,
                        BpeEncodeStats* stats) const;
   Status RunStage(size_t stage, std::string_view piece, ThreadState* ts, std::vector<int>* ids,

@@ -20,10 +20,11 @@ void AppendUtf8(utf8proc_int32_t cp, std::string* out) {
   out->append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
 }
 
-Status UnicodeForm(Normalizer::Form form, std::string_view in, std::string* out) {
+// Appends the normalized form of `in` to *out.
+Status AppendUnicodeForm(Normalizer::Form form, std::string_view in, std::string* out) {
   // ASCII is invariant under all four forms; most text is, so skip utf8proc.
   if (IsAscii(in)) {
-    out->assign(in);
+    out->append(in);
     return Status::Ok();
   }
   int options = UTF8PROC_STABLE;
@@ -48,8 +49,33 @@ Status UnicodeForm(Normalizer::Form form, std::string_view in, std::string* out)
   if (n < 0) {
     return InternalError(std::string("Unicode normalization failed: ") + utf8proc_errmsg(n));
   }
-  out->assign(reinterpret_cast<const char*>(result), static_cast<size_t>(n));
+  out->append(reinterpret_cast<const char*>(result), static_cast<size_t>(n));
   std::free(result);
+  return Status::Ok();
+}
+
+// utf8proc_map holds 4 bytes per code point of its input, so a long text is
+// normalized in pieces of about this many bytes, each cut before an ASCII
+// character: ASCII is a starter that never decomposes and is never the
+// second character of a composition, so no form looks across such a cut.
+constexpr size_t kFormPieceBytes = size_t{1} << 20;
+// The step buffer of Apply() is freed after use once larger than this.
+constexpr size_t kKeepTmpBytes = size_t{8} << 20;
+
+Status UnicodeForm(Normalizer::Form form, std::string_view in, std::string* out) {
+  out->clear();
+  out->reserve(in.size());  // The usual size: no growth by copying.
+  size_t pos = 0;
+  while (pos < in.size()) {
+    size_t end = pos + kFormPieceBytes;
+    if (end >= in.size()) {
+      end = in.size();
+    } else {
+      while (end < in.size() && static_cast<unsigned char>(in[end]) >= 0x80) ++end;
+    }
+    TOKPACK_RETURN_IF_ERROR(AppendUnicodeForm(form, in.substr(pos, end - pos), out));
+    pos = end;
+  }
   return Status::Ok();
 }
 
@@ -122,6 +148,8 @@ Status Normalizer::Apply(std::string_view in, std::string* out) const {
     tmp.swap(*out);
     TOKPACK_RETURN_IF_ERROR(ApplyStep(steps_[i], tmp, out));
   }
+  // A huge text grew it: do not hold that for the thread's lifetime.
+  if (tmp.capacity() > kKeepTmpBytes) std::string().swap(tmp);
   return Status::Ok();
 }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "tests/test_util.h"
 
 namespace tokpack {
@@ -17,13 +20,40 @@ std::vector<std::string> ReadLines(const std::string& path) {
   std::vector<std::string> lines;
   std::string line;
   while (true) {
-    auto more = reader.Next(&line);
+    line.clear();
+    uint64_t size = 0;
+    auto more = reader.Next(&line, UINT64_MAX, &size);
     EXPECT_TRUE(more.ok()) << more.status().ToString();
     if (!more.ok() || !*more) break;
+    EXPECT_EQ(size, line.size());
     lines.push_back(line);
   }
   return lines;
 }
+
+// `n` bytes of `fill`, then `tail`, made as they are read (never held whole).
+class GeneratedStream : public ByteStream {
+ public:
+  GeneratedStream(uint64_t n, char fill, std::string tail) : n_(n), fill_(fill), tail_(tail) {}
+  StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (pos_ < n_) {
+      const size_t k = static_cast<size_t>(std::min<uint64_t>(n, n_ - pos_));
+      std::memset(buf, fill_, k);
+      pos_ += k;
+      return k;
+    }
+    const size_t k = std::min(n, tail_.size() - tail_pos_);
+    std::memcpy(buf, tail_.data() + tail_pos_, k);
+    tail_pos_ += k;
+    return k;
+  }
+
+ private:
+  uint64_t n_, pos_ = 0;
+  char fill_;
+  std::string tail_;
+  size_t tail_pos_ = 0;
+};
 
 TEST(InputStream, DetectsCompressionByContentNotName) {
   TempDir dir;
@@ -56,7 +86,7 @@ TEST(InputStream, TruncatedCompressedFilesAreDataLossNamingTheFile) {
     auto stream = OpenInputStream(dir.Join(name), StorageOptions(), nullptr);
     ASSERT_TRUE(stream.ok());
     std::string all;
-    Status s = ReadAll(stream->get(), &all);
+    Status s = ReadAll(stream->get(), &all).status();
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << name << ": " << s.ToString();
     EXPECT_NE(s.message().find(name), std::string::npos) << s.message();
   }
@@ -68,7 +98,7 @@ TEST(InputStream, GarbageAfterAZstdFrameIsDataLoss) {
   auto stream = OpenInputStream(dir.Join("c.zst"), StorageOptions(), nullptr);
   ASSERT_TRUE(stream.ok());
   std::string all;
-  EXPECT_EQ(ReadAll(stream->get(), &all).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ReadAll(stream->get(), &all).status().code(), StatusCode::kDataLoss);
 }
 
 TEST(InputStream, MissingFileIsNotFound) {
@@ -86,6 +116,66 @@ TEST(LineReader, HandlesLinesLongerThanTheReadBuffer) {
   EXPECT_EQ(lines[1], long_line);
   EXPECT_EQ(lines[2], "");
   EXPECT_EQ(lines[3], "end");
+}
+
+TEST(LineReader, LinesOverTheLimitAreMeasuredButNotKept) {
+  TempDir dir;
+  const uint64_t limit = 10;
+  // Exactly the limit (kept, also before "\r\n"), one byte over (dropped,
+  // also with a "\r" that is not part of the line), then a long line.
+  WriteStringToFile(dir.Join("l.txt"), "0123456789\n0123456789\r\n0123456789X\n0123456789X\r\n" +
+                                           std::string(3 << 20, 'q') + "\nend");
+  auto stream = OpenInputStream(dir.Join("l.txt"), StorageOptions(), nullptr);
+  ASSERT_TRUE(stream.ok());
+  LineReader reader(std::move(*stream));
+  const std::vector<std::pair<uint64_t, std::string>> want = {
+      {10, "0123456789"}, {10, "0123456789"}, {11, ""}, {11, ""}, {3 << 20, ""}, {3, "end"}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::string out = "kept:";
+    uint64_t size = 0;
+    auto more = reader.Next(&out, limit, &size);
+    ASSERT_TRUE(more.ok() && *more) << i;
+    EXPECT_EQ(size, want[i].first) << i;
+    EXPECT_EQ(out, "kept:" + want[i].second) << i;
+    EXPECT_EQ(reader.line_number(), i + 1);
+  }
+  std::string out;
+  uint64_t size = 0;
+  auto more = reader.Next(&out, limit, &size);
+  ASSERT_TRUE(more.ok());
+  EXPECT_FALSE(*more);
+}
+
+TEST(LineReader, AHugeLineOverTheLimitIsNeverHeld) {
+  // 512 MiB without a newline: were it buffered, the string would grow to it.
+  const uint64_t huge = uint64_t{512} << 20;
+  LineReader reader(std::make_unique<GeneratedStream>(huge, 'x', "\nnext\n"));
+  std::string out;
+  uint64_t size = 0;
+  auto more = reader.Next(&out, 1 << 20, &size);
+  ASSERT_TRUE(more.ok() && *more);
+  EXPECT_EQ(size, huge);
+  EXPECT_TRUE(out.empty());
+  EXPECT_LE(out.capacity(), size_t{2} << 20);
+  more = reader.Next(&out, 1 << 20, &size);
+  ASSERT_TRUE(more.ok() && *more);
+  EXPECT_EQ(out, "next");
+  EXPECT_EQ(reader.line_number(), 2u);
+}
+
+TEST(InputStream, ReadAllStopsOnceTheStreamIsOverTheLimit) {
+  const uint64_t huge = uint64_t{512} << 20;
+  GeneratedStream stream(huge, 'x', "");
+  std::string out = "before";
+  auto n = ReadAll(&stream, &out, 1 << 20);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, (1u << 20) + 1);
+  EXPECT_EQ(out, "before");
+  GeneratedStream small(1000, 'y', "z");
+  n = ReadAll(&small, &out, 1001);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1001u);
+  EXPECT_EQ(out, "before" + std::string(1000, 'y') + "z");
 }
 
 TEST(InputStream, CountsRawBytesRead) {

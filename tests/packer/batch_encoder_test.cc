@@ -16,13 +16,15 @@ class BatchEncoderTest : public ::testing::Test {
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     tok_ = std::move(*t);
   }
-  RawBatch Batch(const std::vector<std::string>& records, RecordKind kind = RecordKind::kJsonLine) {
+  RawBatch Batch(const std::vector<std::string>& records, RecordKind kind = RecordKind::kJsonLine,
+                 bool seal = true) {
     RawBatch b;
     uint64_t line = 1;
     for (const auto& r : records) {
       b.data += r;
       b.records.push_back({static_cast<uint32_t>(b.data.size()), 0, line++, kind});
     }
+    if (seal) b.Seal();
     return b;
   }
   std::vector<int> Ids(const std::string& text) {
@@ -115,9 +117,10 @@ TEST_F(BatchEncoderTest, InvalidUtf8PolicyReplaceSkipError) {
 TEST_F(BatchEncoderTest, TextRecordsAreEncodedAsIsAndBadRecordsDropped) {
   BuildSettings s;
   BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16);
-  RawBatch b = Batch({"{\"text\": \"x\"}"}, RecordKind::kText);
+  RawBatch b = Batch({"{\"text\": \"x\"}"}, RecordKind::kText, /*seal=*/false);
   b.data += "text is null";
   b.records.push_back({static_cast<uint32_t>(b.data.size()), 0, 2, RecordKind::kBad});
+  b.Seal();
   EncodedBatch out;
   ASSERT_TRUE(enc.Encode(b, &out).ok());
   ASSERT_EQ(out.doc_tokens.size(), 1u);
@@ -126,6 +129,73 @@ TEST_F(BatchEncoderTest, TextRecordsAreEncodedAsIsAndBadRecordsDropped) {
   EXPECT_EQ(out.dropped[0].why, Drop::kBadLine);
   EXPECT_EQ(out.dropped[0].message, "text is null");
   EXPECT_EQ(out.dropped[0].line, 2u);
+}
+
+TEST_F(BatchEncoderTest, RecordsAreParsedInPlaceSoTheBatchMustBeSealed) {
+  BuildSettings s;
+  BatchEncoder enc(tok_.get(), s, TokenDtype::kUInt16);
+  EncodedBatch out;
+  EXPECT_EQ(enc.Encode(Batch({R"({"text": "x"})"}, RecordKind::kJsonLine, false), &out).code(),
+            StatusCode::kInternal);
+  // Padding bytes that are not spaces do not matter: a record ends at its end.
+  RawBatch b = Batch({R"({"text": "x"})"}, RecordKind::kJsonLine, false);
+  b.data.append(RawBatch::kPadding, '}');
+  ASSERT_TRUE(enc.Encode(b, &out).ok());
+  EXPECT_EQ(out.doc_tokens.size(), 1u);
+  EXPECT_TRUE(out.dropped.empty());
+}
+
+// A tiktoken file of the 256 bytes plus merges of "ab", "abc" and "abcd".
+StatusOr<std::unique_ptr<Tokenizer>> SmallTiktoken(const testing::TempDir& dir,
+                                                   int missing_byte = -1) {
+  const std::string path = dir.Join("small.tiktoken");
+  testing::WriteStringToFile(path, testing::TiktokenRanks({"ab", "abc", "abcd"}, missing_byte));
+  TokenizerOptions o;
+  o.pattern = "gpt2";
+  return Tokenizer::Load(path, o);
+}
+
+TEST_F(BatchEncoderTest, LongTextsStreamTheirIdsAndGetTheSameTokens) {
+  testing::TempDir dir;
+  auto bpe = SmallTiktoken(dir);
+  ASSERT_TRUE(bpe.ok()) << bpe.status().ToString();
+  // Over 16K ids per document (the tokenizer's run) and over the 8 MiB
+  // after which the encoder frees its scratch.
+  std::string text;
+  while (text.size() < (9u << 20)) text += "abcd ab x abc ";
+  std::vector<int> whole;
+  ASSERT_TRUE((*bpe)->Encode(text, &whole).ok());
+  ASSERT_GT(whole.size(), 16384u * 4);
+  BuildSettings s;
+  s.add_bos = false;
+  s.add_eos = false;
+  BatchEncoder enc(bpe->get(), s, TokenDtype::kInt32);
+  EncodedBatch out;
+  ASSERT_TRUE(enc.Encode(Batch({text, "abc"}, RecordKind::kText), &out).ok());
+  ASSERT_EQ(out.doc_tokens.size(), 2u);
+  EXPECT_EQ(out.doc_tokens[0], whole.size());
+  std::vector<int> got(out.tokens.size() / 4);
+  std::memcpy(got.data(), out.tokens.data(), out.tokens.size());
+  got.resize(whole.size());
+  EXPECT_EQ(got, whole);
+}
+
+TEST_F(BatchEncoderTest, ATokenizerFailureIsKeptWithItsRecordAndEndsTheBatch) {
+  testing::TempDir dir;
+  auto bpe = SmallTiktoken(dir, 'z');  // No rank for "z": encoding it fails.
+  ASSERT_TRUE(bpe.ok()) << bpe.status().ToString();
+  BuildSettings s;
+  s.add_eos = false;
+  BatchEncoder enc(bpe->get(), s, TokenDtype::kUInt16);
+  EncodedBatch out;
+  ASSERT_TRUE(enc.Encode(Batch({"abc", "ab z", "abcd"}, RecordKind::kText), &out).ok());
+  EXPECT_EQ(out.doc_tokens.size(), 1u);
+  EXPECT_EQ(out.tokens.size(), 2 * out.doc_tokens[0]);  // Nothing of the failed record.
+  ASSERT_EQ(out.dropped.size(), 1u);
+  EXPECT_EQ(out.dropped[0].why, Drop::kFailed);
+  EXPECT_EQ(out.dropped[0].line, 2u);
+  EXPECT_EQ(out.dropped[0].code, StatusCode::kInvalidArgument);
+  EXPECT_NE(out.dropped[0].message.find("no rank for byte 0x7a"), std::string::npos);
 }
 
 }  // namespace

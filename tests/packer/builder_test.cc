@@ -149,6 +149,85 @@ TEST_F(BuilderTest, MalformedLineFailsNamingFileAndLineUnlessSkipped) {
   EXPECT_EQ(r->manifest.TotalDocuments(), 2u);
 }
 
+TEST_F(BuilderTest, RecordsOverMaxDocumentBytesAreBadRecordsNamingFileAndLine) {
+  const std::string big(5000, 'x');
+  WriteStringToFile(dir_.Join("big.jsonl"), "{\"text\": \"fine\"}\n{\"text\": \"" + big +
+                                                "\"}\n{\"text\": \"fine again\"}\n");
+  WriteStringToFile(dir_.Join("lines.txt"), "short\n" + big + "\nshort again\n");
+  WriteStringToFile(dir_.Join("whole.txt"), big);
+  WriteStringToFile(dir_.Join("small.txt"), "small");
+  struct Case {
+    std::vector<std::string> inputs;
+    bool per_line;
+    std::string error;
+    uint64_t documents;  // With skip_bad_lines.
+  };
+  const std::vector<Case> cases = {
+      {{"big.jsonl"},
+       false,
+       "big.jsonl:2: a record of 5012 bytes, over --max-document-bytes (1000)",
+       2},
+      {{"lines.txt"},
+       true,
+       "lines.txt:2: a record of 5000 bytes, over --max-document-bytes (1000)",
+       2},
+      {{"whole.txt", "small.txt"},
+       false,
+       "whole.txt: a document of more than 1000 bytes, over --max-document-bytes (1000)",
+       1},
+  };
+  for (const Case& c : cases) {
+    BuildOptions o = Options(dir_.Join("out"));
+    o.inputs.clear();
+    for (const auto& in : c.inputs) o.inputs.push_back(dir_.Join(in));
+    o.settings.text_per_line = c.per_line;
+    o.max_document_bytes = 1000;
+    auto r = Build(o);
+    ASSERT_FALSE(r.ok()) << c.error;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().message();
+    EXPECT_FALSE(Exists(dir_.Join("out")));
+    o.settings.skip_bad_lines = true;
+    r = Build(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->manifest.provenance.counts.bad_lines, 1u) << c.error;
+    EXPECT_EQ(r->manifest.TotalDocuments(), c.documents) << c.error;
+    std::filesystem::remove_all(dir_.Join("out"));
+  }
+}
+
+TEST_F(BuilderTest, MaxDocumentBytesIsCheckedBeforeWork) {
+  BuildOptions o = Options(dir_.Join("out"));
+  EXPECT_EQ(o.max_document_bytes, 256u << 20);
+  EXPECT_EQ(o.Set("max_document_bytes", OptionValue(uint64_t{0})).code(),
+            StatusCode::kInvalidArgument);
+  o.max_document_bytes = (uint64_t{1} << 30) + 1;
+  Status s = Build(o).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("max_document_bytes must be at most"), std::string::npos);
+  EXPECT_FALSE(Exists(dir_.Join("out")));
+}
+
+TEST_F(BuilderTest, ATokenizerFailureNamesFileAndLine) {
+  // Without a rank for "z", encoding a "z" fails: the build stops naming it
+  // (not just "no rank"), whatever the bad-line policy.
+  const std::string ranks = dir_.Join("no-z.tiktoken");
+  WriteStringToFile(ranks, testing::TiktokenRanks({"ab"}, 'z'));
+  WriteStringToFile(dir_.Join("z.jsonl"), "{\"text\": \"ab\"}\n{\"text\": \"ab z\"}\n");
+  BuildOptions o = Options(dir_.Join("out"));
+  o.inputs = {dir_.Join("z.jsonl")};
+  o.tokenizer_model = ranks;
+  o.tokenizer_options.pattern = "gpt2";
+  o.settings.add_eos = false;
+  o.settings.skip_bad_lines = true;
+  Status s = Build(o).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("z.jsonl:2: the tiktoken file has no rank for byte 0x7a"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(Exists(dir_.Join("out")));
+}
+
 TEST_F(BuilderTest, FullDiskFailsClearlyAndLeavesNothing) {
   FullDiskFileSystem fs(3000);
   auto r = BuildWithFileSystem(Options(dir_.Join("out")), &fs);

@@ -2,11 +2,14 @@
 // be checked by hand. (compare_reference.py checks trained models against
 // tokenizers itself.)
 #include <gtest/gtest.h>
+#include <utf8proc.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
 
 namespace tokpack {
@@ -352,6 +355,52 @@ TEST(HfJsonTest, LongRunsAreNotQuadratic) {
     EXPECT_EQ(ids.size(), n / 4);
     EXPECT_EQ(ids[0], c == ' ' ? 257 : 259);
     EXPECT_LT(BpeTokenizer::MergeStepsForTesting() - before, 4 * n);
+  }
+}
+
+TEST(HfJsonTest, LongTextsAreNormalizedInPiecesExactlyAsAWhole) {
+  // Pieces are cut before ASCII characters about every 1 MiB: runs of
+  // composing, reordering, decomposing and compatibility characters of
+  // varying lengths put the cuts everywhere among them.
+  const std::vector<std::string> parts = {"e\u0301\u0323",
+                                          "A\u030a",
+                                          "\u1100\u1161\u11a8",
+                                          "\ufb01",
+                                          "\u00bd",
+                                          "\u212b",
+                                          "o\u0308\u0304",
+                                          "\u0f73",
+                                          "\u3070\u3099",
+                                          "\uac00\u11a8",
+                                          "\u2460",
+                                          "\uff21",
+                                          "x",
+                                          " ",
+                                          "\n"};
+  std::string text;
+  for (uint64_t i = 0; text.size() < (3u << 20); ++i) {
+    text += parts[(i * 7 + i / 5) % parts.size()];
+    if (i % 11 == 0) text += "\u0301";  // A mark right after whatever came before.
+  }
+  const std::pair<Normalizer::Form, int> forms[] = {
+      {Normalizer::Form::kNfc, UTF8PROC_COMPOSE},
+      {Normalizer::Form::kNfd, UTF8PROC_DECOMPOSE},
+      {Normalizer::Form::kNfkc, UTF8PROC_COMPOSE | UTF8PROC_COMPAT},
+      {Normalizer::Form::kNfkd, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT}};
+  for (const auto& [form, options] : forms) {
+    Normalizer n;
+    n.AddUnicodeForm(form);
+    std::string got;
+    ASSERT_TRUE(n.Apply(text, &got).ok());
+    utf8proc_uint8_t* whole = nullptr;
+    const utf8proc_ssize_t len =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                     static_cast<utf8proc_ssize_t>(text.size()), &whole,
+                     static_cast<utf8proc_option_t>(UTF8PROC_STABLE | options));
+    ASSERT_GT(len, 0);
+    const std::string want(reinterpret_cast<const char*>(whole), static_cast<size_t>(len));
+    std::free(whole);
+    EXPECT_TRUE(got == want) << "form " << static_cast<int>(form);
   }
 }
 
