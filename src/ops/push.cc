@@ -51,6 +51,7 @@ std::set<std::string> ObjectsOf(const Manifest& m) {
     names.insert(s.path + ".idx");
   }
   if (!m.tokenizer.file.empty()) names.insert(m.tokenizer.file);
+  if (m.provenance.inputs_in_file) names.insert(Provenance::kInputsFileName);
   return names;
 }
 
@@ -67,7 +68,10 @@ StatusOr<std::string> CurrentManifest(const HttpStore& store) {
 void DeleteReplaced(const HttpStore& store, const std::string& old_text, const Manifest& now) {
   StatusOr<Manifest> old = Manifest::Parse(old_text, store.location().UrlOf(Manifest::kFileName));
   if (!old.ok()) return;  // Nothing known to delete.
-  const std::set<std::string> keep = ObjectsOf(now);
+  // The old manifest is untrusted: whatever it names, the new one's objects
+  // and the manifest just published stay.
+  std::set<std::string> keep = ObjectsOf(now);
+  keep.insert(Manifest::kFileName);
   for (const std::string& name : ObjectsOf(*old)) {
     if (OwnedObject(name) && keep.count(name) == 0) store.Delete(name).IgnoreError();
   }

@@ -230,3 +230,15 @@ def test_a_push_killed_midway_leaves_the_old_dataset_whole_and_a_retry_succeeds(
     run_tokpack("push", remote.local["b"], remote.url, "--force", env=dict(os.environ))
     assert remote.tokens(remote.open_cold()) == remote.want["b"]
     assert run_tokpack("verify", remote.url, env=dict(os.environ)).returncode == 0
+
+
+def test_a_force_push_keeps_its_manifest_whatever_the_old_one_names(remote, run_tokpack):
+    """The replaced manifest is untrusted: objects it names that the new
+    dataset uses, manifest.json above all, are not deleted after the switch."""
+    s3 = remote.moto.client()
+    m = json.loads(s3.get_object(Bucket="tokens", Key="ds/manifest.json")["Body"].read())
+    m["tokenizer"]["file"] = "manifest.json"
+    s3.put_object(Bucket="tokens", Key="ds/manifest.json", Body=json.dumps(m).encode())
+    run_tokpack("push", remote.local["b"], remote.url, "--force", env=dict(os.environ))
+    assert "ds/manifest.json" in remote.keys()
+    assert remote.tokens(remote.open_cold()) == remote.want["b"]
