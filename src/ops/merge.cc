@@ -159,9 +159,10 @@ Status CheckPart(const PartFiles& files, Manifest* m) {
       }
     }
   }
-  if (!m->provenance.inputs_in_file) return Status::Ok();
-  TOKPACK_ASSIGN_OR_RETURN(std::string list, files.read(Provenance::kInputsFileName));
-  return ReadInputList(list, files.where(Provenance::kInputsFileName), &m->provenance);
+  const std::string name = m->provenance.inputs_file;
+  if (name.empty()) return Status::Ok();
+  TOKPACK_ASSIGN_OR_RETURN(std::string list, files.read(name));
+  return ReadInputList(list, files.where(name), &m->provenance);
 }
 
 // A merge in object storage: the parts lie under the output prefix (as

@@ -51,7 +51,7 @@ std::set<std::string> ObjectsOf(const Manifest& m) {
     names.insert(s.path + ".idx");
   }
   if (!m.tokenizer.file.empty()) names.insert(m.tokenizer.file);
-  if (m.provenance.inputs_in_file) names.insert(Provenance::kInputsFileName);
+  if (!m.provenance.inputs_file.empty()) names.insert(m.provenance.inputs_file);
   return names;
 }
 
@@ -111,10 +111,7 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   };
   for (ShardInfo& s : m.shards) add(&s.path, {{".bin", s.bin.bytes}, {".idx", s.idx.bytes}});
   if (!m.tokenizer.file.empty()) add(&m.tokenizer.file, {{"", 0}});
-  // The format fixes this side file's name, so it is replaced in place.
-  if (m.provenance.inputs_in_file) {
-    files.push_back({Provenance::kInputsFileName, Provenance::kInputsFileName, 0});
-  }
+  if (!m.provenance.inputs_file.empty()) add(&m.provenance.inputs_file, {{"", 0}});
   for (const File& f : files) {
     // Plain files only: a merged or imported dataset links to others' shards
     // (push its parts instead), and a planted link must not upload a file

@@ -242,3 +242,39 @@ def test_a_force_push_keeps_its_manifest_whatever_the_old_one_names(remote, run_
     run_tokpack("push", remote.local["b"], remote.url, "--force", env=dict(os.environ))
     assert "ds/manifest.json" in remote.keys()
     assert remote.tokens(remote.open_cold()) == remote.want["b"]
+
+
+def many_inputs(run_tokpack, spm_model, tmp_path, name):
+    src = tmp_path / f"{name}-src"
+    src.mkdir()
+    for i in range(1001):
+        (src / f"{i:04d}.jsonl").write_text(json.dumps({"text": f"{name} document {i}"}) + "\n")
+    return build(run_tokpack, spm_model, src, tmp_path / name)
+
+
+def test_a_force_push_replaces_the_inputs_side_file_atomically(remote, tmp_path, tokpack_bin,
+                                                               run_tokpack, spm_model):
+    """More than 1000 inputs go to a side file that the manifest names: it
+    goes up with the generation, so readers of the old manifest still find
+    theirs until the switch."""
+    a, b = (many_inputs(run_tokpack, spm_model, tmp_path, n) for n in ("ma", "mb"))
+    url = "s3://tokens/many"
+    run_tokpack("push", a, url, env=dict(os.environ))
+    with HoldProxy(remote.moto.url, "PUT", r"/many/manifest\.json$") as proxy:
+        push = subprocess.Popen([tokpack_bin, "push", b, url, "--force"], env=remote.via(proxy),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(proxy.arrived.is_set, push)
+            v = run_tokpack("verify", url, env=dict(os.environ), check=False)
+            assert v.returncode == 0, v.stdout + v.stderr
+            proxy.release.set()
+            _, err = push.communicate(timeout=DEADLINE_S)
+        finally:
+            push.kill()
+        assert push.returncode == 0, err
+    assert run_tokpack("verify", url, env=dict(os.environ)).returncode == 0
+    manifest = json.loads(remote.moto.client().get_object(
+        Bucket="tokens", Key="many/manifest.json")["Body"].read())
+    name = manifest["provenance"]["inputs_file"]
+    assert name.startswith("g-") and name.endswith("/inputs.jsonl"), name
+    assert [k for k in remote.keys() if k.endswith("inputs.jsonl")] == [f"many/{name}"]
