@@ -112,6 +112,13 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   for (ShardInfo& s : m.shards) add(&s.path, {{".bin", s.bin.bytes}, {".idx", s.idx.bytes}});
   if (!m.tokenizer.file.empty()) add(&m.tokenizer.file, {{"", 0}});
   if (!m.provenance.inputs_file.empty()) add(&m.provenance.inputs_file, {{"", 0}});
+  // The prefix lengthens every path: the manifest readers will get must pass
+  // their checks before anything goes up.
+  const std::string json = m.ToJson();
+  TOKPACK_RETURN_IF_ERROR(
+      Manifest::Parse(json, JoinPath(options.dir, Manifest::kFileName) + " under " + generation)
+          .status()
+          .WithContext("push cannot publish this dataset"));
   for (const File& f : files) {
     // Plain files only: a merged or imported dataset links to others' shards
     // (push its parts instead), and a planted link must not upload a file
@@ -171,7 +178,6 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   }
   // The switch. Should it fail, the generation stays: a PUT that timed out
   // may still have taken effect.
-  const std::string json = m.ToJson();
   TOKPACK_RETURN_IF_ERROR(
       store.Put(Manifest::kFileName, json).WithContext("publishing " + options.url));
   total += json.size();

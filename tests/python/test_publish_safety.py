@@ -244,6 +244,28 @@ def test_a_force_push_keeps_its_manifest_whatever_the_old_one_names(remote, run_
     assert remote.tokens(remote.open_cold()) == remote.want["b"]
 
 
+def test_a_push_whose_generation_prefix_makes_paths_too_deep_uploads_nothing(
+        remote, tmp_path, run_tokpack, tokpack_bin):
+    """Shard paths at the depth limit: under "g-…/" they are one too deep, and
+    readers would refuse the manifest; the rewritten manifest is checked as
+    readers check it before anything goes up."""
+    ds = tmp_path / "deep"
+    deep = "/".join(["d"] * 15)
+    m = json.loads((remote.local["a"] / "manifest.json").read_text())
+    (ds / deep).mkdir(parents=True)
+    for s in m["shards"]:
+        for ext in ("bin", "idx"):
+            os.link(remote.local["a"] / f"{s['path']}.{ext}", ds / deep / f"{s['path']}.{ext}")
+        s["path"] = f"{deep}/{s['path']}"
+    os.link(remote.local["a"] / "tokenizer.model", ds / "tokenizer.model")
+    (ds / "manifest.json").write_text(json.dumps(m))
+    assert run_tokpack("verify", ds).returncode == 0  # Valid where it is.
+    r = subprocess.run([tokpack_bin, "push", ds, "s3://tokens/deep"], capture_output=True,
+                       text=True, timeout=DEADLINE_S)
+    assert r.returncode != 0 and "shards[0].path" in r.stderr, r.stderr
+    assert not [k for k in remote.keys() if k.startswith("deep/")]
+
+
 def many_inputs(run_tokpack, spm_model, tmp_path, name):
     src = tmp_path / f"{name}-src"
     src.mkdir()
