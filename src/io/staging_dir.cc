@@ -42,6 +42,12 @@ bool IsEmptyDir(const std::string& dir) {
 // Removes `dir` with its lock file last, so that a remover killed midway
 // leaves a directory the next writer still recognizes as abandoned.
 void RemoveLockLast(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {  // A link is removed, never followed.
+    ::unlink(dir.c_str());
+    return;
+  }
   std::error_code ec;
   for (const auto& entry : stdfs::directory_iterator(dir, ec)) {
     if (entry.path().filename() != kLockFile) stdfs::remove_all(entry.path(), ec);
@@ -84,8 +90,17 @@ void RemoveAbandoned(const std::string& parent, const std::string& prefix,
 // What Create promises about the output, and Commit re-checks.
 Status CheckExistingOutput(const std::string& output, bool force) {
   struct stat st;
-  if (::stat(output.c_str(), &st) != 0) {
+  if (::lstat(output.c_str(), &st) != 0) {
     return errno == ENOENT ? Status::Ok() : ErrnoToStatus(errno, "stat", output);
+  }
+  // Replacing a link would swap the link itself out and then delete what it
+  // points to.
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const stdfs::path target = stdfs::read_symlink(output, ec);
+    return FailedPreconditionError("output '" + output + "' is a symbolic link" +
+                                   (ec ? std::string() : " (to '" + target.string() + "')") +
+                                   "; write to its target instead");
   }
   if (!force) {
     return AlreadyExistsError("output '" + output + "' already exists; pass --force to replace it");

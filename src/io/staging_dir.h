@@ -8,9 +8,9 @@
 //
 // What a writer promises at start is checked in Create and again in Commit,
 // because the file system may change in between: the output does not exist
-// (unless `force`, when it is an empty directory or a tokpack dataset), and
-// it is not, does not contain and does not lie inside any of the writer's
-// inputs (replacing it would delete them).
+// (unless `force`, when it is an empty directory or a tokpack dataset, not a
+// symbolic link to one), and it is not, does not contain and does not lie
+// inside any of the writer's inputs (replacing it would delete them).
 #ifndef TOKPACK_SRC_IO_STAGING_DIR_H_
 #define TOKPACK_SRC_IO_STAGING_DIR_H_
 

@@ -216,5 +216,32 @@ TEST(StagingDir, LeftoversOfAKilledForceCommitAreRemovedByTheNextWriter) {
   EXPECT_TRUE(Exists(only_copy + "/shard-00000.bin"));
 }
 
+// A symlinked output: replacing it would swap the link and then delete what
+// it points to. Refused at the start and again at the commit.
+TEST(StagingDir, RefusesASymlinkedOutputAndLeavesItsTargetAlone) {
+  TempDir root;
+  const std::string v1 = root.Join("v1");
+  ::mkdir(v1.c_str(), 0755);
+  testing::WriteStringToFile(v1 + "/manifest.json", "v1");
+  testing::WriteStringToFile(v1 + "/shard-00000.bin", "tokens");
+  ASSERT_EQ(::symlink("v1", root.Join("latest").c_str()), 0);
+  for (bool force : {false, true}) {
+    auto s = StagingDir::Create(root.Join("latest"), force, {});
+    EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition) << s.status().ToString();
+    EXPECT_NE(s.status().message().find("'" + root.Join("latest") + "' is a symbolic link"),
+              std::string::npos)
+        << s.status().message();
+  }
+  auto staging = StagingDir::Create(root.Join("next"), true, {});
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  ASSERT_EQ(::symlink("v1", root.Join("next").c_str()), 0);
+  Status s = (*staging)->Commit(PosixFileSystem(), "new");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(testing::ReadFileOrDie(v1 + "/manifest.json"), "v1");
+  EXPECT_EQ(testing::ReadFileOrDie(v1 + "/shard-00000.bin"), "tokens");
+  staging->reset();
+  EXPECT_EQ(CountEntries(root.path()), 3);  // v1 and the two links.
+}
+
 }  // namespace
 }  // namespace tokpack
