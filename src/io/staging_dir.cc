@@ -248,6 +248,28 @@ StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& outp
   return dir;
 }
 
+Status StagingDir::Link(const std::string& target, const std::string& name) {
+  std::error_code ec;
+  const stdfs::path to = stdfs::canonical(stdfs::absolute(target, ec), ec);
+  if (ec) return ErrnoToStatus(ec.value(), "resolve", target);
+  // The kernel resolves a link's ".." from where it really lies.
+  const stdfs::path from =
+      stdfs::weakly_canonical(stdfs::absolute(parent_, ec), ec) / stdfs::path(output_).filename();
+  if (ec) return ErrnoToStatus(ec.value(), "resolve", parent_);
+  const std::string relative = to.lexically_relative(from).string();
+  const std::string link = JoinPath(staging_, name);
+  TOKPACK_RETURN_IF_ERROR(CreateSymlink(relative, link));
+  // The staging directory is the output's sibling: what the link reaches
+  // from here it reaches once published.
+  struct stat want, got;
+  if (::stat(to.c_str(), &want) != 0) return ErrnoToStatus(errno, "stat", target);
+  if (::stat(link.c_str(), &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+    return FailedPreconditionError("link '" + JoinPath(output_, name) + "' -> '" + relative +
+                                   "' does not reach '" + target + "'");
+  }
+  return Status::Ok();
+}
+
 StagingDir::~StagingDir() {
   if (!committed_) RemoveLockLast(staging_);
   if (lock_fd_ >= 0) ::close(lock_fd_);

@@ -47,6 +47,13 @@ class StagingDir {
   const std::string& path() const { return staging_; }
   const std::string& output() const { return output_; }
 
+  // Creates `name` in the staging directory, a relative symbolic link to the
+  // existing `target` (so that the tree can move whole) that reaches it from
+  // the output once published, however the paths are spelled and whichever
+  // of the output's parents are links. FailedPrecondition, naming both, when
+  // the link does not reach the same file or directory.
+  Status Link(const std::string& target, const std::string& name);
+
   // Writes `manifest_json` as manifest.json, re-checks the promises of
   // Create and publishes the staging directory at the output. Without
   // `force`, an output that appeared meanwhile (another writer) is left

@@ -270,10 +270,9 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
         WriteFileAtomically(PosixFileSystem(), staging->path(), out.tokenizer.file, model));
   }
   // A manifest names only files beneath its directory, so each part is
-  // reached through a link in it, relative so that the tree can move whole.
+  // reached through a link in it.
   for (size_t i = 0; i < parts.size(); ++i) {
-    TOKPACK_RETURN_IF_ERROR(CreateSymlink(RelativePath(parts[i].first, output),
-                                          JoinPath(staging->path(), PartLink(i))));
+    TOKPACK_RETURN_IF_ERROR(staging->Link(parts[i].first, PartLink(i)));
   }
   if (out.provenance.inputs.size() > Provenance::kMaxListedInputs) {
     TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(PosixFileSystem(), staging->path(),

@@ -300,3 +300,18 @@ def test_remote_merge_writes_no_tokenizer_over_another_part(built, tmp_path, tok
                     "s3://tokens/m/part-1", env=env)
         assert r.returncode != 0 and "does not match the hash" in r.stderr, r.stderr
         assert s3.get_object(Bucket="tokens", Key="m/part-1/manifest.json")["Body"].read() == before
+
+
+def test_merge_and_import_links_reach_their_targets_under_a_symlinked_parent(
+        built, tmp_path, tokpack_bin, run_tokpack):
+    """The output's parent is a link to a directory elsewhere: the links are
+    made from where the output really lies, so readers reach the parts."""
+    a = copy_of(built, tmp_path / "parts" / "a")
+    (tmp_path / "deep" / "x").mkdir(parents=True)
+    os.symlink(tmp_path / "deep" / "x", tmp_path / "via")
+    run_tokpack("merge", tmp_path / "via" / "merged", a)
+    run_tokpack("import", a / "shard-00000", "-o", tmp_path / "via" / "imported")
+    for out in ("merged", "imported"):
+        r = run_cli(tokpack_bin, "verify", tmp_path / "via" / out)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "deep" / "x" / "merged" / "part-00000" / "manifest.json").is_file()
