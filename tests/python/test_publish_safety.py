@@ -95,9 +95,11 @@ def test_leftovers_of_a_killed_force_commit_are_removed_by_the_next_build(
     src = make_corpus(tmp_path / "c.jsonl", 4)
     ds = build(run_tokpack, spm_model, src, tmp_path / "ds")
     # What a build killed while deleting the dataset it replaced left behind:
-    # the old dataset under its staging name (0.1 added "-old0").
-    for name in [".ds.tokpack-tmp-Ab12Cd-old0", ".ds.tokpack-tmp-Ef34Gh"]:
+    # the old dataset under its staging name, with the lock taken before the
+    # swap (free now); "-old" after two renames.
+    for name in [".ds.tokpack-tmp-Ab12Cd-old", ".ds.tokpack-tmp-Ef34Gh"]:
         build(run_tokpack, spm_model, src, tmp_path / "copy", "--force")
+        (tmp_path / "copy" / ".tokpack-build.lock").write_text("")
         (tmp_path / "copy").rename(tmp_path / name)
     assert len(staging_dirs(tmp_path)) == 2
     build(run_tokpack, spm_model, src, ds, "--force")
