@@ -177,7 +177,8 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
   for (const std::string& dir : sources) {
     std::string rel = dir.compare(0, root.size(), root) == 0 ? dir.substr(root.size()) : "";
     while (!rel.empty() && rel.back() == '/') rel.pop_back();
-    if (rel.empty() || rel.find("..") != std::string::npos) {
+    // The merged manifest names the part's files by this prefix.
+    if (!CheckDatasetPath(rel).ok()) {
       return InvalidArgumentError("part '" + dir + "' must lie under the merge output '" + output +
                                   "' (push parts to " + root + "part-<i>)");
     }

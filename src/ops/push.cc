@@ -27,20 +27,13 @@ std::string NewGeneration() {
   return name;
 }
 
-// Whether `path` (from a replaced, untrusted manifest) names an object of
-// the dataset itself that a push may delete: a plain name (the flat layout
-// of earlier versions) or one inside a generation directory. Anything
-// else, such as the parts a remote merge refers to, is never deleted.
+// Whether `path` (from a replaced manifest, so CheckDatasetPath's rule
+// holds) names an object of the dataset itself that a push may delete: a
+// plain name (the flat layout of earlier versions) or one inside a
+// generation directory. Anything else, such as the parts a remote merge
+// refers to, is never deleted.
 bool OwnedObject(const std::string& path) {
-  size_t components = 0;
-  for (size_t begin = 0; begin <= path.size(); ++components) {
-    size_t end = path.find('/', begin);
-    if (end == std::string::npos) end = path.size();
-    const std::string_view c = std::string_view(path).substr(begin, end - begin);
-    if (c.empty() || c == "." || c == "..") return false;
-    begin = end + 1;
-  }
-  return components == 1 || path.rfind("g-", 0) == 0;
+  return path.find('/') == std::string::npos || path.rfind("g-", 0) == 0;
 }
 
 // The names of the objects a manifest refers to.

@@ -315,3 +315,22 @@ def test_merge_and_import_links_reach_their_targets_under_a_symlinked_parent(
         r = run_cli(tokpack_bin, "verify", tmp_path / "via" / out)
         assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "deep" / "x" / "merged" / "part-00000" / "manifest.json").is_file()
+
+
+def test_remote_merge_refuses_a_part_prefix_outside_the_path_rule(built, tokpack_bin,
+                                                                    monkeypatch):
+    """The merged manifest names each part's files by its prefix under the
+    output: one with a "." component would publish a manifest that readers
+    refuse."""
+    with MotoServer() as moto:
+        for k, v in moto.env().items():
+            monkeypatch.setenv(k, v)
+        s3 = moto.client()
+        s3.create_bucket(Bucket="tokens")
+        env = dict(os.environ)
+        r = run_cli(tokpack_bin, "push", built, "s3://tokens/m/part-0", env=env)
+        assert r.returncode == 0, r.stderr
+        r = run_cli(tokpack_bin, "merge", "s3://tokens/m", "s3://tokens/m/./part-0", env=env)
+        assert r.returncode != 0 and "must lie under the merge output" in r.stderr, r.stderr
+        assert "m/manifest.json" not in [o["Key"] for o in s3.list_objects_v2(
+            Bucket="tokens")["Contents"]]
