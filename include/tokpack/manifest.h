@@ -111,11 +111,12 @@ struct Provenance {
   int part_count = 1;
   BuildSettings settings;
   // The inputs read, in order. Up to kMaxListedInputs are listed in
-  // manifest.json; more go to the side file kInputsFileName (one JSON object
-  // per line), which ReadInputList() loads: then a parsed manifest has
-  // `inputs` empty and `inputs_in_file` true.
+  // manifest.json; more go to a side file (one JSON object per line), which
+  // ReadInputList() loads: then a parsed manifest has `inputs` empty and
+  // `inputs_file` naming that file in the dataset (kInputsFileName where
+  // tokpack writes one; under a generation directory once pushed).
   std::vector<InputRecord> inputs;
-  bool inputs_in_file = false;
+  std::string inputs_file;
   // Always recorded: the number of inputs and InputListHash() of them.
   uint64_t input_count = 0;
   uint64_t inputs_xxh3 = 0;

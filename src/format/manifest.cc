@@ -226,14 +226,7 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
     TOKPACK_RETURN_IF_ERROR(r.GetHash("inputs_xxh3", &p->inputs_xxh3));
   }
   if (r.Has("inputs_file")) {
-    std::string file;
-    TOKPACK_RETURN_IF_ERROR(r.Get("inputs_file", &file));
-    // A name from an untrusted manifest: only the one side file, never a path.
-    if (file != Provenance::kInputsFileName) {
-      return InvalidArgumentError(std::string(root.source()) + ": provenance.inputs_file is '" +
-                                  file + "', not " + Provenance::kInputsFileName);
-    }
-    p->inputs_in_file = true;
+    TOKPACK_RETURN_IF_ERROR(r.GetDatasetPath("inputs_file", false, &p->inputs_file));
   }
   for (element e : arr) {
     object o;
@@ -438,15 +431,18 @@ std::string Manifest::ToJson() const {
   w.Bool("skip_bad_lines", p.settings.skip_bad_lines);
   w.UInt("shard_tokens", p.settings.shard_tokens);
   w.EndObject();
-  const bool side_file = p.inputs_in_file || p.inputs.size() > Provenance::kMaxListedInputs;
+  const bool listed_apart = !p.inputs_file.empty();
+  const bool side_file = listed_apart || p.inputs.size() > Provenance::kMaxListedInputs;
   w.BeginArray("inputs");
   if (!side_file) {
     for (const InputRecord& in : p.inputs) WriteInput(&w, in);
   }
   w.EndArray();
-  w.UInt("input_count", p.inputs_in_file ? p.input_count : p.inputs.size());
-  w.String("inputs_xxh3", HashToHex(p.inputs_in_file ? p.inputs_xxh3 : InputListHash(p.inputs)));
-  if (side_file) w.String("inputs_file", Provenance::kInputsFileName);
+  w.UInt("input_count", listed_apart ? p.input_count : p.inputs.size());
+  w.String("inputs_xxh3", HashToHex(listed_apart ? p.inputs_xxh3 : InputListHash(p.inputs)));
+  if (side_file) {
+    w.String("inputs_file", listed_apart ? p.inputs_file : Provenance::kInputsFileName);
+  }
   w.BeginArray("sources");
   for (const std::string& s : p.sources) w.String(s);
   w.EndArray();

@@ -328,13 +328,6 @@ void RemoveAllQuietly(const std::string& path) {
   std::filesystem::remove_all(path, ec);
 }
 
-std::string RelativePath(const std::string& target, const std::string& base) {
-  namespace fs = std::filesystem;
-  fs::path t = fs::absolute(target).lexically_normal();
-  fs::path b = fs::absolute(base).lexically_normal();
-  return t.lexically_relative(b).string();
-}
-
 std::string JoinPath(std::string_view a, std::string_view b) {
   if (a.empty()) return std::string(b);
   std::string out(a);

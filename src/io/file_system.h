@@ -125,10 +125,6 @@ Status CreateSymlink(const std::string& target, const std::string& link);
 // rm -rf, best effort; errors are ignored because callers are cleaning up.
 void RemoveAllQuietly(const std::string& path);
 
-// `target` relative to directory `base`, both made absolute and normalized
-// lexically first (symlinks are not resolved).
-std::string RelativePath(const std::string& target, const std::string& base);
-
 // "a/b" joined with "c" -> "a/b/c".
 std::string JoinPath(std::string_view a, std::string_view b);
 

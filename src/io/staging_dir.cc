@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
 
@@ -42,6 +44,12 @@ bool IsEmptyDir(const std::string& dir) {
 // Removes `dir` with its lock file last, so that a remover killed midway
 // leaves a directory the next writer still recognizes as abandoned.
 void RemoveLockLast(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {  // A link is removed, never followed.
+    ::unlink(dir.c_str());
+    return;
+  }
   std::error_code ec;
   for (const auto& entry : stdfs::directory_iterator(dir, ec)) {
     if (entry.path().filename() != kLockFile) stdfs::remove_all(entry.path(), ec);
@@ -50,42 +58,68 @@ void RemoveLockLast(const std::string& dir) {
   ::rmdir(dir.c_str());
 }
 
-// Removes the leftovers "<prefix>*" in `parent` of writers of `output` that
-// are gone:
-// - a directory whose lock file nobody holds: the staging directory of a
-//   killed writer, or a dataset its --force commit swapped out (Commit hands
-//   its lock to that one before deleting it);
-// - a directory without a lock file that holds a dataset while the output
-//   exists: one swapped out by a writer killed in the instant before it
-//   handed over its lock, or a "-old<N>" of earlier versions. A live
-//   writer at that point is deleting it itself.
-// Anything else is left alone: a directory without a lock is being created,
-// and a dataset moved aside while the output is missing is its only copy.
+// Whether `name` is one Create or Commit gives: `prefix`, mkdtemp's six
+// characters, and "-old" for a dataset moved aside. Nothing longer: another
+// output's leftovers (".a.tokpack-tmp-x.tokpack-tmp-XXXXXX" for output
+// ".a.tokpack-tmp-x") or a user's copy must not match.
+bool IsStagingName(const std::string& name, const std::string& prefix) {
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  std::string_view rest = std::string_view(name).substr(prefix.size());
+  if (rest.size() == 10 && rest.substr(6) == "-old") rest.remove_suffix(4);
+  return rest.size() == 6 &&
+         std::all_of(rest.begin(), rest.end(), [](char c) { return std::isalnum(c & 0xff); });
+}
+
+// Creates and locks the lock file in `dir`: its fd, or -1 (errno set).
+int LockIn(const std::string& dir) {
+  const int fd =
+      ::open(JoinPath(dir, kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  const int err = errno;
+  ::close(fd);
+  errno = err;
+  return -1;
+}
+
+// Removes the leftovers in `parent` of writers of `output` that are gone:
+// directories named as IsStagingName says whose lock file nobody holds: the
+// staging directory of a killed writer, or a dataset its --force commit
+// swapped out (locked by it before the swap). A dataset moved aside while
+// the output is missing is kept: it is the only copy. A directory without a
+// lock file is never removed: it is being created, or is not tokpack's.
 void RemoveAbandoned(const std::string& parent, const std::string& prefix,
                      const std::string& output) {
   std::error_code ec;
   for (const auto& entry : stdfs::directory_iterator(parent, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0 ||
+    if (!IsStagingName(name, prefix) ||
         entry.symlink_status(ec).type() != stdfs::file_type::directory) {
       continue;
     }
     const std::string dir = entry.path().string();
     const int fd = ::open(JoinPath(dir, kLockFile).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0) {
-      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) RemoveLockLast(dir);
-      ::close(fd);
-    } else if (errno == ENOENT && HoldsDataset(dir) && Exists(output)) {
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && (!HoldsDataset(dir) || Exists(output))) {
       RemoveLockLast(dir);
     }
+    ::close(fd);
   }
 }
 
 // What Create promises about the output, and Commit re-checks.
 Status CheckExistingOutput(const std::string& output, bool force) {
   struct stat st;
-  if (::stat(output.c_str(), &st) != 0) {
+  if (::lstat(output.c_str(), &st) != 0) {
     return errno == ENOENT ? Status::Ok() : ErrnoToStatus(errno, "stat", output);
+  }
+  // Replacing a link would swap the link itself out and then delete what it
+  // points to.
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const stdfs::path target = stdfs::read_symlink(output, ec);
+    return FailedPreconditionError("output '" + output + "' is a symbolic link" +
+                                   (ec ? std::string() : " (to '" + target.string() + "')") +
+                                   "; write to its target instead");
   }
   if (!force) {
     return AlreadyExistsError("output '" + output + "' already exists; pass --force to replace it");
@@ -211,10 +245,9 @@ StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& outp
   }
   // Held for the life of the writer, so a later one can tell an abandoned
   // staging directory (a killed writer) from one in use.
-  const int lock = ::open(JoinPath(tmpl, kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+  const int lock = LockIn(tmpl);
+  if (lock < 0) {
     Status s = ErrnoToStatus(errno, "lock", JoinPath(tmpl, kLockFile));
-    if (lock >= 0) ::close(lock);
     RemoveAllQuietly(tmpl);
     return s;
   }
@@ -231,6 +264,28 @@ StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& outp
       std::unique_ptr<StagingDir>(new StagingDir(output, parent, tmpl, force, std::move(inputs)));
   dir->lock_fd_ = lock;
   return dir;
+}
+
+Status StagingDir::Link(const std::string& target, const std::string& name) {
+  std::error_code ec;
+  const stdfs::path to = stdfs::canonical(stdfs::absolute(target, ec), ec);
+  if (ec) return ErrnoToStatus(ec.value(), "resolve", target);
+  // The kernel resolves a link's ".." from where it really lies.
+  const stdfs::path from =
+      stdfs::weakly_canonical(stdfs::absolute(parent_, ec), ec) / stdfs::path(output_).filename();
+  if (ec) return ErrnoToStatus(ec.value(), "resolve", parent_);
+  const std::string relative = to.lexically_relative(from).string();
+  const std::string link = JoinPath(staging_, name);
+  TOKPACK_RETURN_IF_ERROR(CreateSymlink(relative, link));
+  // The staging directory is the output's sibling: what the link reaches
+  // from here it reaches once published.
+  struct stat want, got;
+  if (::stat(to.c_str(), &want) != 0) return ErrnoToStatus(errno, "stat", target);
+  if (::stat(link.c_str(), &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino) {
+    return FailedPreconditionError("link '" + JoinPath(output_, name) + "' -> '" + relative +
+                                   "' does not reach '" + target + "'");
+  }
+  return Status::Ok();
 }
 
 StagingDir::~StagingDir() {
@@ -271,32 +326,40 @@ Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
                               "as it is and this one's dataset discarded; pass --force to replace "
                               "it");
   }
+  int old_lock = -1;  // Held in the dataset being replaced.
   if (err == EEXIST || err == ENOTEMPTY) {
     TOKPACK_RETURN_IF_ERROR(CheckExistingOutput(output_, force_));
+    // Locked before it is swapped out, so that if this process dies before
+    // deleting it, the next writer knows it is abandoned.
+    old_lock = LockIn(output_);
+    if (old_lock < 0) return ErrnoToStatus(errno, "lock", JoinPath(output_, kLockFile));
     // Readers see the old dataset or the new one, never neither.
     err = ::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, output_.c_str(), RENAME_EXCHANGE) == 0
               ? 0
               : errno;
-    if (err == 0) {
-      old = staging_;
-    } else if (err == EINVAL || err == ENOSYS) {
-      TOKPACK_ASSIGN_OR_RETURN(old, ReplaceInTwoSteps());
-      err = 0;
+    StatusOr<std::string> moved = staging_;
+    if (err == EINVAL || err == ENOSYS) {
+      moved = ReplaceInTwoSteps();
+    } else if (err != 0) {
+      moved = ErrnoToStatus(err, "rename", staging_ + "' to '" + output_);
     }
+    if (!moved.ok()) {  // The old dataset is still the output.
+      ::unlink(JoinPath(output_, kLockFile).c_str());
+      ::close(old_lock);
+      return moved.status();
+    }
+    old = *moved;
+    err = 0;
   }
   if (err != 0) return ErrnoToStatus(err, "rename", staging_ + "' to '" + output_);
   committed_ = true;
-  // The lock travelled with the directory. A replaced dataset takes it over,
-  // so that if this process dies while deleting it, the next writer knows.
-  const std::string lock = JoinPath(output_, kLockFile);
-  if (old.empty() || ::rename(lock.c_str(), JoinPath(old, kLockFile).c_str()) != 0) {
-    ::unlink(lock.c_str());
-  }
+  ::unlink(JoinPath(output_, kLockFile).c_str());  // Travelled with the directory.
   Status s = fs->SyncDir(output_);
   if (s.ok()) s = fs->SyncDir(parent_);
   // Until the renames are durable the old dataset is kept (the next writer
   // removes it).
   if (s.ok() && !old.empty()) RemoveLockLast(old);
+  if (old_lock >= 0) ::close(old_lock);
   return s;
 }
 

@@ -8,9 +8,9 @@
 //
 // What a writer promises at start is checked in Create and again in Commit,
 // because the file system may change in between: the output does not exist
-// (unless `force`, when it is an empty directory or a tokpack dataset), and
-// it is not, does not contain and does not lie inside any of the writer's
-// inputs (replacing it would delete them).
+// (unless `force`, when it is an empty directory or a tokpack dataset, not a
+// symbolic link to one), and it is not, does not contain and does not lie
+// inside any of the writer's inputs (replacing it would delete them).
 #ifndef TOKPACK_SRC_IO_STAGING_DIR_H_
 #define TOKPACK_SRC_IO_STAGING_DIR_H_
 
@@ -46,6 +46,13 @@ class StagingDir {
 
   const std::string& path() const { return staging_; }
   const std::string& output() const { return output_; }
+
+  // Creates `name` in the staging directory, a relative symbolic link to the
+  // existing `target` (so that the tree can move whole) that reaches it from
+  // the output once published, however the paths are spelled and whichever
+  // of the output's parents are links. FailedPrecondition, naming both, when
+  // the link does not reach the same file or directory.
+  Status Link(const std::string& target, const std::string& name);
 
   // Writes `manifest_json` as manifest.json, re-checks the promises of
   // Create and publishes the staging directory at the output. Without

@@ -77,10 +77,8 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
   }
   for (size_t i = 0; i < o.prefixes.size(); ++i) {
     for (const char* ext : {".bin", ".idx"}) {
-      // Relative, so that the tree can move whole.
       TOKPACK_RETURN_IF_ERROR(
-          CreateSymlink(RelativePath(StripShardExtension(o.prefixes[i]) + ext, o.output),
-                        JoinPath(staging->path(), m.shards[i].path + ext)));
+          staging->Link(StripShardExtension(o.prefixes[i]) + ext, m.shards[i].path + ext));
     }
   }
   if (tokenizer) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "common/chunk_hasher.h"
 #include "format/dataset_path.h"
 #include "io/file_system.h"
 #include "io/staging_dir.h"
@@ -115,6 +116,27 @@ Status OrderParts(std::vector<std::pair<std::string, Manifest>>* parts) {
   return Status::Ok();
 }
 
+// Where a merge puts its copy of the tokenizer `file` of part `part` whose
+// bytes are `model`: checked against the hash the parts agree on, and named
+// by its last component, at the output's root. An untrusted name must not
+// reach a file the merge writes itself or, through a part's link (local) or
+// prefix (remote), a part's own files.
+StatusOr<std::string> TokenizerCopy(const std::string& part, const std::string& file,
+                                    const std::string& model, uint64_t model_xxh3) {
+  const std::string where = "tokenizer '" + file + "' of part '" + part + "'";
+  if (Xxh3(model) != model_xxh3) {
+    return DataLossError(where + " does not match the hash its manifest records (" +
+                         HashToHex(model_xxh3) + ")");
+  }
+  const std::string name = file.substr(file.rfind('/') + 1);
+  if (name == Manifest::kFileName || name == Provenance::kInputsFileName || name[0] == '.' ||
+      name.rfind("part-", 0) == 0) {
+    return InvalidArgumentError(where + ": a merge cannot name its tokenizer copy '" + name +
+                                "' (a name of the merge's own files)");
+  }
+  return name;
+}
+
 // How a merge reaches the files of one part: local paths, or objects.
 struct PartFiles {
   std::function<std::string(const std::string& name)> where;  // For errors.
@@ -137,9 +159,10 @@ Status CheckPart(const PartFiles& files, Manifest* m) {
       }
     }
   }
-  if (!m->provenance.inputs_in_file) return Status::Ok();
-  TOKPACK_ASSIGN_OR_RETURN(std::string list, files.read(Provenance::kInputsFileName));
-  return ReadInputList(list, files.where(Provenance::kInputsFileName), &m->provenance);
+  const std::string name = m->provenance.inputs_file;
+  if (name.empty()) return Status::Ok();
+  TOKPACK_ASSIGN_OR_RETURN(std::string list, files.read(name));
+  return ReadInputList(list, files.where(name), &m->provenance);
 }
 
 // A merge in object storage: the parts lie under the output prefix (as
@@ -154,7 +177,8 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
   for (const std::string& dir : sources) {
     std::string rel = dir.compare(0, root.size(), root) == 0 ? dir.substr(root.size()) : "";
     while (!rel.empty() && rel.back() == '/') rel.pop_back();
-    if (rel.empty() || rel.find("..") != std::string::npos) {
+    // The merged manifest names the part's files by this prefix.
+    if (!CheckDatasetPath(rel).ok()) {
       return InvalidArgumentError("part '" + dir + "' must lie under the merge output '" + output +
                                   "' (push parts to " + root + "part-<i>)");
     }
@@ -184,8 +208,9 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
     TOKPACK_ASSIGN_OR_RETURN(
         std::string model,
         store.Get(parts[0].first + "/" + first.tokenizer.file, kMaxTokenizerBytes));
-    TOKPACK_RETURN_IF_ERROR(store.Put(first.tokenizer.file, model));
-    out.tokenizer.file = first.tokenizer.file;
+    TOKPACK_ASSIGN_OR_RETURN(out.tokenizer.file, TokenizerCopy(parts[0].first, first.tokenizer.file,
+                                                               model, first.tokenizer.model_xxh3));
+    TOKPACK_RETURN_IF_ERROR(store.Put(out.tokenizer.file, model));
   }
   if (out.provenance.inputs.size() > Provenance::kMaxListedInputs) {
     TOKPACK_RETURN_IF_ERROR(
@@ -235,19 +260,20 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
     }
   }
   TOKPACK_ASSIGN_OR_RETURN(auto staging, StagingDir::Create(output, force, std::move(inputs)));
-  // A manifest names only files beneath its directory, so each part is
-  // reached through a link in it, relative so that the tree can move whole.
-  for (size_t i = 0; i < parts.size(); ++i) {
-    TOKPACK_RETURN_IF_ERROR(CreateSymlink(RelativePath(parts[i].first, output),
-                                          JoinPath(staging->path(), PartLink(i))));
-  }
+  // Written before the part links exist, so that nothing is written through one.
   if (!first.tokenizer.file.empty()) {
-    out.tokenizer.file = first.tokenizer.file;
     TOKPACK_ASSIGN_OR_RETURN(
         std::string model,
         ReadDatasetFile(parts[0].first, first.tokenizer.file, kMaxTokenizerBytes, Links::kRefuse));
+    TOKPACK_ASSIGN_OR_RETURN(out.tokenizer.file, TokenizerCopy(parts[0].first, first.tokenizer.file,
+                                                               model, first.tokenizer.model_xxh3));
     TOKPACK_RETURN_IF_ERROR(
         WriteFileAtomically(PosixFileSystem(), staging->path(), out.tokenizer.file, model));
+  }
+  // A manifest names only files beneath its directory, so each part is
+  // reached through a link in it.
+  for (size_t i = 0; i < parts.size(); ++i) {
+    TOKPACK_RETURN_IF_ERROR(staging->Link(parts[i].first, PartLink(i)));
   }
   if (out.provenance.inputs.size() > Provenance::kMaxListedInputs) {
     TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(PosixFileSystem(), staging->path(),

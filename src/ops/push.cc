@@ -27,20 +27,13 @@ std::string NewGeneration() {
   return name;
 }
 
-// Whether `path` (from a replaced, untrusted manifest) names an object of
-// the dataset itself that a push may delete: a plain name (the flat layout
-// of earlier versions) or one inside a generation directory. Anything
-// else, such as the parts a remote merge refers to, is never deleted.
+// Whether `path` (from a replaced manifest, so CheckDatasetPath's rule
+// holds) names an object of the dataset itself that a push may delete: a
+// plain name (the flat layout of earlier versions) or one inside a
+// generation directory. Anything else, such as the parts a remote merge
+// refers to, is never deleted.
 bool OwnedObject(const std::string& path) {
-  size_t components = 0;
-  for (size_t begin = 0; begin <= path.size(); ++components) {
-    size_t end = path.find('/', begin);
-    if (end == std::string::npos) end = path.size();
-    const std::string_view c = std::string_view(path).substr(begin, end - begin);
-    if (c.empty() || c == "." || c == "..") return false;
-    begin = end + 1;
-  }
-  return components == 1 || path.rfind("g-", 0) == 0;
+  return path.find('/') == std::string::npos || path.rfind("g-", 0) == 0;
 }
 
 // The names of the objects a manifest refers to.
@@ -51,6 +44,7 @@ std::set<std::string> ObjectsOf(const Manifest& m) {
     names.insert(s.path + ".idx");
   }
   if (!m.tokenizer.file.empty()) names.insert(m.tokenizer.file);
+  if (!m.provenance.inputs_file.empty()) names.insert(m.provenance.inputs_file);
   return names;
 }
 
@@ -67,7 +61,10 @@ StatusOr<std::string> CurrentManifest(const HttpStore& store) {
 void DeleteReplaced(const HttpStore& store, const std::string& old_text, const Manifest& now) {
   StatusOr<Manifest> old = Manifest::Parse(old_text, store.location().UrlOf(Manifest::kFileName));
   if (!old.ok()) return;  // Nothing known to delete.
-  const std::set<std::string> keep = ObjectsOf(now);
+  // The old manifest is untrusted: whatever it names, the new one's objects
+  // and the manifest just published stay.
+  std::set<std::string> keep = ObjectsOf(now);
+  keep.insert(Manifest::kFileName);
   for (const std::string& name : ObjectsOf(*old)) {
     if (OwnedObject(name) && keep.count(name) == 0) store.Delete(name).IgnoreError();
   }
@@ -107,10 +104,14 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   };
   for (ShardInfo& s : m.shards) add(&s.path, {{".bin", s.bin.bytes}, {".idx", s.idx.bytes}});
   if (!m.tokenizer.file.empty()) add(&m.tokenizer.file, {{"", 0}});
-  // The format fixes this side file's name, so it is replaced in place.
-  if (m.provenance.inputs_in_file) {
-    files.push_back({Provenance::kInputsFileName, Provenance::kInputsFileName, 0});
-  }
+  if (!m.provenance.inputs_file.empty()) add(&m.provenance.inputs_file, {{"", 0}});
+  // The prefix lengthens every path: the manifest readers will get must pass
+  // their checks before anything goes up.
+  const std::string json = m.ToJson();
+  TOKPACK_RETURN_IF_ERROR(
+      Manifest::Parse(json, JoinPath(options.dir, Manifest::kFileName) + " under " + generation)
+          .status()
+          .WithContext("push cannot publish this dataset"));
   for (const File& f : files) {
     // Plain files only: a merged or imported dataset links to others' shards
     // (push its parts instead), and a planted link must not upload a file
@@ -170,7 +171,6 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   }
   // The switch. Should it fail, the generation stays: a PUT that timed out
   // may still have taken effect.
-  const std::string json = m.ToJson();
   TOKPACK_RETURN_IF_ERROR(
       store.Put(Manifest::kFileName, json).WithContext("publishing " + options.url));
   total += json.size();

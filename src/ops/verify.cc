@@ -226,8 +226,8 @@ VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
                                 ": checksum does not match the manifest's tokenizer");
     }
   }
-  if (m.provenance.inputs_in_file) {
-    const std::string name = Provenance::kInputsFileName;
+  if (!m.provenance.inputs_file.empty()) {
+    const std::string name = m.provenance.inputs_file;
     StatusOr<std::string> list = files.Read(name, kMaxInputListBytes, Links::kRefuse);
     Status s = list.ok() ? ReadInputList(*list, files.Where(name), &m.provenance) : list.status();
     if (!s.ok()) report.problems.push_back(s.message());

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <vector>
 
 #include "tests/test_util.h"
 
@@ -193,15 +194,15 @@ TEST(StagingDir, LeftoversOfAKilledForceCommitAreRemovedByTheNextWriter) {
     if (lock) testing::WriteStringToFile(dir + "/.tokpack-build.lock", "");
     return dir;
   };
-  const std::string old0 = leftover(".ds.tokpack-tmp-Ab12Cd-old0", false);  // As 0.1 left it.
-  const std::string swapped = leftover(".ds.tokpack-tmp-Ef34Gh", true);     // Lock free.
+  const std::string moved = leftover(".ds.tokpack-tmp-Ab12Cd-old", true);  // Two renames.
+  const std::string swapped = leftover(".ds.tokpack-tmp-Ef34Gh", true);    // Lock free.
   const std::string live = leftover(".ds.tokpack-tmp-Ij56Kl", true);
   const int held = ::open((live + "/.tokpack-build.lock").c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(held, 0);
   ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
   auto staging = StagingDir::Create(out, true, {});
   ASSERT_TRUE(staging.ok()) << staging.status().ToString();
-  EXPECT_FALSE(Exists(old0));
+  EXPECT_FALSE(Exists(moved));
   EXPECT_FALSE(Exists(swapped));
   EXPECT_TRUE(Exists(live + "/shard-00000.bin"));
   ASSERT_TRUE((*staging)->Commit(PosixFileSystem(), "new").ok());
@@ -211,9 +212,62 @@ TEST(StagingDir, LeftoversOfAKilledForceCommitAreRemovedByTheNextWriter) {
 
   // With the output missing, a replaced dataset is the only copy: kept.
   RemoveAllQuietly(out);
-  const std::string only_copy = leftover(".ds.tokpack-tmp-Mn78Op-old", false);
+  const std::string only_copy = leftover(".ds.tokpack-tmp-Mn78Op-old", true);
   EXPECT_TRUE(StagingDir::Create(out, false, {}).ok());
   EXPECT_TRUE(Exists(only_copy + "/shard-00000.bin"));
+}
+
+// A symlinked output: replacing it would swap the link and then delete what
+// it points to. Refused at the start and again at the commit.
+TEST(StagingDir, RefusesASymlinkedOutputAndLeavesItsTargetAlone) {
+  TempDir root;
+  const std::string v1 = root.Join("v1");
+  ::mkdir(v1.c_str(), 0755);
+  testing::WriteStringToFile(v1 + "/manifest.json", "v1");
+  testing::WriteStringToFile(v1 + "/shard-00000.bin", "tokens");
+  ASSERT_EQ(::symlink("v1", root.Join("latest").c_str()), 0);
+  for (bool force : {false, true}) {
+    auto s = StagingDir::Create(root.Join("latest"), force, {});
+    EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition) << s.status().ToString();
+    EXPECT_NE(s.status().message().find("'" + root.Join("latest") + "' is a symbolic link"),
+              std::string::npos)
+        << s.status().message();
+  }
+  auto staging = StagingDir::Create(root.Join("next"), true, {});
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  ASSERT_EQ(::symlink("v1", root.Join("next").c_str()), 0);
+  Status s = (*staging)->Commit(PosixFileSystem(), "new");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(testing::ReadFileOrDie(v1 + "/manifest.json"), "v1");
+  EXPECT_EQ(testing::ReadFileOrDie(v1 + "/shard-00000.bin"), "tokens");
+  staging->reset();
+  EXPECT_EQ(CountEntries(root.path()), 3);  // v1 and the two links.
+}
+
+// Only what tokpack names and locks is a leftover: a user's copy beside the
+// output, or another output's leftovers that share the prefix, are kept.
+TEST(StagingDir, LeftoversAreMatchedByExactNameAndALockFile) {
+  TempDir root;
+  const std::string out = root.Join("a");
+  ::mkdir(out.c_str(), 0755);
+  testing::WriteStringToFile(out + "/manifest.json", "current");
+  const auto dir = [&](const std::string& name, bool lock) {
+    const std::string d = root.Join(name);
+    ::mkdir(d.c_str(), 0755);
+    testing::WriteStringToFile(d + "/manifest.json", "kept");
+    if (lock) testing::WriteStringToFile(d + "/.tokpack-build.lock", "");
+    return d;
+  };
+  const std::vector<std::string> kept = {
+      dir(".a.tokpack-tmp-backup", false),                   // cp -r a .a.tokpack-tmp-backup
+      dir(".a.tokpack-tmp-mybackup", true),                  // Not mkdtemp's six characters.
+      dir(".a.tokpack-tmp-x.tokpack-tmp-Ab12Cd-old", true),  // Output ".a.tokpack-tmp-x"'s.
+  };
+  auto staging = StagingDir::Create(out, true, {});
+  ASSERT_TRUE(staging.ok()) << staging.status().ToString();
+  for (const std::string& d : kept) {
+    EXPECT_EQ(testing::ReadFileOrDie(d + "/manifest.json"), "kept") << d;
+  }
 }
 
 }  // namespace

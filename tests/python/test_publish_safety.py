@@ -95,9 +95,11 @@ def test_leftovers_of_a_killed_force_commit_are_removed_by_the_next_build(
     src = make_corpus(tmp_path / "c.jsonl", 4)
     ds = build(run_tokpack, spm_model, src, tmp_path / "ds")
     # What a build killed while deleting the dataset it replaced left behind:
-    # the old dataset under its staging name (0.1 added "-old0").
-    for name in [".ds.tokpack-tmp-Ab12Cd-old0", ".ds.tokpack-tmp-Ef34Gh"]:
+    # the old dataset under its staging name, with the lock taken before the
+    # swap (free now); "-old" after two renames.
+    for name in [".ds.tokpack-tmp-Ab12Cd-old", ".ds.tokpack-tmp-Ef34Gh"]:
         build(run_tokpack, spm_model, src, tmp_path / "copy", "--force")
+        (tmp_path / "copy" / ".tokpack-build.lock").write_text("")
         (tmp_path / "copy").rename(tmp_path / name)
     assert len(staging_dirs(tmp_path)) == 2
     build(run_tokpack, spm_model, src, ds, "--force")
@@ -230,3 +232,73 @@ def test_a_push_killed_midway_leaves_the_old_dataset_whole_and_a_retry_succeeds(
     run_tokpack("push", remote.local["b"], remote.url, "--force", env=dict(os.environ))
     assert remote.tokens(remote.open_cold()) == remote.want["b"]
     assert run_tokpack("verify", remote.url, env=dict(os.environ)).returncode == 0
+
+
+def test_a_force_push_keeps_its_manifest_whatever_the_old_one_names(remote, run_tokpack):
+    """The replaced manifest is untrusted: objects it names that the new
+    dataset uses, manifest.json above all, are not deleted after the switch."""
+    s3 = remote.moto.client()
+    m = json.loads(s3.get_object(Bucket="tokens", Key="ds/manifest.json")["Body"].read())
+    m["tokenizer"]["file"] = "manifest.json"
+    s3.put_object(Bucket="tokens", Key="ds/manifest.json", Body=json.dumps(m).encode())
+    run_tokpack("push", remote.local["b"], remote.url, "--force", env=dict(os.environ))
+    assert "ds/manifest.json" in remote.keys()
+    assert remote.tokens(remote.open_cold()) == remote.want["b"]
+
+
+def test_a_push_whose_generation_prefix_makes_paths_too_deep_uploads_nothing(
+        remote, tmp_path, run_tokpack, tokpack_bin):
+    """Shard paths at the depth limit: under "g-…/" they are one too deep, and
+    readers would refuse the manifest; the rewritten manifest is checked as
+    readers check it before anything goes up."""
+    ds = tmp_path / "deep"
+    deep = "/".join(["d"] * 15)
+    m = json.loads((remote.local["a"] / "manifest.json").read_text())
+    (ds / deep).mkdir(parents=True)
+    for s in m["shards"]:
+        for ext in ("bin", "idx"):
+            os.link(remote.local["a"] / f"{s['path']}.{ext}", ds / deep / f"{s['path']}.{ext}")
+        s["path"] = f"{deep}/{s['path']}"
+    os.link(remote.local["a"] / "tokenizer.model", ds / "tokenizer.model")
+    (ds / "manifest.json").write_text(json.dumps(m))
+    assert run_tokpack("verify", ds).returncode == 0  # Valid where it is.
+    r = subprocess.run([tokpack_bin, "push", ds, "s3://tokens/deep"], capture_output=True,
+                       text=True, timeout=DEADLINE_S)
+    assert r.returncode != 0 and "shards[0].path" in r.stderr, r.stderr
+    assert not [k for k in remote.keys() if k.startswith("deep/")]
+
+
+def many_inputs(run_tokpack, spm_model, tmp_path, name):
+    src = tmp_path / f"{name}-src"
+    src.mkdir()
+    for i in range(1001):
+        (src / f"{i:04d}.jsonl").write_text(json.dumps({"text": f"{name} document {i}"}) + "\n")
+    return build(run_tokpack, spm_model, src, tmp_path / name)
+
+
+def test_a_force_push_replaces_the_inputs_side_file_atomically(remote, tmp_path, tokpack_bin,
+                                                               run_tokpack, spm_model):
+    """More than 1000 inputs go to a side file that the manifest names: it
+    goes up with the generation, so readers of the old manifest still find
+    theirs until the switch."""
+    a, b = (many_inputs(run_tokpack, spm_model, tmp_path, n) for n in ("ma", "mb"))
+    url = "s3://tokens/many"
+    run_tokpack("push", a, url, env=dict(os.environ))
+    with HoldProxy(remote.moto.url, "PUT", r"/many/manifest\.json$") as proxy:
+        push = subprocess.Popen([tokpack_bin, "push", b, url, "--force"], env=remote.via(proxy),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(proxy.arrived.is_set, push)
+            v = run_tokpack("verify", url, env=dict(os.environ), check=False)
+            assert v.returncode == 0, v.stdout + v.stderr
+            proxy.release.set()
+            _, err = push.communicate(timeout=DEADLINE_S)
+        finally:
+            push.kill()
+        assert push.returncode == 0, err
+    assert run_tokpack("verify", url, env=dict(os.environ)).returncode == 0
+    manifest = json.loads(remote.moto.client().get_object(
+        Bucket="tokens", Key="many/manifest.json")["Body"].read())
+    name = manifest["provenance"]["inputs_file"]
+    assert name.startswith("g-") and name.endswith("/inputs.jsonl"), name
+    assert [k for k in remote.keys() if k.endswith("inputs.jsonl")] == [f"many/{name}"]

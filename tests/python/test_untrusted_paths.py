@@ -256,3 +256,81 @@ def test_merged_and_imported_datasets_reach_other_directories_by_links(built, tm
     assert os.readlink(imported / "shard-00001.idx") == "../../parts/a/shard-00001.idx"
     r = run_cli(tokpack_bin, "verify", imported)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("content", ["evil", "tokenizer"])
+def test_merge_writes_no_tokenizer_through_a_part_link(built, tmp_path, tokpack_bin, content):
+    """A first part whose tokenizer.file lies under another part's link name:
+    the copy must not go through the link into that part (with bytes other
+    than the tokenizer's, or the real ones under a name of the merge's own)."""
+    hostile, other = copy_of(built, tmp_path / "h"), copy_of(built, tmp_path / "a")
+    (hostile / "part-00001").mkdir()
+    bytes_ = b"EVIL" if content == "evil" else (built / "tokenizer.model").read_bytes()
+    (hostile / "part-00001" / "manifest.json").write_bytes(bytes_)
+    edit_manifest(hostile, lambda m: m["tokenizer"].update(file="part-00001/manifest.json"))
+    before = (other / "manifest.json").read_bytes()
+    r = run_cli(tokpack_bin, "merge", tmp_path / "out", hostile, other)
+    assert r.returncode != 0
+    assert ("does not match the hash" if content == "evil" else
+            "cannot name its tokenizer copy 'manifest.json'") in r.stderr, r.stderr
+    assert (other / "manifest.json").read_bytes() == before
+    assert not (tmp_path / "out").exists()
+
+
+def test_remote_merge_writes_no_tokenizer_over_another_part(built, tmp_path, tokpack_bin,
+                                                            monkeypatch):
+    with MotoServer() as moto:
+        for k, v in moto.env().items():
+            monkeypatch.setenv(k, v)
+        s3 = moto.client()
+        s3.create_bucket(Bucket="tokens")
+        env = dict(os.environ)
+        for i in range(2):
+            r = run_cli(tokpack_bin, "push", built, f"s3://tokens/m/part-{i}", env=env)
+            assert r.returncode == 0, r.stderr
+        # Part 0 names a tokenizer at part-0/part-1/manifest.json, which the
+        # merge copied to m/part-1/manifest.json: part 1's manifest.
+        key = "m/part-0/manifest.json"
+        m = json.loads(s3.get_object(Bucket="tokens", Key=key)["Body"].read())
+        m["tokenizer"]["file"] = "part-1/manifest.json"
+        s3.put_object(Bucket="tokens", Key=key, Body=json.dumps(m).encode())
+        s3.put_object(Bucket="tokens", Key="m/part-0/part-1/manifest.json", Body=b"EVIL")
+        before = s3.get_object(Bucket="tokens", Key="m/part-1/manifest.json")["Body"].read()
+        r = run_cli(tokpack_bin, "merge", "s3://tokens/m", "s3://tokens/m/part-0",
+                    "s3://tokens/m/part-1", env=env)
+        assert r.returncode != 0 and "does not match the hash" in r.stderr, r.stderr
+        assert s3.get_object(Bucket="tokens", Key="m/part-1/manifest.json")["Body"].read() == before
+
+
+def test_merge_and_import_links_reach_their_targets_under_a_symlinked_parent(
+        built, tmp_path, tokpack_bin, run_tokpack):
+    """The output's parent is a link to a directory elsewhere: the links are
+    made from where the output really lies, so readers reach the parts."""
+    a = copy_of(built, tmp_path / "parts" / "a")
+    (tmp_path / "deep" / "x").mkdir(parents=True)
+    os.symlink(tmp_path / "deep" / "x", tmp_path / "via")
+    run_tokpack("merge", tmp_path / "via" / "merged", a)
+    run_tokpack("import", a / "shard-00000", "-o", tmp_path / "via" / "imported")
+    for out in ("merged", "imported"):
+        r = run_cli(tokpack_bin, "verify", tmp_path / "via" / out)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "deep" / "x" / "merged" / "part-00000" / "manifest.json").is_file()
+
+
+def test_remote_merge_refuses_a_part_prefix_outside_the_path_rule(built, tokpack_bin,
+                                                                    monkeypatch):
+    """The merged manifest names each part's files by its prefix under the
+    output: one with a "." component would publish a manifest that readers
+    refuse."""
+    with MotoServer() as moto:
+        for k, v in moto.env().items():
+            monkeypatch.setenv(k, v)
+        s3 = moto.client()
+        s3.create_bucket(Bucket="tokens")
+        env = dict(os.environ)
+        r = run_cli(tokpack_bin, "push", built, "s3://tokens/m/part-0", env=env)
+        assert r.returncode == 0, r.stderr
+        r = run_cli(tokpack_bin, "merge", "s3://tokens/m", "s3://tokens/m/./part-0", env=env)
+        assert r.returncode != 0 and "must lie under the merge output" in r.stderr, r.stderr
+        assert "m/manifest.json" not in [o["Key"] for o in s3.list_objects_v2(
+            Bucket="tokens")["Contents"]]
