@@ -17,6 +17,7 @@ import pytest
 
 from conftest import random_text, write_jsonl
 from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer, StalledServer
+from test_format_spec import fingerprint
 
 tokpack = pytest.importorskip("tokpack")
 
@@ -200,6 +201,37 @@ def test_ctrl_c_interrupts_opening_a_url_whose_server_hangs(opener, tmp_path):
 def test_sigint_stops_the_cli_opening_a_url_whose_server_hangs(tokpack_bin, tmp_path):
     code, err = interrupt_once_waiting([tokpack_bin, "info"], tmp_path)
     assert code == 130 and "cancelled" in err, err
+
+
+def test_the_cli_reports_running_out_of_memory_instead_of_aborting(chunked, tmp_path,
+                                                                   tokpack_bin):
+    # A manifest that claims a 3 GiB .idx in 1 GiB chunks (under the resident
+    # cap): its first chunk's buffer is more than the 512 MiB of address space
+    # the CLI gets here, so the allocation fails before any chunk is asked for.
+    import json
+    import resource
+    data = tmp_path / "web" / "data"
+    shutil.copytree(chunked / "data", data)
+    m = json.loads((data / "manifest.json").read_text())
+    m["chunk_bytes"] = 1 << 30
+    for shard in m["shards"]:
+        for f in ("bin", "idx"):
+            shard[f]["xxh3_64"] = shard[f]["xxh3_64"][:1]
+    m["shards"][0]["idx"]["bytes"] = 3 << 30
+    m["shards"][0]["idx"]["xxh3_64"] *= 3
+    m["fingerprint"] = fingerprint(m)
+    (data / "manifest.json").write_text(json.dumps(m))
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+
+    env = dict(os.environ, TOKPACK_CACHE_DIR=str(tmp_path / "cache"))
+    with RangeServer(tmp_path / "web") as server:
+        proc = subprocess.run([tokpack_bin, "info", server.url + "/data"], env=env,
+                              capture_output=True, text=True, preexec_fn=limit_memory,
+                              timeout=120)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "tokpack info: error: out of memory" in proc.stderr, proc.stderr
 
 
 def test_four_processes_download_each_chunk_once_per_node(chunked, cache):
