@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -201,8 +202,10 @@ StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& 
                                 "StorageOptions::FromEnvironment())");
   }
   TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(url, options));
-  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkCache> cache,
-                           ChunkCache::Open(options.cache_dir, options.cache_bytes));
+  TOKPACK_ASSIGN_OR_RETURN(
+      std::shared_ptr<ChunkCache> cache,
+      ChunkCache::Open(options.cache_dir, options.cache_bytes,
+                       {std::chrono::seconds(options.http_stall_seconds), options.cancel}));
   return std::make_unique<RemoteOpener>(
       std::make_shared<HttpStore>(std::move(location), HttpOptions::From(options)),
       std::move(cache), options.prefetch_threads);
