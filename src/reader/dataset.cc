@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "common/chunk_hasher.h"
@@ -117,7 +118,10 @@ bool Exists(const std::string& p) {
 
 // Compares each chunk of `file` with its checksum in `want`, the file's
 // manifest entry; DataLoss names the file and the first chunk that differs.
-Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes) {
+// Cancelled as soon as `cancel` (may be null) is raised: a dataset of
+// terabytes takes long to read.
+Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes,
+                    const std::atomic<bool>* cancel) {
   const uint64_t size = file.size();
   // Overflow-safe ceiling: chunk_bytes comes from the manifest.
   const uint64_t chunks = size == 0 ? 0 : (size - 1) / chunk_bytes + 1;
@@ -129,6 +133,9 @@ Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chu
   }
   std::string scratch;  // For sources that are not memory-resident.
   for (uint64_t k = 0; k < chunks; ++k) {
+    if (cancel != nullptr && cancel->load()) {
+      return CancelledError(file.name() + ": verify_on_open cancelled");
+    }
     const uint64_t offset = k * chunk_bytes, n = std::min(chunk_bytes, size - offset);
     std::string_view bytes;
     if (file.data() != nullptr) {
@@ -170,8 +177,11 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
     }
     for (size_t k = 0; k < d.shards.size(); ++k) {
       const ShardInfo& info = d.manifest.shards[k];
-      TOKPACK_RETURN_IF_ERROR(VerifyChunks(*d.shards[k].idx, info.idx, d.manifest.chunk_bytes));
-      TOKPACK_RETURN_IF_ERROR(VerifyChunks(*d.shards[k].bin, info.bin, d.manifest.chunk_bytes));
+      const std::atomic<bool>* cancel = storage.cancel.get();
+      TOKPACK_RETURN_IF_ERROR(
+          VerifyChunks(*d.shards[k].idx, info.idx, d.manifest.chunk_bytes, cancel));
+      TOKPACK_RETURN_IF_ERROR(
+          VerifyChunks(*d.shards[k].bin, info.bin, d.manifest.chunk_bytes, cancel));
     }
   }
   return ds;
