@@ -371,3 +371,19 @@ def test_explicit_storage_options_keep_datasets_and_loaders_apart(chunked, tmp_p
     assert not (tmp_path / "from-environment").exists()
     with pytest.raises(ValueError, match="TOKPACK_HTTP_ATTEMPTS"):
         tokpack.Dataset(url)
+
+
+def test_a_pickled_remote_dataset_reopens_with_its_own_storage_options(chunked, tmp_path,
+                                                                       monkeypatch):
+    # As a spawned DataLoader worker receives it: the explicit options come
+    # along; the environment (here unusable) is not consulted.
+    import pickle
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "not-a-number")
+    o = tokpack.StorageOptions()
+    o.cache_dir = str(tmp_path / "mine")
+    o.http_attempts = 3
+    with RangeServer(chunked) as server:
+        ds = tokpack.Dataset(server.url + "/data", storage=o)
+        again = pickle.loads(pickle.dumps(ds))
+        assert again.doc(7).tolist() == ds.doc(7).tolist()
+        assert again._storage.cache_dir == o.cache_dir and again._storage.http_attempts == 3
