@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <limits>
 #include <memory>
@@ -549,46 +550,60 @@ std::shared_ptr<TextSource> ArrowTextSource(const py::object& obj, const std::st
   return Unwrap(MakeArrowStreamTextSource(stream, text_key, "<arrow stream>"));
 }
 
-// Runs a build on a worker thread so the caller can poll for Ctrl-C, which
-// cancels it (the build then leaves nothing behind). The GIL is held only
-// briefly between waits, so a reader thread that pulls texts from Python
-// (`iterable`, may be null) always gets it.
 // The caller's storage settings, or by default those of the environment
 // (TOKPACK_CACHE_DIR, AWS_*, ...), read now.
 StorageOptions StorageOrEnvironment(const std::optional<StorageOptions>& storage) {
   return storage ? *storage : Unwrap(StorageOptions::FromEnvironment());
 }
 
-// Runs fn(options) on a worker thread and waits with the GIL released,
-// waking to look for Ctrl-C; on it, sets the options' cancel flag (which
-// stops their HTTP requests within about a second), waits for fn and raises
-// KeyboardInterrupt. For opening and reading remote datasets.
+// Waits for `result` with the GIL released, waking every
+// kSignalPollSeconds, and once it is ready, to call `poll` with the GIL held;
+// `poll` raises to stop (KeyboardInterrupt from PyErr_CheckSignals, a
+// progress callback's error). Then it sets `cancel`, waits for the work to
+// end (it must not outlive the state it uses; everything it runs polls the
+// flag) and rethrows. The one wait of every call that runs on a worker.
+template <typename T>
+T WaitInterruptibly(std::future<T>& result, std::atomic<bool>& cancel,
+                    const std::function<void()>& poll) {
+  while (true) {
+    bool done = false;
+    {
+      py::gil_scoped_release nogil;
+      done = result.wait_for(std::chrono::duration<double>(kSignalPollSeconds)) ==
+             std::future_status::ready;
+    }
+    try {
+      poll();
+    } catch (...) {
+      cancel.store(true);
+      py::gil_scoped_release nogil;
+      result.wait();
+      throw;
+    }
+    if (done) return result.get();
+  }
+}
+
+void CheckSignals() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+// Runs fn(options) on a worker thread; Ctrl-C sets the options' cancel flag
+// (which stops their HTTP requests within about a second, lock waits and
+// verify_on_open at once) and raises KeyboardInterrupt once fn has ended.
+// For opening and reading datasets.
 template <typename F>
 auto RunInterruptibly(StorageOptions options, F fn) {
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   options.cancel = cancel;
   auto result = std::async(std::launch::async, [&fn, options] { return fn(options); });
-  while (true) {
-    {
-      py::gil_scoped_release nogil;
-      if (result.wait_for(std::chrono::duration<double>(kSignalPollSeconds)) ==
-          std::future_status::ready) {
-        break;
-      }
-    }
-    if (PyErr_CheckSignals() != 0) {
-      py::error_already_set interrupted;  // Takes the exception (KeyboardInterrupt).
-      cancel->store(true);
-      {
-        py::gil_scoped_release nogil;
-        result.wait();
-      }
-      throw interrupted;
-    }
-  }
-  return result.get();
+  return WaitInterruptibly(result, *cancel, CheckSignals);
 }
 
+// Runs a build on a worker thread so the caller can poll for Ctrl-C, which
+// cancels it (the build then leaves nothing behind). The GIL is held only
+// briefly between waits, so a reader thread that pulls texts from Python
+// (`iterable`, may be null) always gets it.
 std::string RunBuild(BuildOptions o, const py::object& progress,
                      PyIterTextSource* iterable = nullptr) {
   std::atomic<bool> cancel{false};
@@ -603,38 +618,23 @@ std::string RunBuild(BuildOptions o, const py::object& progress,
     };
   }
   auto result = std::async(std::launch::async, [&o] { return Build(o); });
-  while (true) {
-    bool done = false;
-    {
-      py::gil_scoped_release nogil;
-      done = result.wait_for(std::chrono::duration<double>(kSignalPollSeconds)) ==
-             std::future_status::ready;
-    }
+  StatusOr<BuildSummary> summary = WaitInterruptibly(result, cancel, [&] {
     std::vector<BuildProgress> pending;
     {
       std::lock_guard<std::mutex> lock(mu);
       pending.swap(reports);
     }
-    try {
-      for (const BuildProgress& p : pending) {
-        py::dict d;
-        d["bytes_read"] = p.bytes_read;
-        d["bytes_total"] = p.bytes_total;
-        d["documents"] = p.documents;
-        d["tokens"] = p.tokens;
-        d["elapsed_seconds"] = p.elapsed_seconds;
-        progress(d);
-      }
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    } catch (...) {
-      cancel = true;
-      py::gil_scoped_release nogil;
-      result.wait();
-      throw;
+    for (const BuildProgress& p : pending) {
+      py::dict d;
+      d["bytes_read"] = p.bytes_read;
+      d["bytes_total"] = p.bytes_total;
+      d["documents"] = p.documents;
+      d["tokens"] = p.tokens;
+      d["elapsed_seconds"] = p.elapsed_seconds;
+      progress(d);
     }
-    if (done) break;
-  }
-  StatusOr<BuildSummary> summary = result.get();
+    CheckSignals();
+  });
   // The iterator's own exception, unchanged, rather than the build's error.
   if (!summary.ok() && iterable != nullptr && iterable->error()) throw *iterable->error();
   return Unwrap(std::move(summary)).manifest.ToJson();

@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <map>
+#include <new>
 #include <string>
 
 #include "tokpack/builder.h"
@@ -68,7 +70,19 @@ int main(int argc, char** argv) {
     // flag is static: the pointer owns nothing.
     storage->cancel =
         std::shared_ptr<const std::atomic<bool>>(std::shared_ptr<void>(), &g_interrupted);
-    return run(*storage);
+    // Errors are Status values; what still escapes (an allocation the system
+    // refuses) ends with a message and exit 1, not SIGABRT, and unwinds the
+    // staging directories' cleanup on its way.
+    const std::string name = sub->get_name();
+    try {
+      return run(*storage);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "tokpack %s: error: out of memory while running `tokpack %s`\n",
+                   name.c_str(), name.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tokpack %s: error: %s\n", name.c_str(), e.what());
+    }
+    return 1;
   }
   return 2;
 }

@@ -64,9 +64,11 @@ struct StorageOptions {
   std::string gs_secret_access_key;
 
   // When set and true, every request made through these options stops: a
-  // transfer within about a second, a wait between retries at once, failing
-  // as Cancelled. Null: never. The CLI points it at its SIGINT flag; the
-  // Python binding sets it on Ctrl-C while it opens a dataset.
+  // transfer within about a second, a wait between retries or for another
+  // process's cache lock at once, a local verify_on_open after its current
+  // chunk, failing as Cancelled. Null: never. The CLI points it at its
+  // SIGINT flag; the Python binding sets it on Ctrl-C while it opens a
+  // dataset.
   std::shared_ptr<const std::atomic<bool>> cancel;
 
   // The defaults above overridden by the variables named on each field (an

@@ -139,6 +139,7 @@ class Dataset:
     def __init__(self, path: StrPath, *, storage: Optional[_core.StorageOptions] = None,
                  **options: "Unpack[DatasetOptions]") -> None:
         self._storage = storage
+        self._options = options
         self._core = _core.Dataset(os.fspath(path), storage, **options)
         self._manifest: Optional[Dict[str, Any]] = None
 
@@ -231,8 +232,12 @@ class Dataset:
         return Tokenizer._of_dataset(self)
 
     def __reduce__(self):
-        # Reopened by path in the receiving process (e.g. a spawned worker).
-        return (Dataset, (self.path,))
+        # Reopened by path in the receiving process (e.g. a spawned worker),
+        # with the same storage settings and options, except verify_on_open:
+        # this process checked these files when it opened them, and checking
+        # again in each worker would read the whole dataset once per worker.
+        options = {k: v for k, v in self._options.items() if k != "verify_on_open"}
+        return (_reopen, (self.path, _storage_fields(self._storage), options))
 
     def __repr__(self) -> str:
         return (
@@ -247,6 +252,26 @@ _INPUT_NAME = re.compile(r"\.(jsonl|json|ndjson|txt|text|parquet|pq)(\.(gz|zst|z
                          re.IGNORECASE)
 _URL_SCHEMES = ("s3://", "gs://", "http://", "https://")
 _GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+def _storage_fields(storage: Optional[_core.StorageOptions]) -> Optional[Dict[str, Any]]:
+    """The fields of a StorageOptions (which does not pickle itself), credentials
+    included: a pickled Dataset goes to the worker processes of its owner."""
+    if storage is None:
+        return None
+    return {k: getattr(storage, k) for k in dir(storage)
+            if not k.startswith("_") and not callable(getattr(storage, k))}
+
+
+def _reopen(path: str, storage_fields: Optional[Dict[str, Any]],
+            options: Dict[str, Any]) -> Dataset:
+    """Dataset.__reduce__'s other half."""
+    storage = None
+    if storage_fields is not None:
+        storage = _core.StorageOptions()
+        for k, v in storage_fields.items():
+            setattr(storage, k, v)
+    return Dataset(path, storage=storage, **options)
 
 
 def _is_existing_input(name: str) -> bool:

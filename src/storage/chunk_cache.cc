@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,28 @@ class LockedFile {
     }
     return Status::Ok();
   }
+  // Lock(op) that another process may hold: polled (a blocking flock would
+  // ignore the cancel flag and wait forever on a stopped holder), sleeping
+  // 1 ms doubling to 50 ms between tries. Cancelled when `wait.cancel` is
+  // raised; DeadlineExceeded after `wait.limit`.
+  Status Lock(int op, const ChunkCache::LockWait& wait) {
+    const auto until = std::chrono::steady_clock::now() + wait.limit;
+    std::chrono::milliseconds pause(1);
+    while (true) {
+      const Status s = Lock(op | LOCK_NB);
+      if (s.code() != StatusCode::kFailedPrecondition) return s;
+      if (wait.cancel && wait.cancel->load()) return CancelledError(path_ + ": cancelled");
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until) {
+        return Status(StatusCode::kDeadlineExceeded,
+                      path_ + " stayed locked by another process for " +
+                          std::to_string(wait.limit.count()) + " ms");
+      }
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(pause, until - now));
+      pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    }
+  }
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
 
@@ -80,10 +103,10 @@ class ChunkLock {
   ChunkLock& operator=(const ChunkLock&) = delete;
 
   // `open` opens (creating) the lock file into its argument.
-  Status Acquire(const std::function<Status(LockedFile*)>& open) {
+  Status Acquire(const std::function<Status(LockedFile*)>& open, const ChunkCache::LockWait& wait) {
     while (true) {
       TOKPACK_RETURN_IF_ERROR(open(&file_));
-      TOKPACK_RETURN_IF_ERROR(file_.Lock(LOCK_EX));
+      TOKPACK_RETURN_IF_ERROR(file_.Lock(LOCK_EX, wait));
       if (file_.StillLinked()) break;
     }
     held_ = true;
@@ -143,9 +166,14 @@ Status OpenCreating(const std::string& dir, const std::string& path, int flags, 
 
 StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Open(const std::string& dir,
                                                        uint64_t limit_bytes) {
+  return Open(dir, limit_bytes, LockWait());
+}
+
+StatusOr<std::shared_ptr<ChunkCache>> ChunkCache::Open(const std::string& dir, uint64_t limit_bytes,
+                                                       LockWait wait) {
   if (limit_bytes == 0) return InvalidArgumentError("the cache size limit must be positive");
   TOKPACK_RETURN_IF_ERROR(MakeCacheDirs(dir));
-  return std::shared_ptr<ChunkCache>(new ChunkCache(dir, limit_bytes));
+  return std::shared_ptr<ChunkCache>(new ChunkCache(dir, limit_bytes, std::move(wait)));
 }
 
 void ChunkCache::WarnUncached(const Status& why) {
@@ -162,7 +190,10 @@ Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t
   LockedFile f;
   if (!f.Open(path, O_RDONLY).ok()) return Status::Ok();  // Not cached.
   // Shared: an evictor (exclusive, non-blocking) skips a chunk being read.
-  TOKPACK_RETURN_IF_ERROR(f.Lock(LOCK_SH));
+  // An evictor that stopped while it holds the chunk: a miss.
+  const Status locked = f.Lock(LOCK_SH, wait_);
+  if (locked.code() == StatusCode::kDeadlineExceeded) return Status::Ok();
+  TOKPACK_RETURN_IF_ERROR(locked);
   uint64_t done = 0;
   while (done < n) {
     const ssize_t r = ::pread(f.fd(), dst + done, n - done, static_cast<off_t>(offset + done));
@@ -191,11 +222,15 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
     return Status::Ok();
   }
   // One download per node: whoever holds the chunk's lock fetches it. A
-  // cache where no lock file can be made is read without one (uncached).
+  // cache where no lock file can be made, or whose lock another process
+  // holds past the wait limit, is read without one (uncached).
   ChunkLock lock;
-  const Status locked = lock.Acquire([&](LockedFile* f) {
-    return OpenCreating(dir_, JoinPath(JoinPath(dir_, "locks"), key), O_RDWR, f);
-  });
+  const Status locked = lock.Acquire(
+      [&](LockedFile* f) {
+        return OpenCreating(dir_, JoinPath(JoinPath(dir_, "locks"), key), O_RDWR, f);
+      },
+      wait_);
+  if (locked.code() == StatusCode::kCancelled) return locked;
   if (locked.ok()) {
     TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
     if (hit) {
@@ -224,6 +259,7 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
   // not permitted, smaller than the chunk) costs speed, not the read: the
   // verified chunk is served from memory.
   const Status stored = locked.ok() ? Store(key, data) : locked;
+  if (stored.code() == StatusCode::kCancelled) return stored;
   if (!stored.ok()) {
     counters.uncached_reads++;
     WarnUncached(stored);
@@ -243,7 +279,7 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   // the bytes on disk never pass the limit, whatever other processes do.
   LockedFile global;
   TOKPACK_RETURN_IF_ERROR(OpenCreating(dir_, JoinPath(dir_, "cache.lock"), O_RDWR, &global));
-  TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX));
+  TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX, wait_));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, RemoveTemporariesAndSum());
   TOKPACK_RETURN_IF_ERROR(EvictFor(data.size(), &ledger));
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);

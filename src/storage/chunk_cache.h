@@ -10,6 +10,9 @@
 //   that a reader holds (shared flock) is not evicted.
 // - A lock file exists only while its chunk is being fetched (see ChunkLock
 //   in the .cc), so their number stays bounded.
+// - Waits on another process's lock poll a cancel flag, and end after a
+//   time limit: a holder that makes no progress (stopped, hung) costs a
+//   download that goes uncached, never a reader that waits forever.
 // - The cache is only for speed: a cache directory removed while in use is
 //   made again; a chunk the cache cannot store (disk full, read-only, over
 //   quota, larger than the limit) is served from memory once verified,
@@ -19,6 +22,7 @@
 #define TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,9 +35,20 @@ namespace tokpack {
 
 class ChunkCache {
  public:
+  // How Read() waits for a lock that another process holds.
+  struct LockWait {
+    // Past this, the chunk is read without the cache (counted, warned).
+    std::chrono::milliseconds limit{std::chrono::seconds(20)};
+    // When set and true, the wait ends as Cancelled (see StorageOptions::cancel).
+    std::shared_ptr<const std::atomic<bool>> cancel;
+  };
+
   // The directory is created if needed. limit_bytes must be positive. Any
   // number of ChunkCaches (in one process or many) may share a directory:
   // they coordinate only through its lock files.
+  static StatusOr<std::shared_ptr<ChunkCache>> Open(const std::string& dir, uint64_t limit_bytes,
+                                                    LockWait wait);
+  // With the default LockWait.
   static StatusOr<std::shared_ptr<ChunkCache>> Open(const std::string& dir, uint64_t limit_bytes);
 
   // Fills *out with the whole chunk; used only on a miss.
@@ -43,7 +58,8 @@ class ChunkCache {
   // `xxh3`) into `dst`, fetching it first if it is not cached. With n == 0
   // it only makes sure the chunk is cached (a prefetch). `name` names
   // the chunk in errors (e.g. "s3://b/d/shard-00000.bin chunk 3"). The hit
-  // or download is counted in `*stats` (may be null).
+  // or download is counted in `*stats` (may be null). Cancelled when the
+  // LockWait's flag is raised while it waits for a lock.
   Status Read(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
               uint64_t offset, uint64_t n, char* dst, const Fetch& fetch, ReadStats* stats);
 
@@ -51,7 +67,8 @@ class ChunkCache {
   StatusOr<uint64_t> BytesOnDisk() const;
 
  private:
-  ChunkCache(std::string dir, uint64_t limit) : dir_(std::move(dir)), limit_(limit) {}
+  ChunkCache(std::string dir, uint64_t limit, LockWait wait)
+      : dir_(std::move(dir)), limit_(limit), wait_(std::move(wait)) {}
   Status ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
                     bool* hit) const;
   Status Store(const std::string& key, const std::string& data);
@@ -64,6 +81,7 @@ class ChunkCache {
 
   std::string dir_;
   uint64_t limit_;
+  LockWait wait_;
   std::atomic<bool> warned_{false};
 };
 

@@ -1,6 +1,8 @@
 #include "storage/remote_source.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -200,8 +202,10 @@ StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& 
                                 "StorageOptions::FromEnvironment())");
   }
   TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(url, options));
-  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkCache> cache,
-                           ChunkCache::Open(options.cache_dir, options.cache_bytes));
+  TOKPACK_ASSIGN_OR_RETURN(
+      std::shared_ptr<ChunkCache> cache,
+      ChunkCache::Open(options.cache_dir, options.cache_bytes,
+                       {std::chrono::seconds(options.http_stall_seconds), options.cancel}));
   return std::make_unique<RemoteOpener>(
       std::make_shared<HttpStore>(std::move(location), HttpOptions::From(options)),
       std::move(cache), options.prefetch_threads);
@@ -221,18 +225,24 @@ StatusOr<std::unique_ptr<ByteSource>> RemoteOpener::Open(const std::string& name
                                                          const FileDigest& digest,
                                                          uint64_t chunk_bytes,
                                                          bool resident) const {
-  const uint64_t chunks = chunk_bytes ? (digest.bytes + chunk_bytes - 1) / chunk_bytes : 0;
-  if (chunk_bytes == 0 || digest.chunk_xxh3.size() != chunks) {
-    return DataLossError(store_->location().UrlOf(name) + ": manifest.json lists " +
-                         std::to_string(digest.chunk_xxh3.size()) + " chunk checksums for " +
-                         std::to_string(digest.bytes) + " bytes; remote reads need all " +
-                         std::to_string(chunks));
-  }
   auto remote =
       std::make_unique<RemoteSource>(store_, cache_, prefetcher_, name, digest, chunk_bytes);
   if (!resident) return std::unique_ptr<ByteSource>(std::move(remote));
-  std::string bytes(digest.bytes, '\0');
-  TOKPACK_RETURN_IF_ERROR(remote->Read(0, bytes.size(), bytes.data()));
+  // The size is the manifest's claim: capped, and the buffer grows only as
+  // verified chunks arrive, so a hostile manifest costs no memory that its
+  // server has not sent.
+  if (digest.bytes > kMaxResidentBytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  remote->name() + ": manifest.json gives it " + std::to_string(digest.bytes) +
+                      " bytes, over the cap of " + std::to_string(kMaxResidentBytes) +
+                      " bytes for an index read into memory (kMaxResidentBytes)");
+  }
+  std::string bytes;
+  for (uint64_t offset = 0; offset < digest.bytes; offset += chunk_bytes) {
+    const uint64_t n = std::min(chunk_bytes, digest.bytes - offset);
+    bytes.resize(offset + n);
+    TOKPACK_RETURN_IF_ERROR(remote->Read(offset, n, bytes.data() + offset));
+  }
   return std::unique_ptr<ByteSource>(
       std::make_unique<MemorySource>(remote->name(), std::move(bytes)));
 }

@@ -30,9 +30,15 @@ class RemoteOpener {
 
   // manifest.json; a remote dataset needs one (its checksums guard every chunk).
   StatusOr<Manifest> LoadManifest() const;
+  // The most bytes Open() reads into memory for a resident file: an .idx
+  // of about 350 million documents.
+  static constexpr uint64_t kMaxResidentBytes = uint64_t{4} << 30;
+
   // File `name` of the dataset, described by `digest`, in chunks of
-  // `chunk_bytes`. `resident`: read it all now and keep it in memory (for
-  // .idx files, which the reader reads in place).
+  // `chunk_bytes`; both as Manifest::Parse checked them (chunk_bytes in
+  // range, one checksum per chunk). `resident`: read it all now and keep it
+  // in memory (for .idx files, which the reader reads in place);
+  // ResourceExhausted naming the URL when it is over kMaxResidentBytes.
   StatusOr<std::unique_ptr<ByteSource>> Open(const std::string& name, const FileDigest& digest,
                                              uint64_t chunk_bytes, bool resident) const;
 

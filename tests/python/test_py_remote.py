@@ -17,6 +17,7 @@ import pytest
 
 from conftest import random_text, write_jsonl
 from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer, StalledServer
+from test_format_spec import fingerprint
 
 tokpack = pytest.importorskip("tokpack")
 
@@ -202,6 +203,37 @@ def test_sigint_stops_the_cli_opening_a_url_whose_server_hangs(tokpack_bin, tmp_
     assert code == 130 and "cancelled" in err, err
 
 
+def test_the_cli_reports_running_out_of_memory_instead_of_aborting(chunked, tmp_path,
+                                                                   tokpack_bin):
+    # A manifest that claims a 3 GiB .idx in 1 GiB chunks (under the resident
+    # cap): its first chunk's buffer is more than the 512 MiB of address space
+    # the CLI gets here, so the allocation fails before any chunk is asked for.
+    import json
+    import resource
+    data = tmp_path / "web" / "data"
+    shutil.copytree(chunked / "data", data)
+    m = json.loads((data / "manifest.json").read_text())
+    m["chunk_bytes"] = 1 << 30
+    for shard in m["shards"]:
+        for f in ("bin", "idx"):
+            shard[f]["xxh3_64"] = shard[f]["xxh3_64"][:1]
+    m["shards"][0]["idx"]["bytes"] = 3 << 30
+    m["shards"][0]["idx"]["xxh3_64"] *= 3
+    m["fingerprint"] = fingerprint(m)
+    (data / "manifest.json").write_text(json.dumps(m))
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+
+    env = dict(os.environ, TOKPACK_CACHE_DIR=str(tmp_path / "cache"))
+    with RangeServer(tmp_path / "web") as server:
+        proc = subprocess.run([tokpack_bin, "info", server.url + "/data"], env=env,
+                              capture_output=True, text=True, preexec_fn=limit_memory,
+                              timeout=120)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "tokpack info: error: out of memory" in proc.stderr, proc.stderr
+
+
 def test_four_processes_download_each_chunk_once_per_node(chunked, cache):
     code = textwrap.dedent("""
         import sys, tokpack
@@ -339,3 +371,19 @@ def test_explicit_storage_options_keep_datasets_and_loaders_apart(chunked, tmp_p
     assert not (tmp_path / "from-environment").exists()
     with pytest.raises(ValueError, match="TOKPACK_HTTP_ATTEMPTS"):
         tokpack.Dataset(url)
+
+
+def test_a_pickled_remote_dataset_reopens_with_its_own_storage_options(chunked, tmp_path,
+                                                                       monkeypatch):
+    # As a spawned DataLoader worker receives it: the explicit options come
+    # along; the environment (here unusable) is not consulted.
+    import pickle
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "not-a-number")
+    o = tokpack.StorageOptions()
+    o.cache_dir = str(tmp_path / "mine")
+    o.http_attempts = 3
+    with RangeServer(chunked) as server:
+        ds = tokpack.Dataset(server.url + "/data", storage=o)
+        again = pickle.loads(pickle.dumps(ds))
+        assert again.doc(7).tolist() == ds.doc(7).tolist()
+        assert again._storage.cache_dir == o.cache_dir and again._storage.http_attempts == 3

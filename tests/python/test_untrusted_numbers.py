@@ -116,6 +116,20 @@ def test_verify_on_open_passes_an_intact_dataset(packed):
     assert next(loader)["input_ids"].shape == (2, 16)
 
 
+def test_a_pickled_dataset_is_not_verified_again_in_each_worker(copy_of_packed):
+    # The parent verified the files when it opened them; a worker that got
+    # the dataset by pickle reopens it without reading every chunk again.
+    import pickle
+    ds = tokpack.Dataset(copy_of_packed, verify_on_open=True)
+    with open(copy_of_packed / "shard-00001.bin", "r+b") as f:
+        f.seek(101)
+        byte = f.read(1)[0]
+        f.seek(101)
+        f.write(bytes([byte ^ 0x01]))
+    again = pickle.loads(pickle.dumps(ds))
+    assert len(again) == len(ds)
+
+
 @pytest.mark.parametrize("option", ["max_steps", "epochs"])
 def test_step_limits_that_pass_the_position_range_are_refused_naming_the_option(packed, option):
     # Before: 2^62 steps of 8 wrapped past 2^64 and len() said "endless".

@@ -179,6 +179,23 @@ TEST(Dataset, VerifyOnOpenFindsAFlippedTokenByteNamingFileAndChunk) {
             StatusCode::kFailedPrecondition);
 }
 
+// verify_on_open reads every chunk: StorageOptions::cancel (Ctrl-C in
+// Python, SIGINT in the CLI) ends it between chunks.
+TEST(Dataset, VerifyOnOpenStopsWhenCancelled) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), testing::CyclingLengths(200, 40), 4, 1000);
+  DatasetOptions verify;
+  ASSERT_TRUE(verify.Set("verify_on_open", true).ok());
+  StorageOptions storage;
+  storage.cancel = std::make_shared<std::atomic<bool>>(true);
+  auto ds = Dataset::Open(dir.Join("ds"), storage, verify);
+  ASSERT_EQ(ds.status().code(), StatusCode::kCancelled) << ds.status().ToString();
+  EXPECT_NE(ds.status().message().find(dir.Join("ds/shard-00000.idx")), std::string::npos)
+      << ds.status().ToString();
+  // Without verification the flag is not looked at: a local open reads no chunks.
+  EXPECT_TRUE(Dataset::Open(dir.Join("ds"), storage).ok());
+}
+
 TEST(Dataset, OpensAThousandShards) {
   TempDir dir;
   testing::WriteSyntheticDataset(dir.Join("ds"), std::vector<uint32_t>(1000, 20), 3, 20);

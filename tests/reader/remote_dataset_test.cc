@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "storage/chunk_cache.h"
+#include "storage/remote_source.h"
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/storage/http_test_server.h"
 #include "tests/test_util.h"
@@ -242,6 +243,32 @@ TEST_F(RemoteDatasetTest, AManifestOverItsCapIsRefusedBeforeItsBody) {
   EXPECT_NE(message.find(server.url() + "/big/manifest.json"), std::string::npos) << message;
   EXPECT_NE(message.find(std::to_string(Manifest::kMaxJsonBytes)), std::string::npos) << message;
   EXPECT_EQ(server.requests(), 1);
+}
+
+// A manifest of a few KiB that claims a 200 GiB .idx in 1 GiB chunks: the
+// open fails naming the URL and the cap, and asks the server for no chunk.
+TEST_F(RemoteDatasetTest, AnIndexClaimedPastTheResidentCapIsRefusedBeforeAnyRead) {
+  Manifest m = manifest_a_;
+  m.chunk_bytes = Manifest::kMaxChunkBytes;
+  for (ShardInfo& s : m.shards) {
+    s.bin.chunk_xxh3.assign(1, 0);
+    s.idx.chunk_xxh3.assign(1, 0);
+  }
+  m.shards[0].idx.bytes = uint64_t{200} << 30;
+  m.shards[0].idx.chunk_xxh3.assign(200, 0);
+  ASSERT_TRUE(Manifest::Parse(m.ToJson(), "test").ok());
+  ASSERT_TRUE(CreateDirs(root_.Join("huge")).ok());
+  ASSERT_TRUE(m.Save(root_.Join("huge")).ok());
+  HttpTestServer server(root_.path());
+  auto ds = Dataset::Open(server.url() + "/huge", Storage("c"));
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kResourceExhausted) << ds.status().ToString();
+  const std::string& message = ds.status().message();
+  EXPECT_NE(message.find(server.url() + "/huge/" + m.shards[0].path + ".idx"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(std::to_string(RemoteOpener::kMaxResidentBytes)), std::string::npos)
+      << message;
+  EXPECT_EQ(server.requests(), 1);  // manifest.json only.
 }
 
 TEST_F(RemoteDatasetTest, AStalledServerFailsNamingTheStallTimeout) {

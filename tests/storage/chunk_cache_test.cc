@@ -13,6 +13,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <random>
 #include <thread>
@@ -59,6 +60,43 @@ int FilesIn(const std::string& dir) {
   if (d) ::closedir(d);
   return n;
 }
+
+constexpr std::chrono::seconds kDeadline(60);  // Generous: a loaded 2-core machine.
+
+// A child process that takes the flock on `path` and stops (SIGSTOP) while
+// it holds it, as a fetcher stopped by Ctrl-Z or a debugger. Killed (which
+// frees the lock) by Release() or the destructor.
+class StoppedLockHolder {
+ public:
+  explicit StoppedLockHolder(const std::string& path) {
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+      if (fd < 0 || ::flock(fd, LOCK_EX) != 0) _exit(2);
+      if (::write(fds[1], "x", 1) != 1) _exit(3);
+      ::raise(SIGSTOP);
+      _exit(0);
+    }
+    ::close(fds[1]);
+    char c;
+    held_ = pid_ > 0 && ::read(fds[0], &c, 1) == 1;
+    ::close(fds[0]);
+  }
+  ~StoppedLockHolder() { Release(); }
+  void Release() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  bool held() const { return held_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool held_ = false;
+};
 
 TEST(ChunkCache, FetchesOnceThenServesFromDiskToEveryProcess) {
   TempDir dir;
@@ -323,6 +361,55 @@ TEST(ChunkCache, AChunkWriteFailingMidwayIsServedFromMemory) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(ChunkCache, CancelEndsAWaitForAChunkLockThatAnotherProcessHolds) {
+  TempDir dir;
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  ChunkCache::LockWait wait;
+  wait.limit = std::chrono::hours(1);
+  wait.cancel = cancel;
+  auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20, wait);
+  ASSERT_TRUE(cache.ok());
+  StoppedLockHolder holder(dir.Join("c/locks/" + Key(1)));
+  ASSERT_TRUE(holder.held());
+  int fetches = 0;
+  std::string got;
+  auto read = std::async(std::launch::async, [&] { return ReadChunk(**cache, 1, &fetches, &got); });
+  cancel->store(true);
+  const bool ended = read.wait_for(kDeadline) == std::future_status::ready;
+  holder.Release();  // Lets a read that ignores the flag finish, so the test ends.
+  const Status s = read.get();
+  EXPECT_TRUE(ended) << "the read went on waiting for the lock after cancel";
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.ToString();
+  EXPECT_EQ(fetches, 0);
+}
+
+TEST(ChunkCache, AChunkLockHeldByAStoppedProcessIsWaitedForOnlyUntilTheLimit) {
+  TempDir dir;
+  ChunkCache::LockWait wait;
+  wait.limit = std::chrono::milliseconds(200);
+  auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20, wait);
+  ASSERT_TRUE(cache.ok());
+  StoppedLockHolder holder(dir.Join("c/locks/" + Key(1)));
+  ASSERT_TRUE(holder.held());
+  int fetches = 0;
+  std::string got;
+  ReadStats stats;
+  auto read =
+      std::async(std::launch::async, [&] { return ReadChunk(**cache, 1, &fetches, &got, &stats); });
+  const bool ended = read.wait_for(kDeadline) == std::future_status::ready;
+  holder.Release();
+  const Status s = read.get();
+  ASSERT_TRUE(ended) << "the read waited for the stopped holder";
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(got, ChunkBytes(1));
+  EXPECT_EQ(stats.uncached_reads.load(), 1u);  // Downloaded, not stored.
+  EXPECT_EQ(*(*cache)->BytesOnDisk(), 0u);
+  // With the holder gone, the cache stores the chunk again.
+  ASSERT_TRUE(ReadChunk(**cache, 1, &fetches, &got, &stats).ok());
+  EXPECT_EQ(fetches, 2);
+  EXPECT_EQ(*(*cache)->BytesOnDisk(), ChunkBytes(1).size());
 }
 
 }  // namespace
