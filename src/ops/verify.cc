@@ -10,6 +10,7 @@
 #include "io/file_system.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
+#include "storage/remote_source.h"
 #include "tokpack/dataset_ops.h"
 
 namespace tokpack {
@@ -171,6 +172,13 @@ void CheckIdx(const DatasetFiles& files, const std::string& name, const Manifest
   if (*size != shard.idx.bytes) {
     report->problems.push_back(path + ": size " + std::to_string(*size) + " bytes, manifest says " +
                                std::to_string(shard.idx.bytes));
+    return;
+  }
+  // Read whole, as a reader holds a remote one: under the same cap.
+  if (shard.idx.bytes > RemoteOpener::kMaxResidentBytes) {
+    report->problems.push_back(
+        path + ": " + std::to_string(shard.idx.bytes) + " bytes, over the cap of " +
+        std::to_string(RemoteOpener::kMaxResidentBytes) + " bytes for an index read into memory");
     return;
   }
   StatusOr<std::string> bytes = files.Read(name, shard.idx.bytes, Links::kFollow);
