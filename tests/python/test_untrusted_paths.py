@@ -8,7 +8,6 @@ import os
 import random
 import resource
 import shutil
-import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -17,9 +16,9 @@ import pytest
 
 from conftest import random_text, run_python, write_jsonl
 from remote_servers import MotoServer, RangeServer
+from test_format_spec import fingerprint
 
 tokpack = pytest.importorskip("tokpack")
-xxhash = pytest.importorskip("xxhash")
 
 # Generous: a refusal takes milliseconds; only the unfixed code would run out.
 DEADLINE = 120
@@ -47,18 +46,6 @@ def edit_manifest(ds, edit):
     edit(m)
     path.write_text(json.dumps(m, indent=2))
     return m
-
-
-def fingerprint(m):
-    """docs/format.md section 7."""
-    u64 = lambda v: struct.pack("<Q", v)  # noqa: E731
-    pre = b"tokpack-fingerprint-v1"
-    pre += u64(m["dtype_code"]) + u64(m["chunk_bytes"]) + u64(len(m["shards"]))
-    for s in m["shards"]:
-        pre += u64(s["tokens"]) + u64(s["documents"])
-        for d in (s["bin"], s["idx"]):
-            pre += u64(d["bytes"]) + b"".join(u64(int(h, 16)) for h in d["xxh3_64"])
-    return "%016x" % xxhash.xxh3_64_intdigest(pre)
 
 
 def run_cli(tokpack_bin, *args, limit_memory=False, **kw):
