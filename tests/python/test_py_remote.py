@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from child import default_sigint
 from conftest import random_text, write_jsonl
 from remote_servers import FAULTS, FaultProxy, MotoServer, RangeServer, StalledServer
 from test_format_spec import fingerprint
@@ -179,8 +180,10 @@ def interrupt_once_waiting(cmd, tmp_path):
     env = dict(os.environ, TOKPACK_CACHE_DIR=str(tmp_path / "cache"),
                TOKPACK_HTTP_STALL_SECONDS="3600", TOKPACK_HTTP_ATTEMPTS="8")
     with StalledServer() as server:
+        # SIGINT at its default even where the suite runs with it ignored (an
+        # ignored SIGINT is inherited, and Python then installs no handler).
         proc = subprocess.Popen([*cmd, server.url + "/data"], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
         try:
             assert server.connected.wait(120), "the opener never reached the server"
             proc.send_signal(signal.SIGINT)
