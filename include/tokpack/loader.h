@@ -3,7 +3,8 @@
 // checkpointable cursor (docs/reader.md), on the CPU or a GPU.
 //
 // Sample i of a dataset with sequence length L is the window of L+1 tokens at
-// stream offset i*L (inputs = first L, targets = last L). Training consumes
+// stream offset i*L (inputs = first L, targets = last L; with
+// LabelsMode::kSame the targets are the inputs). Training consumes
 // global positions in order; a global batch is the next world_size*batch_size
 // positions and rank r takes its contiguous slice, so all ranks run the same
 // number of steps and a saved cursor resumes exactly, with any world size.
@@ -41,6 +42,15 @@ enum class ShuffleMode {
 
 enum class OutputDtype { kInt32, kInt64 };
 
+// What a batch's labels hold. Both modes read the same samples in the same
+// order; only the labels array differs.
+enum class LabelsMode {
+  kNext,  // labels[j] = the token after input_ids[j]: for loops that compute
+          // the loss directly against the labels.
+  kSame,  // labels = input_ids: for models that shift labels themselves, as
+          // every Hugging Face causal LM does.
+};
+
 // Where a loader delivers its batches: "cpu", "cuda" (device 0) or "cuda:N".
 struct Device {
   enum class Kind { kCpu, kCuda };
@@ -72,6 +82,7 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   int64_t block_size = 64;    // kBlock: samples per block.
   int64_t block_window = 16;  // kBlock: blocks shuffled together.
   OutputDtype dtype = OutputDtype::kInt64;
+  LabelsMode labels = LabelsMode::kNext;
   // Also produce position_ids and cu_seqlens (document boundaries).
   bool document_boundaries = false;
   // Stop after this many passes over the data (0: endless). With several
@@ -107,6 +118,8 @@ class Batch {
   // Step number since the start of the data (resumes continue the count).
   virtual int64_t step() const = 0;
   virtual const void* inputs() const = 0;
+  // The labels: inputs shifted by one token, or the inputs themselves
+  // (LoaderOptions::labels).
   virtual const void* targets() const = 0;
   // With document_boundaries, else null: int32 [batch_size, seq_len]
   // positions restarting at 0 at each document start (and at each row).

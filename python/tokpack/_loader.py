@@ -68,9 +68,12 @@ class Loader:
     Each batch is a dict of tensors (torch, numpy, or DLPack-capable arrays,
     see ``as_``) that share memory with the loader's ring of buffers:
 
-    - ``input_ids`` and ``labels``: ``[batch_size, seq_len]``; ``labels`` are
-      the inputs shifted by one token (sample i is the window of seq_len + 1
-      tokens at stream offset i * seq_len);
+    - ``input_ids`` and ``labels``: ``[batch_size, seq_len]`` (sample i is
+      the window of seq_len + 1 tokens at stream offset i * seq_len); with
+      ``labels="next"`` (the default) ``labels`` are the inputs shifted by one
+      token, for a loss computed directly; with ``labels="same"`` they equal
+      ``input_ids``, for models that shift internally (Hugging Face causal
+      LMs);
     - with ``document_boundaries=True`` also ``position_ids`` (int32,
       ``[batch_size, seq_len]``, restarting at each document) and
       ``cu_seqlens`` (int32 offsets of segments in the flattened batch, then

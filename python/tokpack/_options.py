@@ -27,6 +27,8 @@ class LoaderOptions(TypedDict, total=False):
     """shuffle=block: blocks shuffled together. Default: 16."""
     dtype: Union[Literal['int64', 'int32'], object]
     """Integer type of input_ids and labels. Default: int64."""
+    labels: Literal['next', 'same']
+    """labels: next (the token after each input, for a loss computed directly) or same (equal to input_ids, for models that shift internally such as Hugging Face causal LMs). Default: next."""
     document_boundaries: bool
     """Also return position_ids and cu_seqlens (document boundaries). Default: false."""
     epochs: int

@@ -152,9 +152,10 @@ class CudaStage : public DeviceStage {
                                       stream_));
     }
     TOKPACK_CUDA_OK(cudaEventRecord(s.copied, stream_));
-    TOKPACK_CUDA_OK(LaunchWidenWindows(s.windows, stored_item_, static_cast<int64_t>(rows),
-                                       static_cast<int64_t>(L), s.arrays.inputs, s.arrays.targets,
-                                       o_.dtype == OutputDtype::kInt64 ? 8 : 4, stream_));
+    TOKPACK_CUDA_OK(LaunchWidenWindows(
+        s.windows, stored_item_, static_cast<int64_t>(rows), static_cast<int64_t>(L),
+        o_.labels == LabelsMode::kNext ? 1 : 0, s.arrays.inputs, s.arrays.targets,
+        o_.dtype == OutputDtype::kInt64 ? 8 : 4, stream_));
     TOKPACK_CUDA_OK(cudaEventRecord(s.ready, stream_));
     TOKPACK_CUDA_OK(cudaEventSynchronize(s.copied));
     return Status::Ok();

@@ -11,14 +11,14 @@ size_t OutItem(const LoaderOptions& o) { return o.dtype == OutputDtype::kInt32 ?
 // Row b's window, widened to T: read straight into inputs row b, whose one
 // extra token lands on row b + 1's first cell (rewritten by the next row;
 // the last row's lands in the layout's padding), then the targets are that
-// row shifted by one. One read per row (which matters when each goes
-// through the chunk cache) and one copy.
+// row shifted by `shift` (1, or 0 for labels equal to the inputs). One read
+// per row (which matters when each goes through the chunk cache) and one copy.
 template <typename T>
-Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, const BatchArrays& out,
-               ReadStats* stats) {
+Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, size_t shift,
+               const BatchArrays& out, ReadStats* stats) {
   T* in = reinterpret_cast<T*>(out.inputs) + b * L;
   TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, in, stats));
-  std::memcpy(reinterpret_cast<T*>(out.targets) + b * L, in + 1, L * sizeof(T));
+  std::memcpy(reinterpret_cast<T*>(out.targets) + b * L, in + shift, L * sizeof(T));
   return Status::Ok();
 }
 
@@ -80,6 +80,7 @@ void HostLayout::Place(char* memory, bool boundaries, Slot* slot) const {
 Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
                     const HostLayout& layout, ReadStats* stats, Slot& slot) {
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
+  const size_t shift = o.labels == LabelsMode::kNext ? 1 : 0;
   BatchArrays& out = slot.arrays;
   out.num_cu = 0;
   for (size_t b = 0; b < slot.rows.size(); ++b) {
@@ -90,9 +91,9 @@ Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOpti
       TOKPACK_RETURN_IF_ERROR(
           ds.ReadStoredTokens(a, L + 1, out.inputs + b * (L + 1) * item, stats));
     } else if (o.dtype == OutputDtype::kInt32) {
-      TOKPACK_RETURN_IF_ERROR(ReadRow<int32_t>(ds, a, L, b, out, stats));
+      TOKPACK_RETURN_IF_ERROR(ReadRow<int32_t>(ds, a, L, b, shift, out, stats));
     } else {
-      TOKPACK_RETURN_IF_ERROR(ReadRow<int64_t>(ds, a, L, b, out, stats));
+      TOKPACK_RETURN_IF_ERROR(ReadRow<int64_t>(ds, a, L, b, shift, out, stats));
     }
     if (o.document_boundaries) FillBoundaries(ds, a, L, b, out);
   }

@@ -61,6 +61,12 @@ const OptionTable<O>& OptionTableOf<O>() {
       EnumOption<O, OutputDtype>("dtype", "Integer type of input_ids and labels",
                                  [](auto& o) -> auto& { return o.dtype; },
                                  {{"int64", OutputDtype::kInt64}, {"int32", OutputDtype::kInt32}}),
+      EnumOption<O, LabelsMode>(
+          "labels",
+          "labels: next (the token after each input, for a loss computed directly) or same "
+          "(equal to input_ids, for models that shift internally such as Hugging Face causal LMs)",
+          [](auto& o) -> auto& { return o.labels; },
+          {{"next", LabelsMode::kNext}, {"same", LabelsMode::kSame}}),
       BoolOption<O>(
           "document_boundaries", "Also return position_ids and cu_seqlens (document boundaries)",
           [](auto& o) -> auto& { return o.document_boundaries; }),

@@ -91,6 +91,27 @@ TEST_P(DeviceLoaderGpu, AThousandStepsEqualTheHostLoader) {
   }
 }
 
+TEST_P(DeviceLoaderGpu, LabelsSameEqualTheHostLoader) {
+  LoaderOptions o = Options();
+  o.dtype = GetParam();
+  o.labels = LabelsMode::kSame;
+  LoaderOptions on_cpu = o;
+  on_cpu.device = Device{};
+  auto host = Loader::Create({{ds_, 1.0}}, on_cpu);
+  auto dev = Loader::Create({{ds_, 1.0}}, o);
+  ASSERT_TRUE(host.ok() && dev.ok()) << dev.status().ToString();
+  const size_t bytes =
+      static_cast<size_t>(o.batch_size * o.seq_len) * (o.dtype == OutputDtype::kInt64 ? 8 : 4);
+  for (int step = 0; step < 50; ++step) {
+    auto want = *(*host)->Next();
+    auto got = (*dev)->Next();
+    ASSERT_TRUE(got.ok() && *got) << step;
+    auto tg = ToHost<char>(**got, (*got)->targets(), bytes);
+    ASSERT_EQ(0, std::memcmp(tg.data(), want->targets(), bytes)) << step;
+    ASSERT_EQ(0, std::memcmp(tg.data(), want->inputs(), bytes)) << step;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, DeviceLoaderGpu,
                          ::testing::Values(OutputDtype::kInt64, OutputDtype::kInt32));
 

@@ -47,6 +47,33 @@ def test_unshuffled_rows_are_the_datasets_samples_in_order(packed):
         np.testing.assert_array_equal(got[i], want[i])
 
 
+def test_labels_same_equal_the_inputs_of_the_same_samples_in_the_same_order(packed):
+    kw = dict(seq_len=32, batch_size=4, seed=5, as_="numpy")
+    nxt = tokpack.Loader(packed[0], labels="next", **kw)
+    same = tokpack.Loader(packed[0], labels="same", **kw)
+    samples = all_samples(packed[0], 32)
+    for _ in range(10):
+        a, b = next(nxt), next(same)
+        assert (b["input_ids"] == a["input_ids"]).all()
+        assert (b["labels"] == b["input_ids"]).all()
+        assert b["labels"].ctypes.data != b["input_ids"].ctypes.data  # its own array
+        for row in rows(a):
+            assert any((row == s).all() for s in samples)
+    assert same.state_dict() == nxt.state_dict()
+    with pytest.raises(ValueError, match="labels must be one of 'next', 'same'"):
+        tokpack.Loader(packed[0], labels="shifted", **kw)
+
+
+def test_the_documented_labels_check_runs(packed):
+    from doc_examples import doc_example
+
+    code = doc_example("python.md", "labels-check").replace('"data/web"', repr(packed[0]))
+    exec(compile(code, "docs/python.md", "exec"), {"tokpack": tokpack})
+    with pytest.raises(AssertionError):
+        exec(compile(code.replace('labels="next"', 'labels="same"'), "docs/python.md", "exec"),
+             {"tokpack": tokpack})
+
+
 def test_one_shuffled_epoch_serves_every_sample_once_and_len_counts_it(packed):
     path, _ = packed
     want = collections.Counter(tuple(s) for s in all_samples(path, 24))

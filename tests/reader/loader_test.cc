@@ -95,6 +95,21 @@ TEST_F(LoaderTest, WindowsAreSeqLenPlusOneTokensAtStrideSeqLen) {
   EXPECT_EQ(l->SamplesPerSource()[0], (a_->num_tokens() - 1) / 16);
 }
 
+TEST_F(LoaderTest, LabelsSameEqualTheInputsOfTheSameSamples) {
+  LoaderOptions same = Opts();
+  same.labels = LabelsMode::kSame;
+  auto next = Make(Opts());
+  auto l = Make(same);
+  const size_t cells = 3 * 16;
+  for (int step = 0; step < 20; ++step) {
+    auto want = *next->Next();
+    auto got = *l->Next();
+    ASSERT_EQ(0, std::memcmp(got->inputs(), want->inputs(), cells * 8)) << step;
+    ASSERT_EQ(0, std::memcmp(got->targets(), got->inputs(), cells * 8)) << step;
+  }
+  EXPECT_EQ(l->SaveState(), next->SaveState());
+}
+
 TEST_F(LoaderTest, OneEpochVisitsEverySampleOnceAndStopsEvenly) {
   LoaderOptions o = Opts();
   o.epochs = 1;
