@@ -74,13 +74,16 @@ fi
 # waiting forever), torch, moto (a local S3 for the remote-storage tests), and
 # the reference encoders tokpack's tokenizers are checked against (tokenizers,
 # tiktoken, sentencepiece), xxhash, an independent xxh3 for the manifest's hashes,
-# and matplotlib, which draws `tokpack profile --plot`.
+# matplotlib, which draws `tokpack profile --plot`, and the trainers the
+# integrations are tested with: transformers (with accelerate, which its
+# Trainer needs), lightning, jax (CPU) and torchdata (StatefulDataLoader).
 py_packages=(numpy "scikit-build-core>=1.0" pybind11 pyarrow)
 py_modules="numpy scikit_build_core pybind11 pyarrow"
 if [ "$PROFILE" = test ]; then
   py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece xxhash
-    matplotlib)
+    matplotlib transformers accelerate lightning jax torchdata)
   py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece xxhash matplotlib"
+  py_modules+=" transformers accelerate lightning jax torchdata"
 fi
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
   note=""
