@@ -334,7 +334,11 @@ def _converter(as_: str):
     if as_ == "numpy":
         import numpy as np
 
-        return np.from_dlpack
+        # The buffer protocol gives a writable array (np.from_dlpack of an
+        # unversioned capsule is read-only), which DLPack consumers such as
+        # jnp.from_dlpack then take without a copy. Its base is a memoryview
+        # of the tokpack array, which keeps the batch alive.
+        return np.asarray
     import torch
     import torch.utils.dlpack
 

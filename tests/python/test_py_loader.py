@@ -238,3 +238,22 @@ def test_holding_every_buffer_is_an_error_not_a_hang(packed):
         next(loader)
     del held
     assert next(loader)["input_ids"].shape == (2, 16)
+
+
+def test_numpy_batches_are_writable_views_that_keep_their_batch_alive(packed):
+    path, _ = packed
+    loader = tokpack.Loader(path, seq_len=16, batch_size=2, prefetch=1, as_="numpy")
+    x = next(loader)["input_ids"]
+    assert x.flags.writeable  # so DLPack consumers take it (they cannot mark read-only)
+    assert isinstance(x.base, memoryview) and isinstance(x.base.obj, tokpack._core.Array)
+    t = torch.from_dlpack(x)
+    assert t.data_ptr() == x.__array_interface__["data"][0]
+    with pytest.raises(RuntimeError, match="still held"):
+        next(loader)  # the array (through its base) holds the only buffer
+    frozen = x.view()
+    frozen.flags.writeable = False  # read-only data for a consumer that wants it
+    # torch's DLPack import accepts read-only data (JAX's does not: test_py_jax.py)
+    assert torch.from_dlpack(frozen).data_ptr() == t.data_ptr()
+    del x, t, frozen
+    assert next(loader)["labels"].shape == (2, 16)
+
