@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
+from ._dataloader import refuse_auto_collation
 from ._dataset import Dataset
 from ._options import LoaderOptions
 
@@ -97,6 +98,10 @@ class Loader:
     only after that stream has passed the point where the batch was released
     (docs/gpu.md).
 
+    It yields whole batches: ``torch.utils.data.DataLoader(loader)`` (which
+    collates ``batch_size=1`` items by default) is a TypeError; pass
+    ``batch_size=None``.
+
     Not thread-safe: iterate and checkpoint from one thread. The GIL is
     released while waiting for a batch and Ctrl-C interrupts the wait (the
     batch is not lost). A loader belongs to the process that created it: in
@@ -155,6 +160,7 @@ class Loader:
     # Iteration ---------------------------------------------------------
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
+        refuse_auto_collation(self)
         return self
 
     def __next__(self) -> Dict[str, Any]:

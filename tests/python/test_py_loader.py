@@ -257,3 +257,44 @@ def test_numpy_batches_are_writable_views_that_keep_their_batch_alive(packed):
     del x, t, frozen
     assert next(loader)["labels"].shape == (2, 16)
 
+def test_a_dataloader_that_would_collate_batches_is_a_type_error(packed):
+    path, _ = packed
+    DataLoader = torch.utils.data.DataLoader
+    loader = tokpack.Loader(path, seq_len=16, batch_size=2, seed=4)
+    for dl in (DataLoader(loader), DataLoader(loader, batch_size=4)):
+        with pytest.raises(TypeError, match=r"batch_size=None.*TokpackTrainer"):
+            iter(dl)
+    assert loader.step == 0  # refused before a batch was taken
+    passed = [b["input_ids"] for _, b in zip(range(3), DataLoader(loader, batch_size=None))]
+    direct = tokpack.Loader(path, seq_len=16, batch_size=2, seed=4)
+    assert all(torch.equal(p, next(direct)["input_ids"]) for p in passed)
+    # accelerate's IterableDatasetShard, as a multi-process HF Trainer wraps the dataset
+    accelerate_data = pytest.importorskip("accelerate.data_loader")
+    shard = accelerate_data.IterableDatasetShard(loader, batch_size=2)
+    with pytest.raises(TypeError, match="batch_size=None"):
+        next(iter(DataLoader(shard, batch_size=2)))
+
+    # Re-batching rows of tokpack batches on purpose is not refused.
+    class Rows(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            for batch in tokpack.Loader(path, seq_len=16, batch_size=2, max_steps=2):
+                yield from batch["input_ids"]
+
+    assert [tuple(b.shape) for b in DataLoader(Rows(), batch_size=4)] == [(4, 16)]
+
+
+@pytest.mark.timeout(600)
+def test_the_plain_hf_trainer_given_a_loader_raises_the_collation_error(packed, tmp_path):
+    path, _ = packed
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=1000, hidden_size=32, intermediate_size=64,
+                                      num_hidden_layers=2, num_attention_heads=2,
+                                      num_key_value_heads=2, max_position_embeddings=32)
+    model = transformers.LlamaForCausalLM(config)
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=1,
+                                          per_device_train_batch_size=2, report_to=[],
+                                          use_cpu=True, save_strategy="no")
+    loader = tokpack.Loader(path, seq_len=32, batch_size=2, labels="same")
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=loader)
+    with pytest.raises(TypeError, match="TokpackTrainer"):
+        trainer.train()
