@@ -5,9 +5,10 @@ import json
 import os
 import sys
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _core
+from . import _core, _jax
 from ._dataloader import refuse_auto_collation
 from ._dataset import Dataset
 from ._options import LoaderOptions
@@ -18,17 +19,21 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]", Dataset]
 Sources = Union[PathLike, Sequence[PathLike], Sequence[Tuple[PathLike, float]], Mapping[Any, float]]
 
-_FORMATS = ("torch", "numpy", "dlpack")
+_FORMATS = ("torch", "numpy", "jax", "dlpack")
 
 
 def _default_rank_world() -> Tuple[int, int]:
     """torch.distributed's rank and world size when it is initialized, else
-    the RANK / WORLD_SIZE environment variables (torchrun sets them), else 0 / 1.
-    torch is not imported here: if the trainer has not imported it, it has
-    not initialized torch.distributed either."""
+    JAX's process index and count when jax.distributed is, else the RANK /
+    WORLD_SIZE environment variables (torchrun sets them), else 0 / 1.
+    Neither torch nor JAX is imported here: if the trainer has not imported
+    one, it has not initialized it either."""
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
+    from_jax = _jax.distributed_rank_world()
+    if from_jax is not None:
+        return from_jax
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
@@ -66,8 +71,9 @@ class Loader:
     """Shuffled, rank-partitioned batches of fixed-length token sequences,
     assembled ahead by C++ threads, with a resumable cursor.
 
-    Each batch is a dict of tensors (torch, numpy, or DLPack-capable arrays,
-    see ``as_``) that share memory with the loader's ring of buffers:
+    Each batch is a dict of tensors (torch tensors, writable numpy arrays,
+    jax.Arrays, or DLPack-capable tokpack arrays, see ``as_``) that share
+    memory with the loader's ring of buffers:
 
     - ``input_ids`` and ``labels``: ``[batch_size, seq_len]`` (sample i is
       the window of seq_len + 1 tokens at stream offset i * seq_len); with
@@ -97,6 +103,13 @@ class Loader:
     (torch's current stream) waits for each batch, and a buffer is refilled
     only after that stream has passed the point where the batch was released
     (docs/gpu.md).
+
+    ``rank`` and ``world_size`` default to torch.distributed's when it is
+    initialized, else to ``jax.process_index()`` / ``jax.process_count()``
+    when jax.distributed is, else to the RANK / WORLD_SIZE environment
+    variables, else 0 / 1. With ``as_="jax"`` (docs/jax.md) ``dtype``
+    defaults to int32 unless jax_enable_x64 is on, and int64 with it off is
+    a ValueError (JAX would silently copy it to int32).
 
     It yields whole batches: ``torch.utils.data.DataLoader(loader)`` (which
     collates ``batch_size=1`` items by default) is a TypeError; pass
@@ -134,12 +147,19 @@ class Loader:
         # device=torch.device(...), and rank/world_size from torch.distributed.
         if isinstance(options.get("shuffle"), bool):
             options["shuffle"] = "full" if options["shuffle"] else "none"
-        if "dtype" in options:
+        if as_ == "jax":
+            options["dtype"] = _jax.resolve_dtype(options.get("dtype"), _dtype_name)
+        elif "dtype" in options:
             options["dtype"] = _dtype_name(options["dtype"])
         options["device"] = _core.parse_device(_device_text(options.get("device")))
         on_gpu = options["device"] != "cpu"
         if on_gpu and as_ == "numpy":
             raise ValueError('numpy arrays cannot hold GPU memory: use as_="torch" or "dlpack"')
+        if on_gpu and as_ == "jax":
+            raise ValueError(
+                'as_="jax" delivers batches in host memory only (device="cuda" with JAX is '
+                "untested): leave device out and place or shard each batch with "
+                "jax.device_put or jax.make_array_from_process_local_data (docs/jax.md)")
         default_rank, default_world = _default_rank_world()
         if options.get("rank") is None:
             options["rank"] = default_rank
@@ -149,10 +169,18 @@ class Loader:
         self._core = _core.Loader([d._core for d in self._datasets], self._weights, **options)
         self._options: Dict[str, Any] = self._core.options
         self._as = as_
-        self._convert = _converter(as_)
-        # torch converts bare DLPack capsules fastest; device batches need
-        # __dlpack__(stream) to order torch's stream, so they stay Arrays.
-        self._capsules = as_ == "torch" and not on_gpu
+        self._jax: Optional[_jax.JaxBatches] = None
+        if as_ == "jax":
+            self._jax = _jax.JaxBatches(self._core, int(self._options["prefetch"]),
+                                        self._options["dtype"] == "int64")
+            self._convert = self._jax.convert
+            self._take = self._jax.take
+        else:
+            self._convert = _converter(as_)
+            # torch converts bare DLPack capsules fastest; device batches need
+            # __dlpack__(stream) to order torch's stream, so they stay Arrays.
+            capsules = as_ == "torch" and not on_gpu
+            self._take = partial(self._core.next, True) if capsules else self._core.next
         self._created = time.perf_counter()
         self._first_next: Optional[float] = None
         self._last_next: Optional[float] = None
@@ -168,7 +196,7 @@ class Loader:
             raise RuntimeError(_FORK_MESSAGE)
         if self._first_next is None:
             self._first_next = time.perf_counter()
-        arrays = self._core.next(self._capsules) if self._capsules else self._core.next()
+        arrays = self._take()
         self._last_next = time.perf_counter()
         if arrays is None:
             raise StopIteration
@@ -177,6 +205,8 @@ class Loader:
         if len(arrays) == 4:
             out["position_ids"] = convert(arrays[2])
             out["cu_seqlens"] = convert(arrays[3])
+        if self._jax is not None:
+            self._jax.handed_out(out)
         return out
 
     def __len__(self) -> int:

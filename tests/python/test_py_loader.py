@@ -225,7 +225,7 @@ def test_bad_arguments_raise_the_python_exception_that_fits(packed, tmp_path):
     with pytest.raises(ValueError, match="rank"):
         tokpack.Loader(path, seq_len=16, rank=4, world_size=4)
     with pytest.raises(ValueError, match="as_"):
-        tokpack.Loader(path, seq_len=16, as_="jax")
+        tokpack.Loader(path, seq_len=16, as_="tensorflow")
     with pytest.raises(ValueError, match="weight"):
         tokpack.Loader({path: -1.0}, seq_len=16)
 
@@ -256,6 +256,7 @@ def test_numpy_batches_are_writable_views_that_keep_their_batch_alive(packed):
     assert torch.from_dlpack(frozen).data_ptr() == t.data_ptr()
     del x, t, frozen
     assert next(loader)["labels"].shape == (2, 16)
+
 
 def test_a_dataloader_that_would_collate_batches_is_a_type_error(packed):
     path, _ = packed
