@@ -247,8 +247,8 @@ def test_dataloader_workers_get_the_fork_error(packed, make):
 @pytest.mark.parametrize("make", [DataLoader, StatefulDataLoader])
 @pytest.mark.parametrize("batch_size", [1, 4], ids=["default", "4"])
 def test_a_dataloader_batch_size_is_refused_not_stacked(packed, make, batch_size):
-    # The guard is the Loader's (python/tokpack/_dataloader.py): it finds torch's
-    # fetcher, which StatefulDataLoader shares, so both are covered here.
+    # tokpack.Loader's own guard finds torch's fetcher, which StatefulDataLoader
+    # shares, so both are refused.
     kw = {} if batch_size == 1 else {"batch_size": batch_size}  # 1 is torch's default
     with pytest.raises(TypeError, match="batch of batches.*batch_size=None"):
         next(iter(make(make_loader(packed[0]), **kw)))
