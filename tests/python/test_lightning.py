@@ -27,7 +27,7 @@ SCRIPT = Path(__file__).parent / "scripts" / "lightning_train.py"
 B = 2  # rows per rank, as the script's loader
 KILLED = -9
 
-# name: (world, arguments after DATA OUT); OUT is the run's own directory.
+# The script's arguments after DATA OUT (OUT: each run's own directory).
 ENDLESS_1 = ["--trainer-steps", "8", "--every", "3"]
 FINITE_1 = ["--loader-steps", "8", "--every", "3"]
 ENDLESS_2 = ["--trainer-steps", "4", "--accumulate", "2", "--every", "1"]
@@ -46,17 +46,23 @@ def plan_runs(data, out):
         runs[f"killed-{name}"] = (world, args + ["--kill-at", str(kill_at)])
         ckpt = out / f"killed-{name}" / "ckpt" / f"step={kill_at}.ckpt"
         runs[f"resumed-{name}"] = (world, args + ["--resume", str(ckpt)])
+    # the 2-process endless checkpoint, resumed on 1 process
+    runs["resumed-2-endless-on-1"] = (1, runs["resumed-2-endless"][1])
     return runs
 
 
 def read_run(out, world):
-    return [[json.loads(line) for line in (out / f"rank{r}.jsonl").read_text().splitlines()]
-            for r in range(world)]
+    """Each rank's logged batches (none when it never trained)."""
+    logs = [out / f"rank{r}.jsonl" for r in range(world)]
+    return [[json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+            for log in logs]
 
 
 @pytest.fixture(scope="module")
 def runs(packed, tmp_path_factory):
-    """Every planned run: name -> (exit status per rank, batches logged per rank)."""
+    """Every planned run: name -> (exit status per rank, batches logged per
+    rank, its directory). Fails, with the runs' output, unless every run
+    that is not killed on purpose exits 0."""
     data, _ = packed
     out = tmp_path_factory.mktemp("lightning")
     planned = plan_runs(data, out)
@@ -68,6 +74,9 @@ def runs(packed, tmp_path_factory):
                           timeout=1500, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert proc.returncode == 0, proc.stderr[-5000:]
     codes = json.loads((out / "result.json").read_text())
+    failed = {name: code for name, code in zip(planned, codes)
+              if not name.startswith("killed-") and code != [0] * len(code)}
+    assert not failed, f"{failed}\n{proc.stderr[-8000:]}"
     return {name: (code, read_run(out / name, planned[name][0]), out / name)
             for name, code in zip(planned, codes)}
 
@@ -112,6 +121,15 @@ def test_a_run_killed_after_a_checkpoint_resumes_as_if_never_interrupted(runs, n
         assert resumed[rank] == full[rank][trained:], rank
     done = json.loads((resumed_dir / "done0").read_text())
     assert done["global_step"] == 8 // accumulate
+
+
+@pytest.mark.timeout(1500)
+def test_an_endless_run_resumes_on_another_number_of_processes_in_the_same_order(runs, packed):
+    code, logged, _ = runs["resumed-2-endless-on-1"]
+    assert code == [0]
+    # 2 x 2 rows x 4 batches trained before the checkpoint; then 4 batches of 1 x 2
+    stream = [row for batch in global_order(packed[0], 1, 12)[0] for row in batch]
+    assert [row for b in logged[0] for row in b["rows"]] == stream[16:24]
 
 
 @pytest.mark.timeout(600)
@@ -224,6 +242,12 @@ def test_the_cursor_in_the_checkpoint_a_bare_loader_versus_the_datamodule(packed
         run.fit(BareLoader(data, max_steps=6 if kind == "bare-finite" else 0))
     path = tmp_path / kind / "last.ckpt"
     assert saved_cursor_step(path, data) == (4 if kind == "bare-endless" else 3)
+    if kind == "datamodule":
+        # a finite loader's length is in global batches: resumed with another, it says so
+        with pytest.raises(ValueError, match=r"global batch of 2 rows .* this run has 4 \(1 x 4\)"):
+            trainer(tmp_path, max_epochs=1).fit(
+                TinyModule(), ckpt_path=path,
+                datamodule=TokpackDataModule(data, seq_len=16, batch_size=4, seed=5, max_steps=8))
     if kind == "bare-endless":
         # such a checkpoint is not taken for a TokpackDataModule's
         with pytest.raises(ValueError, match="not saved by tokpack.integrations.lightning"):

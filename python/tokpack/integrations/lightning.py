@@ -1,7 +1,7 @@
 """tokpack with Lightning: TokpackDataModule serves a tokpack.Loader's batches
 to ``Trainer.fit`` and puts the cursor of the last batch trained into
 Lightning's own checkpoints, so ``fit(ckpt_path=...)`` resumes on exactly the
-next batch, on any number of processes.
+next batch, on one process or many.
 
 How it fits Lightning (checked against lightning 2.6):
 
@@ -12,7 +12,11 @@ How it fits Lightning (checked against lightning 2.6):
 - ``train_dataloader()`` returns a TrainBatches. Lightning saves the state of
   such a stateful iterable in every checkpoint (the fit loop's
   ``combined_loader`` entry) and loads it when it restarts training from one;
-  the data module itself keeps no state, so nothing is restored twice.
+  the data module itself keeps no state, so nothing is restored twice. This
+  is the mechanism rather than the data module's state_dict (which Lightning
+  also saves) because Lightning then knows the iterable resumes mid-epoch
+  (it warns about one that does not), and because the state belongs to the
+  iterable that was trained, made after setup, so nothing waits pending.
 - Lightning reads one batch ahead from an iterable without a length (to see
   the end coming) and none ahead from one with a length, so the loader's own
   cursor is not what was trained. TrainBatches saves the cursor after the
@@ -34,6 +38,14 @@ from ._trained import TrainedBatches
 __all__ = ["TokpackDataModule", "TrainBatches"]
 
 
+def _run_steps(loader: Loader) -> Optional[int]:
+    """The steps of the loader's whole run; None for an endless loader."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
 class TrainBatches:
     """The iterable TokpackDataModule.train_dataloader() returns: the
     loader's batches, unchanged, and (as Lightning's stateful-iterable
@@ -43,10 +55,12 @@ class TrainBatches:
     before a resume, which is one Lightning epoch; Lightning's own batch
     count, restored from the checkpoint, covers the steps before it. An
     endless loader has no length (TypeError, as ``len(loader)``), so Lightning
-    reads one batch ahead; the saved cursor does not include it.
+    reads one batch ahead; the saved cursor does not include it. (A length
+    made up from Trainer(max_steps) would avoid that read, but would tie the
+    data to one Trainer's settings, and the read costs nothing.)
     """
 
-    def __init__(self, loader: Loader, trainer: "pl.Trainer") -> None:
+    def __init__(self, loader: Loader, trainer: pl.Trainer) -> None:
         self._batches = TrainedBatches(loader)
         self._trainer = trainer
         # Lightning's processed-batch count when the cursor was where
@@ -73,19 +87,37 @@ class TrainBatches:
         # saved from on_train_batch_end counts its batch, as Lightning does.
         return self._trainer.fit_loop.epoch_loop.batch_progress.total.processed
 
+    def _global_batch(self) -> int:
+        return self.loader.batch_size * self.loader.world_size
+
     def state_dict(self) -> Dict[str, Any]:
-        """The cursor after the batches trained so far, and their number."""
+        """The cursor after the batches trained so far, their number, and the
+        rows of a global batch (world_size x batch_size) they were counted in."""
         trained = self._trained()
         return {"tokpack": self._batches.state_after(trained - self._trained_at_start),
-                "trained": trained}
+                "trained": trained, "global_batch": self._global_batch()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Moves the loader to a saved cursor (a dict from state_dict())."""
-        if not isinstance(state, Mapping) or "tokpack" not in state or "trained" not in state:
+        """Moves the loader to a saved cursor (a dict from state_dict()).
+        ValueError for a state that is not one, and, for a finite loader, for
+        one saved with another global batch: the loader's length is in steps
+        of the global batch and Lightning resumes its own count of them, so
+        the epoch would end at the wrong batch. An endless loader continues
+        the same sample order with the new global batch."""
+        keys = {"tokpack", "trained", "global_batch"}
+        if not isinstance(state, Mapping) or not keys <= set(state):
             raise ValueError(
                 "this checkpoint's train dataloader state was not saved by "
                 "tokpack.integrations.lightning (it has no 'tokpack' cursor); it comes from "
                 "another train_dataloader()")
+        saved, now = int(state["global_batch"]), self._global_batch()
+        if saved != now and _run_steps(self.loader) is not None:
+            raise ValueError(
+                f"this checkpoint was trained with a global batch of {saved} rows (world_size x "
+                f"batch_size) and this run has {now} ({self.loader.world_size} x "
+                f"{self.loader.batch_size}); a finite tokpack.Loader's length is counted in "
+                f"global batches, so resume it with the same world size and batch_size (an "
+                f"endless loader with Trainer(max_steps) may change them)")
         self._batches.load_state_dict(state["tokpack"])
         self._trained_at_start = int(state["trained"])
 
@@ -161,13 +193,12 @@ class TokpackDataModule(pl.LightningDataModule):
         self._check_limits(trainer)
         return TrainBatches(self.loader, trainer)
 
-    def _check_limits(self, trainer: "pl.Trainer") -> None:
+    def _check_limits(self, trainer: pl.Trainer) -> None:
         assert self.loader is not None
         max_steps, max_epochs = trainer.max_steps, trainer.max_epochs
         accumulate = trainer.accumulate_grad_batches
-        try:
-            steps = len(self.loader)
-        except TypeError:
+        steps = _run_steps(self.loader)
+        if steps is None:
             # Endless: Lightning's epoch never ends, so only max_steps stops it.
             if max_steps == -1 and max_epochs != -1:
                 raise ValueError(
@@ -175,11 +206,11 @@ class TokpackDataModule(pl.LightningDataModule):
                     f"Trainer(max_epochs={max_epochs}) would never stop (1000 is Lightning's "
                     f"default when neither max_epochs nor max_steps is given): pass "
                     f"Trainer(max_steps=N), or max_epochs=-1 to train until stopped, or give "
-                    f"the loader epochs= or max_steps=") from None
+                    f"the loader epochs= or max_steps=")
             return
         # Finite: the whole run is one Lightning epoch; a second epoch would
         # find the loader exhausted and repeat empty epochs.
-        if max_epochs == 1 or (max_steps != -1 and max_steps * accumulate <= steps):
+        if max_epochs in (0, 1) or (max_steps != -1 and max_steps * accumulate <= steps):
             return
         if max_steps == -1:
             limit = f"Trainer(max_epochs={max_epochs})"
