@@ -205,6 +205,19 @@ def test_misuse_gets_errors_naming_the_thing(packed, tmp_path):
     assert fine.global_step == 2 and dm.loader.step == 4
 
 
+@pytest.mark.parametrize("labels", [None, "same"])
+def test_labels_are_next_by_default_and_same_on_request(packed, labels):
+    options = {} if labels is None else {"labels": labels}
+    dm = TokpackDataModule(packed[0], seq_len=16, batch_size=2, **options)
+    dm.setup("fit")  # outside a Trainer: the Loader's own rank and world size
+    batch = next(dm.loader)
+    assert isinstance(batch["input_ids"], torch.Tensor)
+    if labels is None:
+        assert (batch["labels"][:, :-1] == batch["input_ids"][:, 1:]).all()
+    else:
+        assert (batch["labels"] == batch["input_ids"]).all()
+
+
 class BareLoader(TinyModule):
     """Returns a plain tokpack.Loader from train_dataloader()."""
 
