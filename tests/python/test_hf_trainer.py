@@ -194,6 +194,30 @@ def test_the_train_dataloader_is_the_loaders_batches_unchanged(packed, tmp_path,
             assert torch.equal(got[key], want[key])
 
 
+def test_packed_documents_do_not_attend_to_each_other(packed, tmp_path, tiny_model):
+    # HF builds the mask from the position_ids tokpack hands through (sdpa here).
+    seen = []
+    hooks = [tiny_model.register_forward_pre_hook(
+                 lambda m, a, kw: seen.append(kw["position_ids"]), with_kwargs=True),
+             tiny_model.model.layers[0].self_attn.register_forward_pre_hook(
+                 lambda m, a, kw: seen.append(kw["attention_mask"]), with_kwargs=True)]
+    args = make_args(tmp_path, max_steps=3, save_strategy="no", disable_tqdm=True)
+    loader = make_loader(packed[0], document_boundaries=True)
+    try:
+        hf.TokpackTrainer(model=tiny_model, args=args, train_dataset=loader).train()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert any((pos[:, 1:] == 0).any() for pos in seen[0::2])  # some rows hold 2+ documents
+    causal = torch.ones(32, 32, dtype=torch.bool).tril()
+    for pos, mask in zip(seen[0::2], seen[1::2]):
+        doc = (torch.diff(pos, dim=-1, prepend=pos[:, :1] - 1) != 1).cumsum(-1)
+        if mask is None:  # no row holds two documents: plain causal attention
+            assert not doc.any()
+        else:
+            assert torch.equal(mask[:, 0], (doc[:, :, None] == doc[:, None, :]) & causal)
+
+
 def test_the_mixin_goes_on_a_trainer_subclass(packed, tmp_path, tiny_model):
     class Custom(transformers.Trainer):
         pass
