@@ -40,31 +40,13 @@ import torch.nn as nn
 
 import tokpack
 from tokpack.integrations.lightning import TokpackDataModule
-
-
-class TinyLM(nn.Module):
-    """Embedding, one causal self-attention layer, linear head; no dropout, so
-    a resumed run computes the same losses."""
-
-    def __init__(self, vocab, dim=32, seq_len=32):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim)
-        self.pos = nn.Embedding(seq_len, dim)
-        layer = nn.TransformerEncoderLayer(dim, nhead=2, dim_feedforward=64, dropout=0.0,
-                                           batch_first=True)
-        self.body = nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
-        self.head = nn.Linear(dim, vocab)
-        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq_len))
-
-    def forward(self, x):
-        h = self.embed(x) + self.pos(torch.arange(x.shape[1]))
-        return self.head(self.body(h, mask=self.mask, is_causal=True))
+from train_tiny import TinyLM
 
 
 class Module(pl.LightningModule):
     def __init__(self, vocab, log_path):
         super().__init__()
-        self.model = TinyLM(vocab)
+        self.model = TinyLM(vocab, dropout=0.0)  # No dropout: resumed losses are exact.
         self.log_path = log_path
         self.rows = None
         self.model.register_forward_pre_hook(self._capture)

@@ -18,11 +18,14 @@ import tokpack
 
 
 class TinyLM(nn.Module):
-    def __init__(self, vocab, dim=32, seq_len=32):
+    """Embedding, one causal self-attention layer, linear head (also used by
+    lightning_train.py, without dropout)."""
+
+    def __init__(self, vocab, dim=32, seq_len=32, dropout=0.1):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(seq_len, dim)
-        layer = nn.TransformerEncoderLayer(dim, nhead=2, dim_feedforward=64, dropout=0.1,
+        layer = nn.TransformerEncoderLayer(dim, nhead=2, dim_feedforward=64, dropout=dropout,
                                            batch_first=True)
         self.body = nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
         self.head = nn.Linear(dim, vocab)
