@@ -79,11 +79,17 @@ def test_a_loop_running_ahead_of_jax_waits_for_buffers_instead_of_failing(packed
 
     @jax.jit
     def step(acc, x):
-        # slow enough that dispatch runs ahead of it; the result depends on x
-        w = jnp.tanh(x[:, :, None].astype(jnp.float32) * jnp.ones((1, 1, 64)))
+        # Slow enough that dispatch runs ahead of it; the result depends on x.
+        # Integers only: on this project's CI machine (AMD EPYC, jax 0.10.2)
+        # float code XLA compiled after tokpack opened a multi-shard dataset
+        # sometimes returned NaN (see the issue 17 note), which would hide
+        # what this test checks.
+        w = x[:, :, None] * jnp.ones((1, 1, 64), jnp.int32)
         for _ in range(10):
-            w = jnp.tanh(w @ jnp.ones((64, 64)) / 64)
-        return acc + x.sum() + 0 * w.sum()
+            w = (w @ jnp.ones((64, 64), jnp.int32)) % 1009
+        # w's sum is never negative, but XLA cannot know it: this keeps w
+        # alive (it would fold 0 * w.sum() away for integers).
+        return acc + x.sum() + jnp.minimum(w.sum(), 0)
 
     steps = 30
     loader = tokpack.Loader(path, seq_len=64, batch_size=8, seed=5, prefetch=2, as_="jax")
