@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import collections
 import json
-from typing import Any, Deque, Dict, Mapping, Tuple, Union
+from typing import Any, Deque, Dict, Mapping, Optional, Tuple, Union
 
 from .._loader import Loader
 
@@ -68,3 +68,12 @@ class TrainedBatches:
         """Moves the loader to a saved cursor; counting restarts there."""
         self.loader.load_state_dict(state)
         self._restart()
+
+
+def run_steps(loader: Loader) -> Optional[int]:
+    """The steps of the loader's whole run (len(loader)), or None for an
+    endless one."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None

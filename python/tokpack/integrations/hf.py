@@ -24,14 +24,14 @@ from __future__ import annotations
 import copy
 import json
 import os
-from typing import Any, Dict, Iterator, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, Mapping, Union
 
 import transformers
 from transformers.trainer_callback import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from .._loader import Loader
-from ._trained import TrainedBatches
+from ._trained import TrainedBatches, run_steps
 
 __all__ = ["CURSOR_FILE", "TokpackTrainer", "TokpackTrainerMixin"]
 
@@ -68,7 +68,10 @@ class TokpackTrainerMixin:
         kwargs["args"] = copy.copy(train_args)
         kwargs["args"].ignore_data_skip = True
         super().__init__(**kwargs)  # type: ignore[call-arg]
-        split = self.get_tp_size() * self.get_cp_size() * self.get_sp_size()  # type: ignore[attr-defined]
+        # Releases before these parallelisms existed have none of them (size 1).
+        split = 1
+        for size in ("get_tp_size", "get_cp_size", "get_sp_size"):
+            split *= getattr(self, size, lambda: 1)()
         if split > 1:
             raise ValueError(
                 f"tensor, context or sequence parallelism (tp x cp x sp = {split}): the ranks of "
@@ -227,7 +230,7 @@ def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any) -> None:
             f"tokpack.Loader(epochs=...), not num_train_epochs")
     accumulate = args.gradient_accumulation_steps
     needed = args.max_steps * accumulate
-    steps = _loader_steps(loader)
+    steps = run_steps(loader)
     if steps is not None and steps < needed:
         raise ValueError(
             f"the loader ends after {steps} steps, but max_steps={args.max_steps} with "
@@ -247,13 +250,16 @@ def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any) -> None:
         raise ValueError(
             "accelerator_config split_batches / dispatch_batches: tokpack gives each rank its "
             "own slice of every global batch, nothing is split or dispatched; leave both unset")
-    prefetch = int(loader.options["prefetch"])
-    if prefetch < 2 * accumulate:
-        # The Trainer holds one accumulation group while it fetches the next.
-        raise ValueError(
-            f"gradient_accumulation_steps={accumulate} keeps up to {2 * accumulate} batches "
-            f"alive at once, but the loader has prefetch={prefetch} buffers; create it with "
-            f"prefetch={2 * accumulate} or more")
+    # The Trainer holds one accumulation group while it fetches the next; a
+    # device loader hands out batches from its device ring.
+    rings = ["prefetch"] + (["device_prefetch"] if loader.device != "cpu" else [])
+    for ring in rings:
+        buffers = int(loader.options[ring])
+        if buffers < 2 * accumulate:
+            raise ValueError(
+                f"gradient_accumulation_steps={accumulate} keeps up to {2 * accumulate} batches "
+                f"alive at once, but the loader has {ring}={buffers} buffers; create it with "
+                f"{ring}={2 * accumulate} or more")
     if collator is not None:
         raise TypeError(
             "data_collator is not used: tokpack.Loader batches are complete model inputs "
@@ -271,9 +277,3 @@ def _check_eval(eval_dataset: Any) -> None:
             "a datasets.Dataset or torch Dataset as eval_dataset, or evaluate in a callback")
 
 
-def _loader_steps(loader: Loader) -> Optional[int]:
-    """The loader's steps over the whole run, or None for an endless one."""
-    try:
-        return len(loader)
-    except TypeError:
-        return None

@@ -33,17 +33,9 @@ import lightning.pytorch as pl
 from lightning.pytorch.utilities.signature_utils import is_param_in_hook_signature
 
 from .._loader import Loader, Sources
-from ._trained import TrainedBatches
+from ._trained import TrainedBatches, run_steps
 
 __all__ = ["TokpackDataModule", "TrainBatches"]
-
-
-def _run_steps(loader: Loader) -> Optional[int]:
-    """The steps of the loader's whole run; None for an endless loader."""
-    try:
-        return len(loader)
-    except TypeError:
-        return None
 
 
 class TrainBatches:
@@ -111,7 +103,7 @@ class TrainBatches:
                 "tokpack.integrations.lightning (it has no 'tokpack' cursor); it comes from "
                 "another train_dataloader()")
         saved, now = int(state["global_batch"]), self._global_batch()
-        if saved != now and _run_steps(self.loader) is not None:
+        if saved != now and run_steps(self.loader) is not None:
             raise ValueError(
                 f"this checkpoint was trained with a global batch of {saved} rows (world_size x "
                 f"batch_size) and this run has {now} ({self.loader.world_size} x "
@@ -197,7 +189,7 @@ class TokpackDataModule(pl.LightningDataModule):
         assert self.loader is not None
         max_steps, max_epochs = trainer.max_steps, trainer.max_epochs
         accumulate = trainer.accumulate_grad_batches
-        steps = _run_steps(self.loader)
+        steps = run_steps(self.loader)
         if steps is None:
             # Endless: Lightning's epoch never ends, so only max_steps stops it.
             if max_steps == -1 and max_epochs != -1:
