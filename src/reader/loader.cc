@@ -135,8 +135,10 @@ class LoaderImpl : public Loader {
     return NextWithin(std::max(0.0, timeout_seconds));
   }
 
+  // No lock: consumer_* are the consumer's own (see their declaration), and
+  // a trainer that saves the cursor after every batch would otherwise queue
+  // behind the assembler threads the batch's release just woke.
   std::string SaveState() const override {
-    std::lock_guard<std::mutex> lock(pipeline_->mu);
     Cursor c = Settings();
     c.position = consumer_position_;
     for (size_t s = 0; s < sources_.size(); ++s) c.sources[s].consumed = consumer_counts_[s];
@@ -178,7 +180,6 @@ class LoaderImpl : public Loader {
   }
 
   int64_t Step() const override {
-    std::lock_guard<std::mutex> lock(pipeline_->mu);
     return static_cast<int64_t>((consumer_position_ + GlobalBatch() - 1) / GlobalBatch());
   }
 
@@ -429,6 +430,9 @@ class LoaderImpl : public Loader {
   int64_t consume_step_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
+  // The cursor after the last batch handed out. Written only by Next() and
+  // LoadState(), which run on the consumer's thread (one at a time), and read
+  // by nothing else: SaveState() and Step(), on that thread too, need no lock.
   std::vector<uint64_t> consumer_counts_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
