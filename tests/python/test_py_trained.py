@@ -33,3 +33,15 @@ def test_load_state_dict_restarts_the_count_at_the_loaded_cursor(packed):
     assert batches.served == 0 and batches.state_after(0) == saved
     with pytest.raises(TypeError, match="expected a tokpack.Loader"):
         TrainedBatches([1, 2])
+
+
+def test_the_cursors_stay_in_step_after_the_loader_ends(packed):
+    kw = dict(seq_len=32, batch_size=2, seed=1, as_="numpy", max_steps=3)
+    want = [b["input_ids"].copy() for b in tokpack.Loader(packed[0], **kw)]
+    batches = TrainedBatches(tokpack.Loader(packed[0], **kw), keep=3)
+    assert len(list(batches)) == 3 and list(batches) == []  # the end, asked for twice
+    for trained in range(1, 3):  # the last 3 cursors, none pushed out by the end
+        resumed = tokpack.Loader(packed[0], **kw)
+        resumed.load_state_dict(batches.state_after(trained))
+        assert (next(resumed)["input_ids"] == want[trained]).all()
+    assert batches.state_after(3) == batches.loader.state_dict()

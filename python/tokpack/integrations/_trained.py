@@ -32,18 +32,22 @@ class TrainedBatches:
         self._restart()
 
     def _restart(self) -> None:
-        # (batches handed out, cursor after them), the oldest first.
+        # (batches handed out, cursor after them), the oldest first; the
+        # cursor after the latest batch is the loader's own until the next.
         self._served = 0
-        self._states: Deque[Tuple[int, str]] = collections.deque(maxlen=self._keep + 1)
-        self._states.append((0, self.loader._core.state()))
+        self._states: Deque[Tuple[int, str]] = collections.deque(maxlen=self._keep)
 
     def __iter__(self) -> "TrainedBatches":
         return self
 
     def __next__(self) -> Dict[str, Any]:
+        # The cursor after the previous batch is taken now, before the next
+        # one, while the trainer has been busy with the model and the loader's
+        # threads are idle: right after next() they compete for the CPU.
+        if not self._states or self._states[-1][0] != self._served:  # Not after the end.
+            self._states.append((self._served, self.loader._core.state()))
         batch = next(self.loader)
         self._served += 1
-        self._states.append((self._served, self.loader._core.state()))
         return batch
 
     @property
@@ -57,6 +61,8 @@ class TrainedBatches:
         last `keep` (a trainer that reads that far ahead)."""
         if trained > self._served:
             raise ValueError(f"{trained} batches trained, but only {self._served} were read")
+        if trained == self._served:
+            return json.loads(self.loader._core.state())
         oldest = self._states[0][0]
         if trained < oldest:
             raise ValueError(
