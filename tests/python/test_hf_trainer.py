@@ -163,6 +163,8 @@ def test_wrong_kinds_of_arguments_are_refused(packed, tmp_path, tiny_model):
         hf.TokpackTrainer(model=tiny_model, args=args, train_dataset=[1, 2])
     with pytest.raises(TypeError, match=r"needs args=TrainingArguments\(max_steps=N"):
         hf.TokpackTrainer(model=tiny_model, train_dataset=loader)
+    with pytest.raises(TypeError, match="got args both by position and by keyword"):
+        hf.TokpackTrainer(tiny_model, args, args=args, train_dataset=loader)
     with pytest.raises(TypeError, match="data_collator is not used"):
         hf.TokpackTrainer(tiny_model, args, transformers.default_data_collator, loader)
     with pytest.raises(TypeError, match="eval_dataset is a tokpack.Loader"):

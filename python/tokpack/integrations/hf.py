@@ -61,7 +61,10 @@ class TokpackTrainerMixin:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if len(args) > len(_LEADING):
             raise TypeError(f"pass the Trainer's arguments after {_LEADING[-1]} by keyword")
-        kwargs.update(zip(_LEADING, args))
+        for name, value in zip(_LEADING, args):
+            if name in kwargs:
+                raise TypeError(f"TokpackTrainer got {name} both by position and by keyword")
+            kwargs[name] = value
         train_args = kwargs.get("args")
         loader = kwargs.get("train_dataset")
         _check(train_args, loader, kwargs.get("data_collator"), kwargs.get("eval_dataset"))
