@@ -6,7 +6,8 @@ Lightning (tokpack.integrations.lightning.TokpackDataModule) against the bare
 
 Data time is the time the training loop spends inside the iterator it takes
 batches from (`next()`), measured by a thin timing proxy around that
-iterator: tokpack's glue and the Loader, not the trainer's own bookkeeping.
+iterator: tokpack's glue and the Loader (with the release of the previous
+batch, see Timed), not the trainer's own bookkeeping.
 Each step's model work is a fixed busy wait (--work-ms, default 2 ms, in the
 model's forward; in the bare loop after next()), so the Loader's threads are
 ahead, as in real training, and the time measured is the per-batch overhead
@@ -41,13 +42,20 @@ WORKERS = ("bare", "hf", "lightning")
 
 class Timed:
     """Iterates `inner`, timing each next() and remembering the data pointer
-    of each batch's input_ids (to check that the model gets that tensor)."""
+    of each batch's input_ids (to check that the model gets that tensor).
+
+    It holds the previous batch until the next next(), inside the timed
+    region, so that every loop pays the release of its batch (which returns
+    the buffer to the ring and wakes an assembler thread) where it is timed:
+    a loop whose own last reference goes inside next() (a generator's local)
+    would otherwise look slower than one that drops it elsewhere."""
 
     def __init__(self, inner):
         self.inner = inner
         self.it = None
         self.seconds = []
         self.pointers = set()
+        self.previous = None
 
     def __iter__(self):
         self.it = iter(self.inner)
@@ -55,9 +63,11 @@ class Timed:
 
     def __next__(self):
         t0 = time.perf_counter()
+        self.previous = None
         batch = next(self.it)
         self.seconds.append(time.perf_counter() - t0)
         self.pointers.add(batch["input_ids"].data_ptr())
+        self.previous = batch
         return batch
 
     def __len__(self):
@@ -109,7 +119,9 @@ def worker_bare(a):
     import tokpack
 
     timed = Timed(tokpack.Loader(a.data, max_steps=a.steps, **loader_options(a)))
-    for _ in timed:
+    it = iter(timed)
+    for _ in range(a.steps):
+        next(it)  # Timed holds the batch: its release is timed, as in the trainers' loops
         spin(a.work_ms / 1000)
     return result(timed, 0)
 
@@ -234,7 +246,8 @@ def report(a, results, failed):
     versions = harness.versions(["torch", "transformers", "accelerate", "lightning"])
     return "\n".join([
         f"Data time per step (the trainer inside `next()` of the iterator it takes batches "
-        f"from), median of {a.rounds} interleaved rounds of {a.steps} steps; "
+        f"from, the release of the previous batch included), median of {a.rounds} "
+        f"interleaved rounds of {a.steps} steps; "
         f"seq_len {a.seq_len}, batch {a.batch_size}, labels=\"same\", {a.work_ms:g} ms of "
         f"model work per step; \"batches copied\" counts batches whose input_ids reached "
         f"the model at another address than the Loader gave.",

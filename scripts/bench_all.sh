@@ -50,4 +50,7 @@ echo "== remote (loopback S3), tokenizers, Parquet inputs (.venv: moto, tokenize
 echo "== memory: peak RSS of a build on a 100 MB and a 1 GB JSONL line (.venv: tokenizers)"
 .venv/bin/python bench/memory_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 
+echo "== trainer integrations: HF Trainer and Lightning data time vs the bare loop (.venv: transformers, lightning)"
+.venv/bin/python bench/integrations_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
+
 echo "wrote $REPORT and docs/benchmarks-{packing,reading,resume}.png in $(($(date +%s) - t0)) s"
