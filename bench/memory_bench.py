@@ -43,22 +43,8 @@ from packer_bench import make_document, make_lexicon, train_model
 MB = 1000 * 1000
 MiB = 1 << 20
 
-# Runs a command and prints its own peak RSS. A child's ru_maxrss counts the
-# memory of the process it was forked from (Linux keeps the high-water mark
-# across exec), and this script holds a trained tokenizer: so builds are
-# forked from this small interpreter instead.
-PEAK_RSS = r"""
-import json, os, sys
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execv(sys.argv[1], sys.argv[1:])
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-print(json.dumps({"maxrss_kb": usage.ru_maxrss}))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
+# Runs a command and prints its own peak RSS (see the script).
+PEAK_RSS = REPO / "scripts" / "peak_rss.py"
 
 
 def write_inputs(work, base_docs, sizes):
@@ -88,7 +74,7 @@ def run_build(tokpack, tok, src, out, extra=()):
     shutil.rmtree(out, ignore_errors=True)
     cmd = [tokpack, "build", "-t", tok, "-i", src, "-o", out, "--threads", "2", "--quiet",
            "--skip-bad-lines", *extra]
-    child = harness.run_child([sys.executable, "-S", "-c", PEAK_RSS, *map(str, cmd)])
+    child = harness.run_child([sys.executable, "-S", PEAK_RSS, *map(str, cmd)])
     counts = json.loads((out / "manifest.json").read_text())["provenance"]["counts"]
     shutil.rmtree(out)
     return {"rss": child.result["maxrss_kb"] / 1024, "wall": child.wall, "counts": counts}

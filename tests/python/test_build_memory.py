@@ -11,36 +11,23 @@ import tempfile
 
 import pytest
 
-from conftest import random_text, write_jsonl
+from conftest import REPO, random_text, write_jsonl
 
 MiB = 1 << 20
 
 
-# Runs a command and prints its peak RSS. Linux keeps a process's high-water
-# RSS across exec, so a child of this (large) pytest process would count it:
-# the command is forked from a small interpreter instead, and its own rusage
-# (not RUSAGE_CHILDREN's maximum over every child so far) is read.
-PEAK_RSS = r"""
-import os, sys
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execv(sys.argv[1], sys.argv[1:])
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-print(usage.ru_maxrss)
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
+# Runs a command and prints its own peak RSS (see the script).
+PEAK_RSS = REPO / "scripts" / "peak_rss.py"
 
 
 def run_measured(cmd):
     """Runs `cmd`: (exit code, stderr, its peak RSS in bytes)."""
     with tempfile.TemporaryFile() as err:
-        p = subprocess.run([sys.executable, "-S", "-c", PEAK_RSS, *map(str, cmd)],
+        p = subprocess.run([sys.executable, "-S", PEAK_RSS, *map(str, cmd)],
                            stdout=subprocess.PIPE, stderr=err, timeout=600)
         err.seek(0)
-        return p.returncode, err.read().decode(), int(p.stdout.split()[-1]) * 1024
+        peak = json.loads(p.stdout.decode().strip().splitlines()[-1])["maxrss_kb"]
+        return p.returncode, err.read().decode(), peak * 1024
 
 
 def build_cmd(tokpack_bin, spm_model, src, out, *extra):
