@@ -13,6 +13,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <random>
@@ -62,6 +63,27 @@ int FilesIn(const std::string& dir) {
 }
 
 constexpr std::chrono::seconds kDeadline(60);  // Generous: a loaded 2-core machine.
+
+// Runs child(p) in `n` forked processes, p = 0..n-1, and waits for them all:
+// a fatal failure unless each exits 0 (a child _exits with another code to
+// say what went wrong).
+void RunInChildren(int n, const std::function<void(int)>& child) {
+  std::vector<pid_t> children;
+  for (int p = 0; p < n; ++p) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      child(p);
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+}
 
 // A child process that takes the flock on `path` and stops (SIGSTOP) while
 // it holds it, as a fetcher stopped by Ctrl-Z or a debugger. Killed (which
@@ -124,43 +146,32 @@ TEST(ChunkCache, FourProcessesDownloadEachChunkExactlyOnce) {
   TempDir dir;
   const std::string log = dir.Join("fetches.log");
   constexpr int kChunks = 24;
-  std::vector<pid_t> children;
-  for (int p = 0; p < 4; ++p) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20);
-      if (!cache.ok()) _exit(2);
-      std::vector<int> order(kChunks);
-      for (int k = 0; k < kChunks; ++k) order[k] = k;
-      std::shuffle(order.begin(), order.end(), std::mt19937(p));
-      for (int k : order) {
-        const std::string want = ChunkBytes(k);
-        std::string got(want.size(), '\0');
-        Status s = (*cache)->Read(
-            Key(k), "c", want.size(), Xxh3(want), 0, want.size(), got.data(),
-            [&](std::string* data) {
-              // Slow, as a network fetch is, so the processes overlap.
-              std::this_thread::sleep_for(std::chrono::milliseconds(5));
-              const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-              const std::string line = Key(k) + "\n";
-              if (::write(fd, line.data(), line.size()) < 0) _exit(3);
-              ::close(fd);
-              *data = want;
-              return Status::Ok();
-            },
-            nullptr);
-        if (!s.ok() || got != want) _exit(4);
-      }
-      _exit(0);
+  RunInChildren(4, [&](int p) {
+    auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20);
+    if (!cache.ok()) _exit(2);
+    std::vector<int> order(kChunks);
+    for (int k = 0; k < kChunks; ++k) order[k] = k;
+    std::shuffle(order.begin(), order.end(), std::mt19937(p));
+    for (int k : order) {
+      const std::string want = ChunkBytes(k);
+      std::string got(want.size(), '\0');
+      Status s = (*cache)->Read(
+          Key(k), "c", want.size(), Xxh3(want), 0, want.size(), got.data(),
+          [&](std::string* data) {
+            // Slow, as a network fetch is, so the processes overlap.
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+            const std::string line = Key(k) + "\n";
+            if (::write(fd, line.data(), line.size()) < 0) _exit(3);
+            ::close(fd);
+            *data = want;
+            return Status::Ok();
+          },
+          nullptr);
+      if (!s.ok() || got != want) _exit(4);
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  }
+  });
+  ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(FilesIn(dir.Join("c/locks")), 0) << "a chunk's lock file outlived its fetch";
   std::map<std::string, int> per_key;
   std::ifstream in(log);
@@ -270,29 +281,18 @@ TEST(ChunkCache, ProcessesEvictingAndRefetchingTheSameChunksAllReadThemRight) {
   // fetch again the same chunks; every read must still give the chunk's bytes.
   TempDir dir;
   constexpr int kChunks = 12;
-  std::vector<pid_t> children;
-  for (int p = 0; p < 4; ++p) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      auto cache = ChunkCache::Open(dir.Join("c"), 3500);
-      if (!cache.ok()) _exit(2);
-      std::mt19937 rng(p);
-      int fetches = 0;
-      std::string got;
-      for (int i = 0; i < 200; ++i) {
-        const int k = static_cast<int>(rng() % kChunks);
-        if (!ReadChunk(**cache, k, &fetches, &got).ok() || got != ChunkBytes(k)) _exit(3);
-      }
-      _exit(0);
+  RunInChildren(4, [&](int p) {
+    auto cache = ChunkCache::Open(dir.Join("c"), 3500);
+    if (!cache.ok()) _exit(2);
+    std::mt19937 rng(p);
+    int fetches = 0;
+    std::string got;
+    for (int i = 0; i < 200; ++i) {
+      const int k = static_cast<int>(rng() % kChunks);
+      if (!ReadChunk(**cache, k, &fetches, &got).ok() || got != ChunkBytes(k)) _exit(3);
     }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  }
+  });
+  ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(FilesIn(dir.Join("c/locks")), 0);
   EXPECT_LE(*(*ChunkCache::Open(dir.Join("c"), 3500))->BytesOnDisk(), 3500u);
 }
@@ -337,9 +337,7 @@ TEST(ChunkCache, AChunkWriteFailingMidwayIsServedFromMemory) {
   // (ENOSPC, EDQUOT): a file size limit makes write() fail the same way
   // (EFBIG once SIGXFSZ is ignored). The limit is per process: in a child.
   TempDir dir;
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
+  RunInChildren(1, [&](int) {
     std::signal(SIGXFSZ, SIG_IGN);
     const rlimit limit{500, 500};  // Half a chunk.
     if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(2);
@@ -355,12 +353,7 @@ TEST(ChunkCache, AChunkWriteFailingMidwayIsServedFromMemory) {
     if (fetches != 2 || stats.uncached_reads.load() != 2) _exit(6);
     // Nothing half-written stays behind, and no lock file.
     if (FilesIn(dir.Join("c/chunks")) != 0 || FilesIn(dir.Join("c/locks")) != 0) _exit(7);
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  });
 }
 
 TEST(ChunkCache, CancelEndsAWaitForAChunkLockThatAnotherProcessHolds) {
