@@ -56,6 +56,19 @@ class HttpStoreTest : public ::testing::Test {
     }
     ASSERT_GE(server.requests(), n) << "the request never reached the server";
   }
+  // Gets "obj" on a thread, sets `o`'s cancel flag once the server has the
+  // request, and returns what the Get returned.
+  static StatusOr<std::string> GetThenCancel(const HttpTestServer& server, HttpOptions o) {
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    o.cancel = cancel;
+    HttpStore store = Store(server, o);
+    StatusOr<std::string> got = std::string();
+    std::thread reader([&] { got = store.Get("obj", 1000); });
+    AwaitRequests(server, 1);
+    cancel->store(true);
+    reader.join();
+    return got;
+  }
 
   TempDir root_;
 };
@@ -127,16 +140,9 @@ TEST_F(HttpStoreTest, TheCancelFlagStopsARequestThatWaitsForASilentServer) {
     HttpTestServer::Silence(fd);
     return true;
   });
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
   HttpOptions o = Quick();
   o.stall_seconds = 3600;  // Only the flag can end it.
-  o.cancel = cancel;
-  HttpStore store = Store(server, o);
-  StatusOr<std::string> got = std::string();
-  std::thread reader([&] { got = store.Get("obj", 1000); });
-  AwaitRequests(server, 1);
-  cancel->store(true);
-  reader.join();
+  StatusOr<std::string> got = GetThenCancel(server, o);
   EXPECT_EQ(got.status().code(), StatusCode::kCancelled) << got.status().ToString();
   EXPECT_NE(got.status().message().find(server.url() + "/obj"), std::string::npos);
 }
@@ -146,16 +152,9 @@ TEST_F(HttpStoreTest, TheCancelFlagEndsAWaitBetweenRetries) {
     HttpTestServer::Send(fd, "HTTP/1.1 503 Slow Down\r\nContent-Length: 0\r\n\r\n");
     return true;
   });
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
   HttpOptions o;
   o.backoff_initial_seconds = o.backoff_max_seconds = 3600;  // Waits only the flag ends.
-  o.cancel = cancel;
-  HttpStore store = Store(server, o);
-  StatusOr<std::string> got = std::string();
-  std::thread reader([&] { got = store.Get("obj", 1000); });
-  AwaitRequests(server, 1);
-  cancel->store(true);
-  reader.join();
+  StatusOr<std::string> got = GetThenCancel(server, o);
   EXPECT_EQ(got.status().code(), StatusCode::kCancelled) << got.status().ToString();
 }
 
