@@ -550,3 +550,9 @@ class MotoServer:
                 "AWS_ACCESS_KEY_ID": self.access_key,
                 "AWS_SECRET_ACCESS_KEY": self.secret_key,
                 "AWS_REGION": self.region}
+
+    def setenv(self, monkeypatch, endpoint_url=None):
+        """Points this process (and children given os.environ) at the
+        server, or at endpoint_url (a proxy in front of it), for one test."""
+        for k, v in self.env(endpoint_url).items():
+            monkeypatch.setenv(k, v)

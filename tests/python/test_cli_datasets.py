@@ -95,8 +95,7 @@ def test_a_missing_path_does_not_exist(tmp_path, run_tokpack, local_ds):
 def test_commands_on_an_s3_dataset_and_verify_finds_a_damaged_object(
         tmp_path, run_tokpack, local_ds, cache, monkeypatch):
     with MotoServer() as moto:
-        for k, v in moto.env().items():
-            monkeypatch.setenv(k, v)
+        moto.setenv(monkeypatch)
         env = dict(os.environ)
         moto.client().create_bucket(Bucket="tokens")
         run_tokpack("push", local_ds, "s3://tokens/web/v1", env=env)
@@ -156,8 +155,7 @@ def test_python_build_to_s3_pushes_a_dataset(tmp_path, spm_model, cache, monkeyp
     src = write_jsonl(tmp_path / "c.jsonl", [random_text(rng, 5, 80) for _ in range(200)])
     local = tokpack.build(src, tmp_path / "local", spm_model, chunk_bytes=CHUNK, threads=1)
     with MotoServer() as moto:
-        for k, v in moto.env().items():
-            monkeypatch.setenv(k, v)
+        moto.setenv(monkeypatch)
         moto.client().create_bucket(Bucket="tokens")
         remote = tokpack.build(src, "s3://tokens/built", spm_model, chunk_bytes=CHUNK,
                                threads=1)

@@ -161,8 +161,7 @@ def remote(tmp_path, run_tokpack, spm_model, monkeypatch):
              for name, seed in [("a", 6), ("b", 7)]}
     monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "3")
     with MotoServer() as moto:
-        for k, v in moto.env().items():
-            monkeypatch.setenv(k, v)
+        moto.setenv(monkeypatch)
         moto.client().create_bucket(Bucket="tokens")
         url = "s3://tokens/ds"
         run_tokpack("push", local["a"], url, env=dict(os.environ))

@@ -272,8 +272,7 @@ def moto(monkeypatch):
 
 def test_push_then_read_s3_through_moto_with_signatures_checked(chunked, cache, moto,
                                                                   monkeypatch, run_tokpack):
-    for k, v in moto.env().items():
-        monkeypatch.setenv(k, v)
+    moto.setenv(monkeypatch)
     moto.client().create_bucket(Bucket="corpora")
     run_tokpack("push", chunked / "data", "s3://corpora/web/v1", env=dict(os.environ))
     again = run_tokpack("push", chunked / "data", "s3://corpora/web/v1", check=False,
@@ -296,8 +295,7 @@ def test_build_output_s3_multipart_push_and_reads_through_a_faulty_proxy(
     rng = random.Random(8)
     src = write_jsonl(tmp_path / "big.jsonl", [random_text(rng, 400, 900) for _ in range(4500)])
     moto.client().create_bucket(Bucket="big")
-    for k, v in moto.env().items():
-        monkeypatch.setenv(k, v)
+    moto.setenv(monkeypatch)
     run_tokpack("build", "-i", src, "-o", "s3://big/ds", "-t", spm_model, "--quiet",
                 env=dict(os.environ))
     run_tokpack("build", "-i", src, "-o", tmp_path / "local", "-t", spm_model, "--quiet")
@@ -311,8 +309,7 @@ def test_build_output_s3_multipart_push_and_reads_through_a_faulty_proxy(
     # run: a schedule makes each fault certain, then rate keeps faulting.
     with FaultProxy(moto.url, ["http503", "reset", "truncate"], rate=0.25, seed=5,
                     schedule=["http503", None, "reset", None, "truncate"]) as proxy:
-        for k, v in moto.env(endpoint_url=proxy.url).items():
-            monkeypatch.setenv(k, v)
+        moto.setenv(monkeypatch, endpoint_url=proxy.url)
         local = tokpack.Dataset(tmp_path / "local")
         for url in ["s3://big/ds", "s3://big/parts"]:
             remote = tokpack.Dataset(url)

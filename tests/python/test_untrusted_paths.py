@@ -78,8 +78,7 @@ def test_push_uploads_no_file_from_outside_the_dataset(built, tmp_path, tokpack_
     (tmp_path / "secret.txt").write_text("SECRET")
     escapes = {"up": "../secret.txt", "other_bucket": "../../../../other/secret.txt"}
     with MotoServer() as moto:
-        for k, v in moto.env().items():
-            monkeypatch.setenv(k, v)
+        moto.setenv(monkeypatch)
         s3 = moto.client()
         for bucket in ("tokens", "other"):
             s3.create_bucket(Bucket=bucket)
@@ -267,8 +266,7 @@ def test_merge_writes_no_tokenizer_through_a_part_link(built, tmp_path, tokpack_
 def test_remote_merge_writes_no_tokenizer_over_another_part(built, tmp_path, tokpack_bin,
                                                             monkeypatch):
     with MotoServer() as moto:
-        for k, v in moto.env().items():
-            monkeypatch.setenv(k, v)
+        moto.setenv(monkeypatch)
         s3 = moto.client()
         s3.create_bucket(Bucket="tokens")
         env = dict(os.environ)
@@ -310,8 +308,7 @@ def test_remote_merge_refuses_a_part_prefix_outside_the_path_rule(built, tokpack
     output: one with a "." component would publish a manifest that readers
     refuse."""
     with MotoServer() as moto:
-        for k, v in moto.env().items():
-            monkeypatch.setenv(k, v)
+        moto.setenv(monkeypatch)
         s3 = moto.client()
         s3.create_bucket(Bucket="tokens")
         env = dict(os.environ)
