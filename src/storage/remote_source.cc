@@ -2,78 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <set>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include "common/chunk_hasher.h"
+#include "storage/prefetcher.h"
 
 namespace tokpack {
-
-// Background fetches for Prefetch(): a few threads, started on first use, a
-// bounded queue, and no chunk queued twice. The destructor drops what is
-// queued, lets the fetches in flight finish and joins the threads.
-class Prefetcher {
- public:
-  explicit Prefetcher(int threads) : threads_wanted_(threads) {}
-  ~Prefetcher() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      queue_.clear();
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  Prefetcher(const Prefetcher&) = delete;
-  Prefetcher& operator=(const Prefetcher&) = delete;
-
-  // Drops the task when the queue is full: prefetching is only a hint.
-  void Submit(const std::string& key, std::function<void()> task) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ || queue_.size() >= kMaxQueued || !pending_.insert(key).second) return;
-    // Started here, not in the constructor: most datasets never prefetch.
-    while (static_cast<int>(threads_.size()) < threads_wanted_) {
-      threads_.emplace_back([this] { Run(); });
-    }
-    queue_.push_back({key, std::move(task)});
-    cv_.notify_one();
-  }
-
- private:
-  static constexpr size_t kMaxQueued = 4096;
-
-  void Run() {
-    while (true) {
-      std::pair<std::string, std::function<void()>> item;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        item = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      item.second();
-      std::lock_guard<std::mutex> lock(mu_);
-      pending_.erase(item.first);
-    }
-  }
-
-  const int threads_wanted_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // Under mu_.
-  std::deque<std::pair<std::string, std::function<void()>>> queue_;
-  std::set<std::string> pending_;
-  std::vector<std::thread> threads_;  // Under mu_ until the destructor.
-};
-
 namespace {
 
 // A remote file read chunk by chunk through the cache; not memory-resident.
