@@ -53,14 +53,6 @@ def _parse_sources(sources: Sources) -> Tuple[List[Dataset], List[float]]:
     return [_as_dataset(p) for p, _ in pairs], [float(w) for _, w in pairs]
 
 
-def _shuffle_mode(shuffle: Union[bool, str]) -> str:
-    if shuffle is True:
-        return "full"
-    if shuffle is False:
-        return "none"
-    return str(shuffle)
-
-
 def _dtype_name(dtype: Any) -> str:
     # Accepts "int64", numpy.int64, torch.int64 and the like.
     name = getattr(dtype, "__name__", None) or str(dtype)
@@ -145,8 +137,10 @@ class Loader:
             raise ValueError(f"as_ must be one of {_FORMATS}, not {as_!r}")
         # Python spellings of option values: shuffle=True/False, dtype=torch.int64,
         # device=torch.device(...), and rank/world_size from torch.distributed.
+        # shuffle=True is the default, "auto": "window" for remote data larger
+        # than its cache, else "full".
         if isinstance(options.get("shuffle"), bool):
-            options["shuffle"] = "full" if options["shuffle"] else "none"
+            options["shuffle"] = "auto" if options["shuffle"] else "none"
         if as_ == "jax":
             options["dtype"] = _jax.resolve_dtype(options.get("dtype"), _dtype_name)
         elif "dtype" in options:
@@ -272,7 +266,9 @@ class Loader:
 
     @property
     def options(self) -> Dict[str, Any]:
-        """Every option of this loader, defaults included (see tokpack._options)."""
+        """Every option of this loader, defaults included (see tokpack._options),
+        as in effect: shuffle="auto" shows the mode it chose ("full" or
+        "window") and window_chunks the window it sized."""
         return dict(self._options)
 
     @property
@@ -293,8 +289,9 @@ class Loader:
 
     @property
     def samples_per_source(self) -> List[int]:
-        n = self.seq_len
-        return [d.num_samples(n) for d in self._datasets]
+        """Positions of one epoch of each source: its samples, less those
+        shuffle="window" leaves out at fetch-unit edges."""
+        return list(self._core.samples_per_source)
 
     @property
     def device(self) -> str:

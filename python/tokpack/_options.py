@@ -19,12 +19,14 @@ class LoaderOptions(TypedDict, total=False):
     """This rank (data-parallel index). Default: 0."""
     world_size: Union[int, None]
     """Number of data-parallel ranks. Default: 1."""
-    shuffle: Union[Literal['full', 'block', 'none'], bool]
-    """Sample order: full (a fresh permutation each epoch), block or none. Default: full."""
+    shuffle: Union[Literal['auto', 'full', 'window', 'block', 'none'], bool]
+    """Sample order: auto (window for remote data larger than its cache, else full), full (a fresh permutation each epoch), window (each fetch chunk read once per epoch), block or none. Default: auto."""
     block_size: int
     """shuffle=block: samples per block. Default: 64."""
     block_window: int
     """shuffle=block: blocks shuffled together. Default: 16."""
+    window_chunks: int
+    """shuffle=window: fetch chunks per window (0: from the cache limit, about half of it). Default: 0."""
     dtype: Union[Literal['int64', 'int32'], object]
     """Integer type of input_ids and labels. Default: int64."""
     labels: Literal['next', 'same']

@@ -85,15 +85,15 @@ std::string WindowNotice(const RemoteData& r, const LoaderOptions& o,
       "tokpack: shuffle=auto chose \"window\": the remote shards (" + Bytes(r.bin_bytes) +
       ") exceed the chunk cache (" + Bytes(r.cache_bytes) +
       "), so each chunk is read once per epoch; window_chunks=" + std::to_string(o.window_chunks) +
-      ": windows of " + std::to_string(w.window_units()) + " units of " +
-      std::to_string(w.unit_chunks()) + " x " + Bytes(r.chunk_bytes) + " chunks (" +
-      std::to_string(w.unit_tokens() / L - 1) + " samples each); " + std::to_string(left_out) +
-      " of " + std::to_string(served + left_out) +
+      ": windows of " + std::to_string(w.window_units()) +
+      (w.window_units() == 1 ? " unit of " : " units of ") + std::to_string(w.unit_chunks()) +
+      " x " + Bytes(r.chunk_bytes) + " chunks (" + std::to_string(w.unit_tokens() / L - 1) +
+      " samples each); " + std::to_string(left_out) + " of " + std::to_string(served + left_out) +
       " samples per epoch cross unit edges and are left out";
   // The window being read and the next one, being fetched, share the cache.
   if (2 * window_bytes > r.cache_bytes) {
     line += "; the cache holds fewer than two windows (" + Bytes(2 * window_bytes) +
-            "): raise its limit";
+            "): raise its limit (StorageOptions::cache_bytes, TOKPACK_CACHE_BYTES)";
   }
   return line;
 }

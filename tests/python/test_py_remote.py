@@ -59,7 +59,10 @@ def cache_bytes(d):
         return sum(p.stat().st_size for p in chunks.iterdir())
 
 
-KW = dict(seq_len=64, batch_size=4, seed=17, threads=2, prefetch=3, as_="numpy", max_steps=25)
+# shuffle="full": a fetch per sample, so faults and eviction are exercised on
+# every step (the data is larger than CACHE_LIMIT, where auto would pick "window").
+KW = dict(seq_len=64, batch_size=4, seed=17, threads=2, prefetch=3, as_="numpy", max_steps=25,
+          shuffle="full")
 
 
 def local_batches(path):
@@ -119,6 +122,41 @@ def test_a_chunk_corrupt_on_every_fetch_is_a_clear_data_loss(chunked, cache):
                                 as_="numpy")
         with pytest.raises(RuntimeError, match=r"data_loss.*shard-00000\.bin chunk 0"):
             next(loader)
+
+
+def test_auto_shuffle_reads_remote_data_larger_than_the_cache_in_windows(chunked, cache, capfd):
+    kw = dict(seq_len=64, batch_size=4, seed=3, as_="numpy")
+    local = tokpack.Loader(chunked / "data", **kw)
+    assert local.options["shuffle"] == "full"  # auto, on local data
+    with RangeServer(chunked) as server:
+        url = server.url + "/data"
+        capfd.readouterr()
+        auto = tokpack.Loader(url, epochs=1, **kw)
+        err = capfd.readouterr().err
+        window = auto.options["window_chunks"]
+        assert auto.options["shuffle"] == "window" and window == CACHE_LIMIT // (2 * CHUNK)
+        assert err.count("\n") == 1 and 'shuffle=auto chose "window"' in err, err
+        assert f"window_chunks={window}" in err and "left out" in err, err
+        n = auto.samples_per_source[0]
+        left_out = tokpack.Dataset(url).num_samples(64) - n
+        assert 0 < left_out < n // 100 and f"{left_out} of {n + left_out} samples" in err, err
+        # The same order as window mode on the local copy, each sample once.
+        same = tokpack.Loader(chunked / "data", epochs=1, shuffle="window",
+                              window_chunks=window, **kw)
+        rows = set()
+        for a, b in zip(auto, same):
+            np.testing.assert_array_equal(a["input_ids"], b["input_ids"])
+            rows.update(r.tobytes() for r in a["input_ids"])
+        assert len(rows) == n // 4 * 4
+        # A cursor names the options that resume it where auto chose otherwise.
+        with pytest.raises(ValueError, match=f'pass shuffle="window", window_chunks={window}'):
+            local.load_state_dict(auto.state_dict())
+        same.load_state_dict(auto.state_dict())
+        # An explicit full shuffle warns with what it will fetch.
+        capfd.readouterr()
+        tokpack.Loader(url, shuffle="full", **kw)
+        err = capfd.readouterr().err
+        assert 'warning: shuffle="full"' in err and "bytes per byte served" in err, err
 
 
 def test_unreachable_and_missing_datasets_are_named(chunked, cache, monkeypatch):
