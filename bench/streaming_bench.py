@@ -13,8 +13,9 @@ Per node it reports:
   downloads of that process, its prefetches included; a chunk that the other
   rank of the node downloaded is a cache hit). shuffle="window" runs a whole
   epoch; "full" and "block" (its defaults) run --full-steps / --block-steps
-  steps and the figure is extrapolated to the epoch (bytes * epoch steps /
-  steps run), said so in the table;
+  steps and the figure is extrapolated to the epoch from the second half of
+  those steps (bytes fetched in it * epoch steps / its steps), said so in
+  the table;
 - the peak bytes on disk of the node's cache directory, sampled every 20 ms
   under the cache's own lock (the one its writers hold while they evict and
   add), against the limit;
@@ -70,6 +71,7 @@ def worker(a):
     barrier()  # All ranks start together.
     it = iter(loader)
     waits = []
+    mid = {}
     check = 0
     t0 = time.perf_counter()
     while True:
@@ -79,6 +81,8 @@ def worker(a):
         except StopIteration:
             break
         waits.append(time.perf_counter() - t)
+        if len(waits) == a["mark"]:
+            mid = loader.stats()
         check += int(batch["input_ids"][0, len(waits) % SEQ_LEN])
         del batch
         barrier()
@@ -90,6 +94,7 @@ def worker(a):
     cursor = loader.state_dict()
     return {"waits": waits, "wall_s": wall, "steps": len(waits), "checksum": check,
             "bytes_fetched": st.get("bytes_fetched", 0), "cache_misses": st.get("cache_misses", 0),
+            "mid_bytes_fetched": mid.get("bytes_fetched", 0),
             "cache_hits": st.get("cache_hits", 0), "uncached_reads": st.get("uncached_reads", 0),
             "window": {k: v for k, v in cursor.items() if "window" in k or "unit" in k}}
 
@@ -196,6 +201,7 @@ def run_world(src, shuffle, steps, step_s, caches, base_env, window_chunks):
         if caches:
             env["TOKPACK_CACHE_DIR"] = caches[r // PER_NODE]
         a = {"src": src, "rank": r, "shuffle": shuffle, "steps": steps, "step_s": step_s,
+             "mark": steps // 2,
              "barrier": barrier.port, "window_chunks": window_chunks}
         try:
             results[r] = harness.run_child(
@@ -220,6 +226,7 @@ def run_world(src, shuffle, steps, step_s, caches, base_env, window_chunks):
             "steps": steps_run, "wall_s": max(r["wall_s"] for r in rs),
             "samples_per_s": sum(r["steps"] for r in rs) * BATCH / max(r["wall_s"] for r in rs),
             "bytes_fetched": sum(r["bytes_fetched"] for r in rs),
+            "mid_bytes_fetched": sum(r["mid_bytes_fetched"] for r in rs),
             "cache_misses": sum(r["cache_misses"] for r in rs),
             "cache_hits": sum(r["cache_hits"] for r in rs),
             "uncached_reads": sum(r["uncached_reads"] for r in rs),
@@ -243,7 +250,7 @@ def main():
     ap.add_argument("--cache-mib", type=int, default=16)
     ap.add_argument("--window-chunks", type=int, default=0, help="0: derived from the cache")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--full-steps", type=int, default=24,
+    ap.add_argument("--full-steps", type=int, default=32,
                     help="steps of shuffle=full measured (extrapolated to the epoch)")
     ap.add_argument("--block-steps", type=int, default=96,
                     help="steps of shuffle=block measured (extrapolated to the epoch)")
@@ -345,18 +352,23 @@ def main():
                 continue
             steps = rs[0]["steps"]
             whole = mode == "window" or steps >= epoch_steps
-            scale = 1 if whole else epoch_steps / steps
-            amp = median([r["bytes_fetched"] * scale / bin_bytes for r in rs])
+            # A part of an epoch: the second half's rate (the first half
+            # fills the cache; both halves end with lookahead_steps of
+            # prefetches ahead), times the epoch's steps.
+            half = steps - steps // 2
+            amp = median([(r["bytes_fetched"] if whole else (r["bytes_fetched"] - r[
+                "mid_bytes_fetched"]) * epoch_steps / half) / bin_bytes for r in rs])
             peak = max(r["peak_cache_bytes"] for r in rs)
             over_limit |= peak > limit
             vs = median([r["samples_per_s"] / l[n]["samples_per_s"]
                          for r, l in zip(rs, E["local"])])
-            measured = "one epoch" if whole else f"{steps} of {epoch_steps:,} (extrapolated)"
+            measured = ("one epoch" if whole else
+                        f"{steps} of {epoch_steps:,} (extrapolated from the last {half})")
             amp_rows.append(
                 f"| {label[mode]} | {n} | {measured} | {amp:,.2f} | "
                 f"{median([r['bytes_fetched'] for r in rs]) / 1e6:,.0f} | "
                 f"{median([r['cache_misses'] for r in rs]):,.0f} | {peak / MiB:.1f} MiB | "
-                f"{median([r['samples_per_s'] for r in rs]):,.0f} | {vs:.2f}x |")
+                f"{median([r['samples_per_s'] for r in rs]):,.0f} | {vs:.3g}x |")
     for n in nodes:
         rs = [r[n] for r in E["local"]]
         amp_rows.append(f"| {label['local']} (full) | {n} | one epoch | | | | | "
@@ -426,8 +438,10 @@ local disk in the same round.
 ### Bytes fetched per epoch, cache bound and throughput
 
 Bytes fetched is the loader's own counter (`Loader.stats()["bytes_fetched"]`)
-summed over the node's two ranks; the peak is sampled every 20 ms under the
-cache's lock.
+summed over the node's two ranks. Full and block run part of an epoch: their
+figure is the rate of the second half of the steps run (after the cache has
+filled; prefetches run `lookahead_steps` ahead at both ends), times the steps
+of an epoch. The peak is sampled every 20 ms under the cache's lock.
 
 {amp_table}
 

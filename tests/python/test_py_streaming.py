@@ -12,7 +12,7 @@ from test_py_remote import cache_bytes
 
 tokpack = pytest.importorskip("tokpack")
 
-pytestmark = pytest.mark.skipif(
+needs_window = pytest.mark.skipif(
     not any(o["name"] == "window_chunks" for o in tokpack._core.loader_options()),
     reason='the installed tokpack has no shuffle="window" yet')
 
@@ -71,6 +71,7 @@ def run_node(url, cache_dir, **kw):
     return sum(loader.stats()["bytes_fetched"] for loader in loaders), steps
 
 
+@needs_window
 def test_a_window_epoch_fetches_each_chunk_about_once_within_the_cache_limit(big, node_cache):
     root, bin_bytes = big
     assert bin_bytes >= 8 * CACHE_LIMIT, "the dataset must be several times the cache"
