@@ -217,7 +217,6 @@ Array BatchArray(const std::shared_ptr<ForkSafe<const void>>& owner, const void*
 // A Loader plus the process that created it.
 struct LoaderHandle {
   std::unique_ptr<Loader> loader;
-  LoaderOptions options;
   uint64_t generation = ForkGeneration();
   bool forked() const { return ForkGeneration() != generation; }
   ~LoaderHandle() {
@@ -662,7 +661,6 @@ PYBIND11_MODULE(_core, m) {
              std::vector<Loader::Source> sources = Sources(datasets, weights);
              const LoaderOptions o = ParseOptions<LoaderOptions>(kw);
              auto h = std::make_unique<LoaderHandle>();
-             h->options = o;
              StatusOr<std::unique_ptr<Loader>> r = std::unique_ptr<Loader>();
              {
                py::gil_scoped_release nogil;
@@ -690,7 +688,9 @@ PYBIND11_MODULE(_core, m) {
                              [](const LoaderHandle& h) { return h.loader->RemainingSteps(); })
       .def_property_readonly("forked", [](const LoaderHandle& h) { return h.forked(); })
       .def_property_readonly("options",
-                             [](const LoaderHandle& h) { return OptionsDict(h.options); })
+                             [](const LoaderHandle& h) { return OptionsDict(h.loader->options()); })
+      .def_property_readonly("samples_per_source",
+                             [](const LoaderHandle& h) { return h.loader->SamplesPerSource(); })
       .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
 
   m.def("cuda_available", [] {

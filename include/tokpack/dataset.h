@@ -90,6 +90,9 @@ class Dataset {
                 const std::shared_ptr<ReadStats>& stats = nullptr) const;
   // True when the shards are read from remote storage (s3://, gs://, http(s)://).
   bool remote() const;
+  // For a remote dataset opened by Open(), the size limit of the chunk cache
+  // it reads through (StorageOptions::cache_bytes); else 0.
+  uint64_t cache_bytes() const;
   // False for a bare Megatron prefix: manifest() was made in memory from the
   // .idx headers (no tokenizer, no checksums).
   bool has_manifest() const;

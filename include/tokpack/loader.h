@@ -34,10 +34,15 @@
 namespace tokpack {
 
 enum class ShuffleMode {
-  kNone,   // Samples in stream order, every epoch.
-  kFull,   // A fresh keyed permutation of all samples each epoch.
-  kBlock,  // Blocks of consecutive samples permuted, samples shuffled within
-           // a window of blocks: locality for remote data.
+  kAuto,    // kWindow for remote data larger than its chunk cache, else kFull;
+            // resolved when the loader is created (Loader::options()).
+  kNone,    // Samples in stream order, every epoch.
+  kFull,    // A fresh keyed permutation of all samples each epoch.
+  kBlock,   // Blocks of consecutive samples permuted, samples shuffled within
+            // a window of blocks.
+  kWindow,  // Fetch chunks permuted, samples shuffled within windows of
+            // window_chunks chunks: each chunk read once per epoch
+            // (docs/reader.md; a few samples at chunk-group edges are left out).
 };
 
 enum class OutputDtype { kInt32, kInt64 };
@@ -78,9 +83,12 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   uint64_t seed = 0;
   int rank = 0;
   int world_size = 1;
-  ShuffleMode shuffle = ShuffleMode::kFull;
+  ShuffleMode shuffle = ShuffleMode::kAuto;
   int64_t block_size = 64;    // kBlock: samples per block.
   int64_t block_window = 16;  // kBlock: blocks shuffled together.
+  // kWindow: fetch chunks per window (whole units, at least one); 0: from
+  // the remote sources' cache limit (docs/reader.md).
+  int64_t window_chunks = 0;
   OutputDtype dtype = OutputDtype::kInt64;
   LabelsMode labels = LabelsMode::kNext;
   // Also produce position_ids and cu_seqlens (document boundaries).
@@ -189,7 +197,8 @@ class Loader {
   virtual std::string SaveState() const = 0;
   // Continues from a saved cursor: the next batch starts at its position.
   // InvalidArgument if it was made for another dataset, seed, sequence
-  // length, shuffle mode or weights, or is malformed.
+  // length, shuffle mode, block or window setting or weights (naming the
+  // setting and the value that resumes it), or is malformed.
   virtual Status LoadState(const std::string& state) = 0;
 
   // The step number of the batch the next Next() returns (Batch::step()).
@@ -197,8 +206,12 @@ class Loader {
   // Steps this rank will still return before the end (-1 when endless).
   virtual int64_t RemainingSteps() const = 0;
   virtual LoaderStats Stats() const = 0;
-  // Number of samples of each source at this sequence length.
+  // Positions of one epoch of each source: its samples at this sequence
+  // length, less those shuffle="window" leaves out.
   virtual std::vector<uint64_t> SamplesPerSource() const = 0;
+  // The options in effect: as given, with shuffle=auto and window_chunks=0
+  // resolved to the mode and window the loader uses.
+  virtual const LoaderOptions& options() const = 0;
 };
 
 }  // namespace tokpack

@@ -31,7 +31,8 @@ std::string Cursor::ToJson() const {
                     ",\"seed\":" + std::to_string(seed) +
                     ",\"seq_len\":" + std::to_string(seq_len) + ",\"shuffle\":\"" + shuffle +
                     "\",\"block_size\":" + std::to_string(block_size) +
-                    ",\"block_window\":" + std::to_string(block_window) + ",\"sources\":[";
+                    ",\"block_window\":" + std::to_string(block_window) +
+                    ",\"window_chunks\":" + std::to_string(window_chunks) + ",\"sources\":[";
   for (size_t i = 0; i < sources.size(); ++i) {
     if (i) out += ',';
     out += "{\"fingerprint\":\"" + HashToHex(sources[i].fingerprint) +
@@ -65,6 +66,18 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
       root["block_size"].get_uint64().get(c.block_size) != simdjson::SUCCESS ||
       root["block_window"].get_uint64().get(c.block_window) != simdjson::SUCCESS) {
     return Bad("missing or mistyped position, seed, seq_len, shuffle or block fields");
+  }
+  // Absent from cursors made before shuffle="window".
+  simdjson::dom::element window;
+  if (root["window_chunks"].get(window) == simdjson::SUCCESS &&
+      window.get_uint64().get(c.window_chunks) != simdjson::SUCCESS) {
+    return Bad("window_chunks is not an unsigned integer");
+  }
+  if ((shuffle == "window") != (c.window_chunks > 0) || shuffle == "auto") {
+    return Bad("shuffle '" + std::string(shuffle) + "' with window_chunks " +
+               std::to_string(c.window_chunks) +
+               " is not an order a loader saves (\"window\" has a positive window_chunks, the "
+               "other modes 0; \"auto\" is saved as the mode it chose)");
   }
   // The loader's option table knows the mode names.
   LoaderOptions names;
@@ -152,11 +165,21 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
                std::to_string(seq_len));
   }
   if (saved.shuffle != shuffle || saved.block_size != block_size ||
-      saved.block_window != block_window) {
-    return Bad("it was made with shuffle '" + saved.shuffle + "', this loader uses '" + shuffle +
-               "' (or different block settings)");
+      saved.block_window != block_window || saved.window_chunks != window_chunks) {
+    return Bad("it was made with " + saved.OrderOptions() + ", this loader uses " + OrderOptions() +
+               ": pass " + saved.OrderOptions() + " to resume it");
   }
   return Status::Ok();
+}
+
+std::string Cursor::OrderOptions() const {
+  std::string out = "shuffle=\"" + shuffle + "\"";
+  if (shuffle == "block") {
+    out += ", block_size=" + std::to_string(block_size) +
+           ", block_window=" + std::to_string(block_window);
+  }
+  if (shuffle == "window") out += ", window_chunks=" + std::to_string(window_chunks);
+  return out;
 }
 
 }  // namespace tokpack

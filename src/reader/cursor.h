@@ -1,8 +1,9 @@
 // Cursor: the loader's resumable position as a small versioned JSON document:
 // the next global position, and per source its fingerprint, weight and number
 // of samples consumed, plus the settings that define the order (seed,
-// sequence length, shuffle mode). Independent of rank, world size and batch
-// size. Plain value; not synchronized.
+// sequence length, shuffle mode and its block or window setting).
+// Independent of rank, world size and batch size. Plain value; not
+// synchronized.
 #ifndef TOKPACK_SRC_READER_CURSOR_H_
 #define TOKPACK_SRC_READER_CURSOR_H_
 
@@ -24,9 +25,10 @@ struct Cursor {
   uint64_t position = 0;  // Global positions consumed.
   uint64_t seed = 0;
   int64_t seq_len = 0;
-  std::string shuffle;  // "none", "full" or "block".
-  uint64_t block_size = 0;
-  uint64_t block_window = 0;
+  std::string shuffle;         // "none", "full", "block" or "window" (as resolved).
+  uint64_t block_size = 0;     // "block" only, else 0.
+  uint64_t block_window = 0;   // "block" only, else 0.
+  uint64_t window_chunks = 0;  // "window" only, else 0; optional in Parse.
   struct Source {
     uint64_t fingerprint = 0;
     double weight = 0;
@@ -43,10 +45,14 @@ struct Cursor {
   // share, see blend_schedule.h).
   static StatusOr<Cursor> Parse(std::string_view json);
   // InvalidArgument naming the first setting in which `saved` differs from
-  // this (the loader's own settings); positions and counts are not compared.
+  // this (the loader's own settings), and for the order's settings the
+  // loader options that resume it; positions and counts are not compared.
   Status CheckCompatible(const Cursor& saved) const;
 
  private:
+  // The loader options that make this order: shuffle="block",
+  // block_size=64, block_window=16.
+  std::string OrderOptions() const;
   // Parse's checks of the numbers: the counts, position and weights.
   Status CheckReachable() const;
 };

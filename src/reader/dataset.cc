@@ -31,6 +31,7 @@ struct Dataset::Impl {
   std::vector<uint64_t> doc_ends;
   uint64_t fingerprint = 0;
   bool remote = false;
+  uint64_t cache_bytes = 0;  // Remote: the chunk cache's limit.
   bool has_manifest = true;
 
   // Index of the shard holding stream token `t` (t < total).
@@ -154,7 +155,9 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
   if (IsRemoteUrl(path)) {
     // Remote chunks are verified on every fetch: verify_on_open adds nothing.
     TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
-    return OpenRemoteDataset(path, *remote);
+    TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenRemoteDataset(path, *remote));
+    ds->impl_->cache_bytes = storage.cache_bytes;
+    return ds;
   }
   TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenDatasetWith(path, OpenMappedFile));
   if (options.verify_on_open) {
@@ -323,6 +326,7 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count,
 }
 
 bool Dataset::remote() const { return impl_->remote; }
+uint64_t Dataset::cache_bytes() const { return impl_->cache_bytes; }
 bool Dataset::has_manifest() const { return impl_->has_manifest; }
 
 Status Dataset::ReadStoredTokens(uint64_t begin, uint64_t count, void* out,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "reader/device_stage.h"
 #include "reader/loader_internal.h"
 #include "reader/sample_order.h"
+#include "reader/shuffle_plan.h"
 #include "reader/slot_ring.h"
 #include "reader/wait_window.h"
 
@@ -68,23 +70,22 @@ StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint6
 // that is "under mu" is guarded by pipeline_->mu.
 class LoaderImpl : public Loader {
  public:
-  // `limit`: the global positions available in all (PositionLimit).
-  LoaderImpl(std::vector<Source> sources, const LoaderOptions& o, std::vector<uint64_t> samples,
-             uint64_t limit, std::shared_ptr<DeviceStage> stage)
+  // `plan`: the resolved options and each source's order; `limit`: the
+  // global positions available in all (PositionLimit).
+  LoaderImpl(std::vector<Source> sources, ShufflePlan plan, uint64_t limit,
+             std::shared_ptr<DeviceStage> stage)
       : sources_(std::move(sources)),
-        o_(o),
-        samples_(std::move(samples)),
+        o_(plan.options),
         limit_(limit),
+        orders_(std::move(plan.orders)),
         pipeline_(std::make_shared<Pipeline>(
-            static_cast<size_t>(o.prefetch), stage ? static_cast<size_t>(o.device_prefetch) : 0,
-            static_cast<size_t>(std::max(1, std::min(o.threads, o.prefetch / 2))))),
+            static_cast<size_t>(o_.prefetch), stage ? static_cast<size_t>(o_.device_prefetch) : 0,
+            static_cast<size_t>(std::max(1, std::min(o_.threads, o_.prefetch / 2))))),
         schedule_(Weights()),
         ahead_(Weights()) {
     pipeline_->stage = std::move(stage);
     pipeline_->options = o_;
-    for (size_t s = 0; s < sources_.size(); ++s) {
-      orders_.emplace_back(samples_[s], o_.shuffle, o_.seed, s, o_.block_size, o_.block_window);
-    }
+    for (const SampleOrder& order : orders_) samples_.push_back(order.size());
     for (Slot& slot : pipeline_->host.slots()) slot.rows.resize(static_cast<size_t>(o_.batch_size));
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
@@ -203,6 +204,8 @@ class LoaderImpl : public Loader {
 
   std::vector<uint64_t> SamplesPerSource() const override { return samples_; }
 
+  const LoaderOptions& options() const override { return o_; }
+
  private:
   // The ring Next() takes batches from.
   SlotRing& Last() const { return pipeline_->stage ? pipeline_->device : pipeline_->host; }
@@ -266,6 +269,8 @@ class LoaderImpl : public Loader {
     c.shuffle = std::get<std::string>(*o_.Get("shuffle"));
     c.block_size = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_size) : 0;
     c.block_window = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_window) : 0;
+    c.window_chunks =
+        o_.shuffle == ShuffleMode::kWindow ? static_cast<uint64_t>(o_.window_chunks) : 0;
     for (const auto& s : sources_) c.sources.push_back({s.dataset->fingerprint(), s.weight, 0});
     return c;
   }
@@ -404,10 +409,10 @@ class LoaderImpl : public Loader {
   }
 
   std::vector<Source> sources_;
-  LoaderOptions o_;
-  std::vector<uint64_t> samples_;
+  LoaderOptions o_;       // As resolved by PlanShuffle.
   const uint64_t limit_;  // Global positions available in all; UINT64_MAX: endless.
   std::vector<SampleOrder> orders_;
+  std::vector<uint64_t> samples_;  // Per source: positions per epoch.
   std::shared_ptr<Pipeline> pipeline_;
   HostLayout layout_;
   size_t served_bytes_ = 0;  // Per batch, for LoaderStats::bytes_served.
@@ -475,20 +480,14 @@ StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sourc
       }
     }
   }
+  TOKPACK_ASSIGN_OR_RETURN(ShufflePlan plan, PlanShuffle(sources, options));
   std::vector<uint64_t> samples;
-  for (const Loader::Source& s : sources) {
-    const uint64_t tokens = s.dataset->num_tokens();
-    const uint64_t n = tokens > 0 ? (tokens - 1) / static_cast<uint64_t>(options.seq_len) : 0;
-    if (n == 0) {
-      return OutOfRangeError("seq_len " + std::to_string(options.seq_len) + " is too long for '" +
-                             s.dataset->path() + "' (" + std::to_string(tokens) +
-                             " tokens: a sample needs seq_len + 1)");
-    }
-    samples.push_back(n);
-  }
+  for (const SampleOrder& order : plan.orders) samples.push_back(order.size());
   TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples));
-  auto loader = std::make_unique<LoaderImpl>(std::move(sources), options, std::move(samples), limit,
-                                             std::move(stage));
+  // Once per run, not once per rank.
+  if (!plan.notice.empty() && options.rank == 0) std::fprintf(stderr, "%s\n", plan.notice.c_str());
+  auto loader =
+      std::make_unique<LoaderImpl>(std::move(sources), std::move(plan), limit, std::move(stage));
   TOKPACK_RETURN_IF_ERROR(loader->Start());
   return std::unique_ptr<Loader>(std::move(loader));
 }

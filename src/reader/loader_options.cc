@@ -47,9 +47,14 @@ const OptionTable<O>& OptionTableOf<O>() {
           "world_size", "Number of data-parallel ranks",
           [](auto& o) -> auto& { return o.world_size; }, 1, INT32_MAX),
       EnumOption<O, ShuffleMode>(
-          "shuffle", "Sample order: full (a fresh permutation each epoch), block or none",
+          "shuffle",
+          "Sample order: auto (window for remote data larger than its cache, else full), full "
+          "(a fresh permutation each epoch), window (each fetch chunk read once per epoch), "
+          "block or none",
           [](auto& o) -> auto& { return o.shuffle; },
-          {{"full", ShuffleMode::kFull},
+          {{"auto", ShuffleMode::kAuto},
+           {"full", ShuffleMode::kFull},
+           {"window", ShuffleMode::kWindow},
            {"block", ShuffleMode::kBlock},
            {"none", ShuffleMode::kNone}}),
       IntOption<O>(
@@ -58,6 +63,10 @@ const OptionTable<O>& OptionTableOf<O>() {
       IntOption<O>(
           "block_window", "shuffle=block: blocks shuffled together",
           [](auto& o) -> auto& { return o.block_window; }, 1, INT64_MAX),
+      IntOption<O>(
+          "window_chunks",
+          "shuffle=window: fetch chunks per window (0: from the cache limit, about half of it)",
+          [](auto& o) -> auto& { return o.window_chunks; }, 0, int64_t{1} << 30),
       EnumOption<O, OutputDtype>("dtype", "Integer type of input_ids and labels",
                                  [](auto& o) -> auto& { return o.dtype; },
                                  {{"int64", OutputDtype::kInt64}, {"int32", OutputDtype::kInt32}}),

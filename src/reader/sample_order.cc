@@ -1,6 +1,7 @@
 #include "reader/sample_order.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "reader/permutation.h"
 
@@ -15,16 +16,28 @@ SampleOrder::SampleOrder(uint64_t n, ShuffleMode mode, uint64_t seed, uint64_t s
       block_(std::max<uint64_t>(1, block)),
       window_(std::max<uint64_t>(1, window)) {}
 
+SampleOrder::SampleOrder(std::shared_ptr<const WindowOrder> order)
+    : n_(order->size()),
+      mode_(ShuffleMode::kWindow),
+      seed_(0),
+      stream_(0),
+      block_(1),
+      window_(1),
+      window_order_(std::move(order)) {}
+
 uint64_t SampleOrder::Sample(uint64_t k) const {
   const uint64_t epoch = k / n_, i = k % n_;
   const uint64_t key = DeriveKey(seed_, stream_, epoch);
   switch (mode_) {
     case ShuffleMode::kNone:
       return i;
+    case ShuffleMode::kAuto:  // The loader resolves auto before it makes orders.
     case ShuffleMode::kFull:
       return FeistelPermutation(n_, key).Apply(i);
     case ShuffleMode::kBlock:
       return BlockSample(key, i);
+    case ShuffleMode::kWindow:
+      return window_order_->Sample(k);  // Keys its own epochs.
   }
   return i;
 }

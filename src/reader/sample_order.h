@@ -4,21 +4,28 @@
 // shuffle), or a block shuffle: the n / block full blocks are permuted, then
 // samples are shuffled within each window of `window` consecutive blocks of
 // that order; the n % block tail samples come last, shuffled among
-// themselves. Immutable; thread-safe.
+// themselves; or the window order of shuffle="window" (window_order.h),
+// whose n leaves out the samples crossing unit boundaries. Immutable;
+// thread-safe.
 #ifndef TOKPACK_SRC_READER_SAMPLE_ORDER_H_
 #define TOKPACK_SRC_READER_SAMPLE_ORDER_H_
 
 #include <cstdint>
+#include <memory>
 
+#include "reader/window_order.h"
 #include "tokpack/loader.h"
 
 namespace tokpack {
 
 class SampleOrder {
  public:
-  // n >= 1 samples; `stream` distinguishes sources sharing a seed.
+  // n >= 1 samples; `stream` distinguishes sources sharing a seed. `mode`
+  // is kNone, kFull or kBlock.
   SampleOrder(uint64_t n, ShuffleMode mode, uint64_t seed, uint64_t stream, uint64_t block,
               uint64_t window);
+  // shuffle="window": n = order->size() >= 1.
+  explicit SampleOrder(std::shared_ptr<const WindowOrder> order);
 
   uint64_t Sample(uint64_t k) const;
   uint64_t size() const { return n_; }
@@ -32,6 +39,7 @@ class SampleOrder {
   uint64_t stream_;
   uint64_t block_;
   uint64_t window_;
+  std::shared_ptr<const WindowOrder> window_order_;  // kWindow only.
 };
 
 }  // namespace tokpack

@@ -35,6 +35,27 @@ TEST(Cursor, AStateTheScheduleReachesRoundTrips) {
   EXPECT_TRUE(Cursor::Parse(State("401", "300", "101")).ok());
 }
 
+TEST(Cursor, WindowChunksRoundTripAndCursorsWithoutThemStillParse) {
+  // State() has no window_chunks, as cursors made before shuffle="window".
+  EXPECT_EQ(Cursor::Parse(State("400", "300", "100"))->window_chunks, 0u);
+  std::string window = State("400", "300", "100");
+  window.replace(window.find("\"full\""), 6, "\"window\",\"window_chunks\":8");
+  auto c = Cursor::Parse(window);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->window_chunks, 8u);
+  EXPECT_EQ(Cursor::Parse(c->ToJson())->window_chunks, 8u);
+  // Only "window" has a window, and it always does; "auto" is never saved.
+  ExpectRefused(State("400", "300", "100").insert(1, "\"window_chunks\":8,"),
+                "not an order a loader saves");
+  std::string bare = State("400", "300", "100");
+  ExpectRefused(bare.replace(bare.find("\"full\""), 6, "\"window\""), "window_chunks 0");
+  bare = State("400", "300", "100");
+  ExpectRefused(bare.replace(bare.find("\"full\""), 6, "\"auto\""), "not an order");
+  bare = State("400", "300", "100");
+  ExpectRefused(bare.replace(bare.find("\"full\""), 6, "\"full\",\"window_chunks\":-1"),
+                "window_chunks is not");
+}
+
 TEST(Cursor, CountsThatAddUpOnlyModuloTwoToTheSixtyFourAreRefused) {
   // 2^64 - 1 + 401 wraps to 400, the position.
   ExpectRefused(State("400", "18446744073709551615", "401"),

@@ -22,8 +22,10 @@ TEST(LoaderOptions, DescribeListsEveryOptionWithItsDefaultAndDoc) {
     return OptionInfo{};
   };
   EXPECT_EQ(find("seq_len").default_text, "2048");
-  EXPECT_EQ(find("shuffle").default_text, "full");
-  EXPECT_EQ(find("shuffle").choices, (std::vector<std::string>{"full", "block", "none"}));
+  EXPECT_EQ(find("shuffle").default_text, "auto");
+  EXPECT_EQ(find("shuffle").choices,
+            (std::vector<std::string>{"auto", "full", "window", "block", "none"}));
+  EXPECT_EQ(find("window_chunks").default_text, "0");
   EXPECT_EQ(find("device").default_text, "cpu");
   EXPECT_EQ(find("document_boundaries").type, OptionType::kBool);
   EXPECT_EQ(OptionFlag(find("max_steps")), "--max-steps");
@@ -46,7 +48,8 @@ TEST(LoaderOptions, SetChecksTypeRangeAndChoiceNamingTheOption) {
   refused("seq_len", std::string("8"), "seq_len must be an integer");
   refused("prefetch", int64_t{65}, "prefetch");
   refused("seed", int64_t{-1}, "seed must not be negative");
-  refused("shuffle", std::string("fast"), "shuffle must be one of 'full', 'block', 'none'");
+  refused("shuffle", std::string("fast"),
+          "shuffle must be one of 'auto', 'full', 'window', 'block', 'none'");
   refused("dtype", std::string("float32"), "dtype");
   refused("document_boundaries", int64_t{1}, "must be a bool");
   refused("seq_lne", int64_t{8}, "did you mean 'seq_len'");

@@ -15,6 +15,7 @@
 #include "reader/cursor.h"
 #include "reader/dataset_internal.h"
 #include "reader/loader_internal.h"
+#include "reader/shuffle_plan.h"
 #include "tests/reader/host_stage.h"
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/test_util.h"
@@ -42,6 +43,13 @@ class LoaderTest : public ::testing::Test {
     o.world_size = world;
     o.threads = 2;
     o.prefetch = 3;
+    o.shuffle = mode_;
+    if (mode_ == ShuffleMode::kWindow) {
+      // The 3000-token shards (256-byte chunks) then hold two 1152-token
+      // units of 287 samples each; windows of 2 units.
+      o.seq_len = 4;
+      o.window_chunks = 18;
+    }
     return o;
   }
   std::unique_ptr<Loader> Make(const LoaderOptions& o, bool blend = false) {
@@ -72,7 +80,11 @@ class LoaderTest : public ::testing::Test {
   }
   TempDir dir_;
   std::shared_ptr<Dataset> a_, b_;
+  ShuffleMode mode_ = ShuffleMode::kAuto;  // Opts()'s; auto is full on local data.
 };
+
+// The modes each order test runs under.
+constexpr ShuffleMode kOrderModes[] = {ShuffleMode::kAuto, ShuffleMode::kWindow};
 
 TEST_F(LoaderTest, WindowsAreSeqLenPlusOneTokensAtStrideSeqLen) {
   auto l = Make(Opts());
@@ -111,102 +123,113 @@ TEST_F(LoaderTest, LabelsSameEqualTheInputsOfTheSameSamples) {
 }
 
 TEST_F(LoaderTest, OneEpochVisitsEverySampleOnceAndStopsEvenly) {
-  LoaderOptions o = Opts();
-  o.epochs = 1;
-  auto l = Make(o);
-  const uint64_t n = l->SamplesPerSource()[0];
-  EXPECT_EQ(l->RemainingSteps(), static_cast<int64_t>(n / 3));
-  std::set<std::vector<int64_t>> seen;
-  int steps = 0;
-  while (true) {
-    auto b = l->Next();
-    ASSERT_TRUE(b.ok());
-    if (!*b) break;
-    ++steps;
-    for (auto& r : Rows(**b)) EXPECT_TRUE(seen.insert(r).second);
+  for (ShuffleMode mode : kOrderModes) {
+    mode_ = mode;
+    LoaderOptions o = Opts();
+    o.epochs = 1;
+    auto l = Make(o);
+    const uint64_t n = l->SamplesPerSource()[0];
+    const uint64_t all = (a_->num_tokens() - 1) / static_cast<uint64_t>(o.seq_len);
+    // Window mode leaves out the few samples crossing unit edges.
+    EXPECT_LE(n, all);
+    EXPECT_GT(n, mode == ShuffleMode::kWindow ? all * 95 / 100 : all - 1);
+    EXPECT_EQ(l->RemainingSteps(), static_cast<int64_t>(n / 3));
+    std::set<std::vector<int64_t>> seen;
+    int steps = 0;
+    while (true) {
+      auto b = l->Next();
+      ASSERT_TRUE(b.ok());
+      if (!*b) break;
+      ++steps;
+      for (auto& r : Rows(**b)) EXPECT_TRUE(seen.insert(r).second);
+    }
+    EXPECT_EQ(steps, static_cast<int>(n / 3));
+    EXPECT_EQ(seen.size(), n / 3 * 3);
   }
-  EXPECT_EQ(steps, static_cast<int>(n / 3));
-  EXPECT_EQ(seen.size(), n / 3 * 3);
 }
 
 TEST_F(LoaderTest, RanksTakeDisjointSlicesThatCoverEachGlobalBatch) {
-  auto single = Make([&] {
-    LoaderOptions o = Opts();
-    o.batch_size = 12;
-    return o;
-  }());
-  for (int world : {2, 3, 4}) {
-    std::vector<std::unique_ptr<Loader>> ranks;
-    for (int r = 0; r < world; ++r) {
-      LoaderOptions o = Opts(r, world);
-      o.batch_size = 12 / world;
-      ranks.push_back(Make(o));
-    }
-    auto ref = Make([&] {
-      LoaderOptions o = Opts();
-      o.batch_size = 12;
-      return o;
-    }());
-    for (int step = 0; step < 10; ++step) {
-      std::vector<std::vector<int64_t>> joined;
-      for (auto& l : ranks) {
-        auto b = *l->Next();
-        ASSERT_EQ(b->step(), step);
-        for (auto& r : Rows(*b)) joined.push_back(r);
+  for (ShuffleMode mode : kOrderModes) {
+    mode_ = mode;
+    for (int world : {2, 3, 4}) {
+      std::vector<std::unique_ptr<Loader>> ranks;
+      for (int r = 0; r < world; ++r) {
+        LoaderOptions o = Opts(r, world);
+        o.batch_size = 12 / world;
+        ranks.push_back(Make(o));
       }
-      EXPECT_EQ(joined, Rows(**ref->Next())) << "world " << world << " step " << step;
+      auto ref = Make([&] {
+        LoaderOptions o = Opts();
+        o.batch_size = 12;
+        return o;
+      }());
+      for (int step = 0; step < 10; ++step) {
+        std::vector<std::vector<int64_t>> joined;
+        for (auto& l : ranks) {
+          auto b = *l->Next();
+          ASSERT_EQ(b->step(), step);
+          for (auto& r : Rows(*b)) joined.push_back(r);
+        }
+        EXPECT_EQ(joined, Rows(**ref->Next())) << "world " << world << " step " << step;
+      }
     }
   }
 }
 
 TEST_F(LoaderTest, ResumeGivesIdenticalBatches) {
-  for (bool blend : {false, true}) {
-    auto full = Make(Opts(), blend);
-    auto want = Take(full.get(), 40);
-    auto first = Make(Opts(), blend);
-    Take(first.get(), 17);
-    const std::string state = first->SaveState();
-    EXPECT_LT(state.size(), 1024u);
-    first.reset();
-    auto resumed = Make(Opts(), blend);
-    ASSERT_TRUE(resumed->LoadState(state).ok());
-    auto rest = Take(resumed.get(), 23);
-    EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(want.begin() + 17 * 3, want.end()))
-        << "blend " << blend;
+  for (ShuffleMode mode : kOrderModes) {
+    mode_ = mode;
+    for (bool blend : {false, true}) {
+      auto full = Make(Opts(), blend);
+      auto want = Take(full.get(), 40);
+      auto first = Make(Opts(), blend);
+      Take(first.get(), 17);
+      const std::string state = first->SaveState();
+      EXPECT_LT(state.size(), 1024u);
+      first.reset();
+      auto resumed = Make(Opts(), blend);
+      ASSERT_TRUE(resumed->LoadState(state).ok());
+      auto rest = Take(resumed.get(), 23);
+      EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(want.begin() + 17 * 3, want.end()))
+          << "blend " << blend;
+    }
   }
 }
 
 TEST_F(LoaderTest, ElasticResumeContinuesTheGlobalOrder) {
-  // 4 ranks x 3 rows, then 2 ranks x 6 rows from the same cursor.
-  auto ref = Make(
-      [&] {
-        LoaderOptions o = Opts();
-        o.batch_size = 12;
-        return o;
-      }(),
-      true);
-  auto want = Take(ref.get(), 8);
-  std::vector<std::unique_ptr<Loader>> four;
-  for (int r = 0; r < 4; ++r) four.push_back(Make(Opts(r, 4), true));
-  for (int s = 0; s < 5; ++s) {
-    for (auto& l : four) ASSERT_TRUE(*l->Next());
-  }
-  const std::string state = four[3]->SaveState();
-  EXPECT_EQ(state, four[0]->SaveState());  // The cursor does not depend on the rank.
-  std::vector<std::vector<int64_t>> got;
-  std::vector<std::unique_ptr<Loader>> two;
-  for (int r = 0; r < 2; ++r) {
-    LoaderOptions o = Opts(r, 2);
-    o.batch_size = 6;
-    two.push_back(Make(o, true));
-    ASSERT_TRUE(two.back()->LoadState(state).ok());
-  }
-  for (int s = 0; s < 3; ++s) {
-    for (auto& l : two) {
-      for (auto& r : Rows(**l->Next())) got.push_back(r);
+  for (ShuffleMode mode : kOrderModes) {
+    mode_ = mode;
+    // 4 ranks x 3 rows, then 2 ranks x 6 rows from the same cursor.
+    auto ref = Make(
+        [&] {
+          LoaderOptions o = Opts();
+          o.batch_size = 12;
+          return o;
+        }(),
+        true);
+    auto want = Take(ref.get(), 8);
+    std::vector<std::unique_ptr<Loader>> four;
+    for (int r = 0; r < 4; ++r) four.push_back(Make(Opts(r, 4), true));
+    for (int s = 0; s < 5; ++s) {
+      for (auto& l : four) ASSERT_TRUE(*l->Next());
     }
+    const std::string state = four[3]->SaveState();
+    EXPECT_EQ(state, four[0]->SaveState());  // The cursor does not depend on the rank.
+    std::vector<std::vector<int64_t>> got;
+    std::vector<std::unique_ptr<Loader>> two;
+    for (int r = 0; r < 2; ++r) {
+      LoaderOptions o = Opts(r, 2);
+      o.batch_size = 6;
+      two.push_back(Make(o, true));
+      ASSERT_TRUE(two.back()->LoadState(state).ok());
+    }
+    for (int s = 0; s < 3; ++s) {
+      for (auto& l : two) {
+        for (auto& r : Rows(**l->Next())) got.push_back(r);
+      }
+    }
+    EXPECT_EQ(got, std::vector<std::vector<int64_t>>(want.begin() + 5 * 12, want.end()));
   }
-  EXPECT_EQ(got, std::vector<std::vector<int64_t>>(want.begin() + 5 * 12, want.end()));
 }
 
 TEST_F(LoaderTest, MismatchedStatesAreRefusedClearly) {
@@ -238,6 +261,31 @@ TEST_F(LoaderTest, MismatchedStatesAreRefusedClearly) {
   Status s = l->LoadState(odd);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("shuffle must be"), std::string::npos) << s.message();
+  // A window state names the options that resume it, whatever differs.
+  mode_ = ShuffleMode::kWindow;
+  auto window = Make(Opts());
+  Take(window.get(), 2);
+  const std::string window_state = window->SaveState();
+  EXPECT_NE(window_state.find("\"window_chunks\":18"), std::string::npos) << window_state;
+  LoaderOptions w = Opts();
+  w.shuffle = ShuffleMode::kAuto;  // Full, here.
+  const std::string pass = "pass shuffle=\"window\", window_chunks=18";
+  EXPECT_NE(Make(w)->LoadState(window_state).message().find(pass), std::string::npos);
+  w = Opts();
+  w.window_chunks = 36;
+  EXPECT_NE(Make(w)->LoadState(window_state).message().find(pass), std::string::npos);
+  EXPECT_TRUE(Make(Opts())->LoadState(window_state).ok());
+}
+
+TEST_F(LoaderTest, OptionsShowTheResolvedShuffle) {
+  auto l = Make(Opts());  // auto on local data: full.
+  EXPECT_EQ(l->options().shuffle, ShuffleMode::kFull);
+  EXPECT_NE(l->SaveState().find("\"shuffle\":\"full\""), std::string::npos);
+  LoaderOptions o = Opts();
+  o.shuffle = ShuffleMode::kWindow;  // Not sized by a cache: a fixed window.
+  EXPECT_EQ(Make(o)->options().window_chunks, ShufflePlan::kLocalWindowChunks);
+  o.window_chunks = 5;
+  EXPECT_EQ(Make(o)->options().window_chunks, 5);
 }
 
 TEST_F(LoaderTest, BlendRealizesTheWeights) {

@@ -1,0 +1,153 @@
+#include "reader/shuffle_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+namespace tokpack {
+namespace {
+
+// "1.5 GiB", "16 MiB", "256 B": for messages.
+std::string Bytes(uint64_t n) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024 && u < 5) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v,
+                kUnits[u]);
+  return buf;
+}
+
+// The remote sources seen together: they share the node's chunk cache.
+struct RemoteData {
+  uint64_t bin_bytes = 0;    // Of all remote shards.
+  uint64_t cache_bytes = 0;  // The smallest limit; 0: no remote source.
+  uint64_t chunk_bytes = 0;  // The largest chunk.
+  uint64_t chunk_sum = 0;    // One chunk per remote source.
+  bool over() const { return cache_bytes > 0 && bin_bytes > cache_bytes; }
+};
+
+RemoteData Remote(const std::vector<Loader::Source>& sources) {
+  RemoteData r;
+  for (const Loader::Source& s : sources) {
+    const uint64_t cache = s.dataset->cache_bytes();
+    if (!s.dataset->remote() || cache == 0) continue;
+    const Manifest& m = s.dataset->manifest();
+    for (const ShardInfo& shard : m.shards) r.bin_bytes += shard.bin.bytes;
+    r.cache_bytes = r.cache_bytes == 0 ? cache : std::min(r.cache_bytes, cache);
+    r.chunk_bytes = std::max(r.chunk_bytes, m.chunk_bytes);
+    r.chunk_sum += m.chunk_bytes;
+  }
+  return r;
+}
+
+// Bytes fetched per byte served by a full shuffle over `r`: past the cache,
+// each sample costs a chunk of its own.
+double FullShuffleAmplification(const RemoteData& r, const LoaderOptions& o, uint64_t item) {
+  const double sample = static_cast<double>((o.seq_len + 1) * item);
+  const double miss = 1 - static_cast<double>(r.cache_bytes) / static_cast<double>(r.bin_bytes);
+  return static_cast<double>(r.chunk_bytes) / sample * miss;
+}
+
+StatusOr<std::shared_ptr<const WindowOrder>> MakeWindowOrder(const Dataset& d,
+                                                             const LoaderOptions& o,
+                                                             uint64_t stream) {
+  std::vector<uint64_t> shard_tokens;
+  for (const ShardInfo& shard : d.manifest().shards) shard_tokens.push_back(shard.tokens);
+  const uint64_t chunk = d.manifest().chunk_bytes;
+  const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(d.dtype()));
+  const uint64_t L = static_cast<uint64_t>(o.seq_len);
+  const uint64_t units =
+      static_cast<uint64_t>(o.window_chunks) / WindowOrder::UnitChunks(chunk, item, L);
+  auto order =
+      std::make_shared<const WindowOrder>(shard_tokens, chunk, item, L, units, o.seed, stream);
+  if (order->size() == 0) {
+    return OutOfRangeError("shuffle=window: seq_len " + std::to_string(L) + " leaves '" + d.path() +
+                           "' no sample wholly inside one shard's fetch unit of " +
+                           std::to_string(order->unit_chunks()) + " chunks; use shuffle=full");
+  }
+  return order;
+}
+
+std::string WindowNotice(const RemoteData& r, const LoaderOptions& o,
+                         const std::vector<std::shared_ptr<const WindowOrder>>& windows,
+                         uint64_t item) {
+  uint64_t served = 0, left_out = 0, window_bytes = 0;
+  for (const auto& w : windows) {
+    served += w->size();
+    left_out += w->left_out();
+    window_bytes += w->window_units() * w->unit_tokens() * item;
+  }
+  const WindowOrder& w = *windows.front();
+  const uint64_t L = static_cast<uint64_t>(o.seq_len);
+  std::string line =
+      "tokpack: shuffle=auto chose \"window\": the remote shards (" + Bytes(r.bin_bytes) +
+      ") exceed the chunk cache (" + Bytes(r.cache_bytes) +
+      "), so each chunk is read once per epoch; window_chunks=" + std::to_string(o.window_chunks) +
+      ": windows of " + std::to_string(w.window_units()) + " units of " +
+      std::to_string(w.unit_chunks()) + " x " + Bytes(r.chunk_bytes) + " chunks (" +
+      std::to_string(w.unit_tokens() / L - 1) + " samples each); " + std::to_string(left_out) +
+      " of " + std::to_string(served + left_out) +
+      " samples per epoch cross unit edges and are left out";
+  // The window being read and the next one, being fetched, share the cache.
+  if (2 * window_bytes > r.cache_bytes) {
+    line += "; the cache holds fewer than two windows (" + Bytes(2 * window_bytes) +
+            "): raise its limit";
+  }
+  return line;
+}
+
+}  // namespace
+
+StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
+                                  const LoaderOptions& options) {
+  ShufflePlan plan;
+  LoaderOptions& o = plan.options;
+  o = options;
+  const RemoteData remote = Remote(sources);
+  const bool chose = o.shuffle == ShuffleMode::kAuto;
+  if (chose) o.shuffle = remote.over() ? ShuffleMode::kWindow : ShuffleMode::kFull;
+  if (o.shuffle == ShuffleMode::kWindow && o.window_chunks == 0) {
+    o.window_chunks = remote.cache_bytes == 0
+                          ? ShufflePlan::kLocalWindowChunks
+                          : static_cast<int64_t>(std::clamp<uint64_t>(
+                                remote.cache_bytes / (2 * remote.chunk_sum), 1, uint64_t{1} << 30));
+  }
+  std::vector<std::shared_ptr<const WindowOrder>> windows;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    const Dataset& d = *sources[s].dataset;
+    const uint64_t tokens = d.num_tokens();
+    const uint64_t n = tokens > 0 ? (tokens - 1) / static_cast<uint64_t>(o.seq_len) : 0;
+    if (n == 0) {
+      return OutOfRangeError("seq_len " + std::to_string(o.seq_len) + " is too long for '" +
+                             d.path() + "' (" + std::to_string(tokens) +
+                             " tokens: a sample needs seq_len + 1)");
+    }
+    if (o.shuffle == ShuffleMode::kWindow) {
+      TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<const WindowOrder> w, MakeWindowOrder(d, o, s));
+      windows.push_back(w);
+      plan.orders.emplace_back(std::move(w));
+    } else {
+      plan.orders.emplace_back(n, o.shuffle, o.seed, s, o.block_size, o.block_window);
+    }
+  }
+  const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(sources[0].dataset->dtype()));
+  if (chose && remote.over()) {
+    plan.notice = WindowNotice(remote, o, windows, item);
+  } else if (options.shuffle == ShuffleMode::kFull && remote.over()) {
+    const double amplification = FullShuffleAmplification(remote, o, item);
+    if (amplification >= 2) {
+      plan.notice = "tokpack: warning: shuffle=\"full\" on remote shards (" +
+                    Bytes(remote.bin_bytes) + ") larger than the chunk cache (" +
+                    Bytes(remote.cache_bytes) + ") fetches about " +
+                    std::to_string(static_cast<uint64_t>(amplification + 0.5)) +
+                    " bytes per byte served (a " + Bytes(remote.chunk_bytes) +
+                    " chunk per sample that misses the cache); shuffle=\"window\" (or the "
+                    "default, \"auto\") fetches each chunk once per epoch";
+    }
+  }
+  return plan;
+}
+
+}  // namespace tokpack

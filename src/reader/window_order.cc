@@ -1,0 +1,89 @@
+#include "reader/window_order.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "reader/permutation.h"
+
+namespace tokpack {
+namespace {
+
+// Tags keeping the epoch's sub-keys apart.
+constexpr uint64_t kUnitTag = 0x0417;
+constexpr uint64_t kWindowTag = 0x3d3d;
+constexpr uint64_t kTailTag = 0x7a11;
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+// Samples wholly inside stream tokens [a, b) at sequence length L.
+uint64_t SamplesInside(uint64_t a, uint64_t b, uint64_t L) {
+  const uint64_t first = CeilDiv(a, L);
+  if (first * L + L + 1 > b) return 0;
+  return (b - L - 1 - first * L) / L + 1;
+}
+
+// The index of the first entry of the running totals `ends` above `x`.
+size_t Find(const std::vector<uint64_t>& ends, uint64_t x) {
+  return std::upper_bound(ends.begin(), ends.end(), x) - ends.begin();
+}
+
+}  // namespace
+
+uint64_t WindowOrder::UnitChunks(uint64_t chunk_bytes, uint64_t item, uint64_t seq_len) {
+  const uint64_t step = item / std::gcd(chunk_bytes, item);
+  const uint64_t need = (kUnitSamples + 1) * seq_len * item;
+  return CeilDiv(CeilDiv(need, chunk_bytes), step) * step;
+}
+
+WindowOrder::WindowOrder(const std::vector<uint64_t>& shard_tokens, uint64_t chunk_bytes,
+                         uint64_t item, uint64_t seq_len, uint64_t window_units, uint64_t seed,
+                         uint64_t stream)
+    : seq_len_(seq_len),
+      unit_chunks_(UnitChunks(chunk_bytes, item, seq_len)),
+      unit_tokens_(unit_chunks_ * chunk_bytes / item),
+      unit_samples_(unit_tokens_ / seq_len - 1),
+      window_(std::max<uint64_t>(1, window_units)),
+      seed_(seed),
+      stream_(stream) {
+  uint64_t first = 0, tail = 0;
+  for (uint64_t tokens : shard_tokens) {
+    const uint64_t units = tokens / unit_tokens_;
+    const uint64_t tail_begin = first + units * unit_tokens_;
+    units_ += units;
+    tail += SamplesInside(tail_begin, first + tokens, seq_len);
+    unit_ends_.push_back(units_);
+    tail_ends_.push_back(tail);
+    first_token_.push_back(first);
+    tail_first_sample_.push_back(CeilDiv(tail_begin, seq_len));
+    first += tokens;
+  }
+  n_ = units_ * unit_samples_ + tail;
+  left_out_ = (first > 0 ? (first - 1) / seq_len : 0) - n_;
+}
+
+uint64_t WindowOrder::Sample(uint64_t k) const {
+  const uint64_t epoch = k / n_, i = k % n_;
+  const uint64_t key = DeriveKey(seed_, stream_, epoch);
+  const uint64_t span = window_ * unit_samples_;
+  const uint64_t body = units_ * unit_samples_;
+  if (i < body) {
+    const uint64_t w = i / span;
+    const uint64_t first_slot = w * window_;
+    const uint64_t units = std::min(window_, units_ - first_slot);
+    const uint64_t t = FeistelPermutation(units * unit_samples_, DeriveKey(key, w, kWindowTag))
+                           .Apply(i - w * span);
+    const uint64_t unit =
+        FeistelPermutation(units_, Mix64(key ^ kUnitTag)).Apply(first_slot + t / unit_samples_);
+    const size_t shard = Find(unit_ends_, unit);
+    const uint64_t j = unit - (shard > 0 ? unit_ends_[shard - 1] : 0);
+    return CeilDiv(first_token_[shard] + j * unit_tokens_, seq_len_) + t % unit_samples_;
+  }
+  const uint64_t q = i - body, w = q / span;
+  const uint64_t size = std::min(span, n_ - body - w * span);
+  const uint64_t t =
+      w * span + FeistelPermutation(size, DeriveKey(key, w, kTailTag)).Apply(q - w * span);
+  const size_t shard = Find(tail_ends_, t);
+  return tail_first_sample_[shard] + t - (shard > 0 ? tail_ends_[shard - 1] : 0);
+}
+
+}  // namespace tokpack
