@@ -91,12 +91,11 @@ def worker(a):
     wall = time.perf_counter() - t0
     sock.close()
     st = loader.stats()
-    cursor = loader.state_dict()
     return {"waits": waits, "wall_s": wall, "steps": len(waits), "checksum": check,
             "bytes_fetched": st.get("bytes_fetched", 0), "cache_misses": st.get("cache_misses", 0),
             "mid_bytes_fetched": mid.get("bytes_fetched", 0),
             "cache_hits": st.get("cache_hits", 0), "uncached_reads": st.get("uncached_reads", 0),
-            "window": {k: v for k, v in cursor.items() if "window" in k or "unit" in k}}
+            "window": {k: loader.options.get(k) for k in ("shuffle", "window_chunks")}}
 
 
 # --------------------------------------------------------------------------
@@ -400,7 +399,7 @@ def main():
                 f"{percentile(steady, 99) * 1e6:,.0f} us | {max(steady) * 1e3:,.1f} ms | "
                 f"{mean_wait / (args.step_ms / 1000):.2%} |")
     wait_table = "\n".join(wait_rows)
-    window = next((r[0]["window"] for r in E.get("window", []) if r[0]["window"]), {})
+    window = next((r[0]["window"] for r in E.get("window", [])), {})
     print(amp_table, wait_table, sep="\n\n")
     if over_limit:
         print("a cache went over its limit", file=sys.stderr)
@@ -433,8 +432,9 @@ limited to {cache_mib} MiB (`TOKPACK_CACHE_BYTES`), so the dataset is
 default threads, prefetch and lookahead_steps): ranks 0 and 1 share one cache
 directory (node 0), ranks 2 and 3 another (node 1). Each rank is a fresh
 process; the ranks step in lockstep (a barrier after each batch, like a
-collective). One epoch is {epoch_steps:,} steps for full and block. Window
-settings resolved by the loader (its cursor): {window}. Median of {rounds}
+collective). One epoch is {epoch_steps:,} steps for full and block. The
+window mode's settings as the loader resolved them (`Loader.options`):
+{window}. Median of {rounds}
 rounds, configurations interleaved; "vs local disk" is the node's samples/s
 over the same node's with the same four processes reading the dataset from
 local disk in the same round.
