@@ -206,7 +206,8 @@ def main():
             machine=harness.machine_line(), tokens=args.tokens, n=index.n,
             mb=len(stream) * 2 / 1e6, chunk_kib=args.chunk_bytes // 1024,
             shards=len(manifest["shards"]), seq_len=args.seq_len, b=b, noise=noise,
-            table=table, window_note=window_note)
+            table=table, window_note=window_note,
+            unit=-(-257 * args.seq_len * 2 // args.chunk_bytes))
         harness.write_section("shuffle-quality", doc, Path(args.report))
 
 
@@ -220,19 +221,33 @@ shards, `chunk_bytes` {chunk_kib:,} KiB) made by `build/bench/reader_bench make`
 seq_len {seq_len}, so {n:,} samples; one epoch of global batches of {b}
 (`world_size * batch_size`; the order does not depend on how they are split
 into ranks), seed 1. Each served row is mapped back to its sample index by
-its first tokens.
+its first tokens. A window unit is {unit} chunk(s) here (the fewest that
+serve 256 samples); `window_chunks` 8 is the window a 16 MiB cache derives
+(as in the streaming benchmark).
 
 {table}
 
-Reading: a random order's consecutive-batch correlation is noise, about
-sqrt(2 / (pi * (B - 1))) = {noise:.3f} for B = {b}; `none` (the stream in
-order) is the other end of the scale, 1. The distances are in samples (and
-as a fraction of the dataset): a batch of `full` spans the whole dataset; a
-window's batches come from the units of one window, scattered over the
-dataset by the unit permutation, so their spread is large too, but they
-touch few fetch chunks, which is what keeps a remote epoch at about one
-download per chunk. `block`'s 64-sample blocks are not aligned to fetch
-chunks.{window_note}
+Reading:
+
+- Consecutive batches: a random order's correlation is noise, about
+  sqrt(2 / (pi * (B - 1))) = {noise:.3f} for B = {b}; `none` (the stream in
+  order) is the other end of the scale, 1. Every shuffle mode sits at the
+  noise level: no mode carries the order of one batch into the next.
+- Position against index over spans of positions: also noise for `full`
+  and `block`; `window` is a little above it, mostly from spans that
+  straddle a window's end: they pass from one window's units to the next one's (a step
+  in the sample index), not because the order inside a window runs
+  forwards.
+- Spread: a batch of `full` spans nearly the whole dataset. A window's
+  batches come from the units of one window, scattered over the dataset by
+  the unit permutation, so they still span much of it, but they touch only
+  the window's fetch chunks, which is what keeps a remote epoch at about
+  one download per chunk; a larger window mixes more units into each
+  batch. `block`'s 64-sample blocks are not aligned to fetch chunks: a
+  chunk's blocks fall in different windows, and each of them fetches it.
+- Served: `full`, `block` and `none` lose only the remainder of the last
+  global batch; `window` also leaves out the samples that cross a unit's
+  edge (one or two per unit).{window_note}
 """
 
 

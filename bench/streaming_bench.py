@@ -379,8 +379,8 @@ def main():
     amp_table = "\n".join(amp_rows)
 
     wait_rows = [f"| source | node | warm-up: wait in the first {args.warmup_steps} steps "
-                 "| p50 | p90 | p99 | max | mean wait / step time |",
-                 "|---|---|---:|---:|---:|---:|---:|---:|"]
+                 "| p50 | p90 | p99 | max | mean wait / step time | bytes fetched / dataset bytes |",
+                 "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for mode, rounds in P.items():
         for n in nodes:
             rs = [r[n] for r in rounds]
@@ -397,7 +397,9 @@ def main():
                 f"| {label[mode]} | {n} | {median(warm) * 1e3:,.0f} ms | "
                 f"{percentile(steady, 50) * 1e6:,.0f} us | {percentile(steady, 90) * 1e6:,.0f} us | "
                 f"{percentile(steady, 99) * 1e6:,.0f} us | {max(steady) * 1e3:,.1f} ms | "
-                f"{mean_wait / (args.step_ms / 1000):.2%} |")
+                f"{mean_wait / (args.step_ms / 1000):.2%} | " + (
+                    f"{median([r['bytes_fetched'] / bin_bytes for r in rs]):.2f} |"
+                    if mode != "local" else " |"))
     wait_table = "\n".join(wait_rows)
     window = next((r[0]["window"] for r in E.get("window", [])), {})
     print(amp_table, wait_table, sep="\n\n")
