@@ -46,7 +46,7 @@ echo "== remote (loopback S3), tokenizers, Parquet inputs (.venv: moto, tokenize
 .venv/bin/python bench/remote_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/cold_start_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/streaming_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
-python3 bench/shuffle_quality.py --report "$REPORT" >/dev/null
+.venv/bin/python bench/shuffle_quality.py --report "$REPORT" >/dev/null
 .venv/bin/python bench/tokenizer_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/parquet_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 
