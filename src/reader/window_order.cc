@@ -78,10 +78,13 @@ uint64_t WindowOrder::Sample(uint64_t k) const {
     const uint64_t j = unit - (shard > 0 ? unit_ends_[shard - 1] : 0);
     return CeilDiv(first_token_[shard] + j * unit_tokens_, seq_len_) + t % unit_samples_;
   }
-  const uint64_t q = i - body, w = q / span;
-  const uint64_t size = std::min(span, n_ - body - w * span);
-  const uint64_t t =
-      w * span + FeistelPermutation(size, DeriveKey(key, w, kTailTag)).Apply(q - w * span);
+  // Tail window w: the tails of shards [wW, wW + W), each under one unit,
+  // so a tail window reads no more than a unit window does.
+  const uint64_t q = i - body;
+  const uint64_t w = Find(tail_ends_, q) / window_;
+  const uint64_t lo = w == 0 ? 0 : tail_ends_[w * window_ - 1];
+  const uint64_t hi = tail_ends_[std::min<uint64_t>((w + 1) * window_, tail_ends_.size()) - 1];
+  const uint64_t t = lo + FeistelPermutation(hi - lo, DeriveKey(key, w, kTailTag)).Apply(q - lo);
   const size_t shard = Find(tail_ends_, t);
   return tail_first_sample_[shard] + t - (shard > 0 ? tail_ends_[shard - 1] : 0);
 }

@@ -20,10 +20,10 @@
 // permutation keyed by the epoch, window w = permuted units [wW, wW + W), its
 // positions shuffled among themselves; so each unit's samples all lie in one
 // window, and a window reads only its W units. Positions [M*S, n) are the
-// tail pool, cut in stream order into windows of W*S positions, each
-// shuffled among itself. Deterministic in (seed, stream, epoch), independent
-// of ranks. Memory O(shards); Sample() is O(log shards). Immutable;
-// thread-safe.
+// tail pool: the tails of shards [wW, wW + W) form tail window w, its
+// positions shuffled among themselves (a tail is under one unit, so a tail
+// window reads at most W units' bytes, like a unit window). Deterministic in (seed, stream, epoch),
+// independent of ranks. Memory O(shards); Sample() is O(log shards). Immutable; thread-safe.
 #ifndef TOKPACK_SRC_READER_WINDOW_ORDER_H_
 #define TOKPACK_SRC_READER_WINDOW_ORDER_H_
 
