@@ -39,7 +39,9 @@ struct Dataset::Impl {
   }
 
   // Calls sink(src, n) for each run of n stored tokens of [begin, begin +
-  // count), in order; src points into the mapping or a per-thread scratch.
+  // count), in order; src points into the mapping of a local file or of a
+  // cached remote chunk (no copy), or, for a token split between two
+  // chunks, into a per-call buffer.
   template <typename Sink>
   Status ForEachRun(uint64_t begin, uint64_t count, ReadStats* stats, Sink&& sink) const {
     const uint64_t total = token_ends.empty() ? 0 : token_ends.back();
@@ -54,20 +56,37 @@ struct Dataset::Impl {
       const Shard& s = shards[k];
       const uint64_t local = begin - s.first_token;
       const uint64_t n = std::min(count, token_ends[k] - begin);
-      // In the mapping, or read into scratch for sources that are not memory-resident.
-      const char* src = s.bin->data();
-      thread_local std::string scratch;
-      if (src == nullptr) {
-        scratch.resize(n * item);
-        TOKPACK_RETURN_IF_ERROR(s.bin->ReadCounted(local * item, n * item, scratch.data(), stats));
-        src = scratch.data();
+      if (const char* mapped = s.bin->data()) {
+        sink(mapped + local * item, n);
       } else {
-        src += local * item;
+        TOKPACK_RETURN_IF_ERROR(ForEachView(*s.bin, local * item, n * item, item, stats, sink));
       }
-      sink(src, n);
       begin += n;
       count -= n;
       ++k;
+    }
+    return Status::Ok();
+  }
+
+  // ForEachRun over bytes [offset, offset + bytes) of a source that is not
+  // memory-resident: one run per view (per chunk of a remote file).
+  template <typename Sink>
+  static Status ForEachView(const ByteSource& bin, uint64_t offset, uint64_t bytes, int item,
+                            ReadStats* stats, Sink& sink) {
+    while (bytes > 0) {
+      TOKPACK_ASSIGN_OR_RETURN(ByteView v, bin.View(offset, bytes, stats));
+      uint64_t take = v.size / item * item;
+      if (take > 0) {
+        sink(v.data.get(), take / item);
+      } else {
+        // A token split between chunks (chunk_bytes not a multiple of it).
+        char token[8];
+        TOKPACK_RETURN_IF_ERROR(bin.ReadCounted(offset, item, token, stats));
+        sink(token, 1);
+        take = item;
+      }
+      offset += take;
+      bytes -= take;
     }
     return Status::Ok();
   }

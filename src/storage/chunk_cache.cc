@@ -184,26 +184,52 @@ void ChunkCache::WarnUncached(const Status& why) {
                dir_.c_str(), why.ToString().c_str());
 }
 
-Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
-                              bool* hit) const {
+ChunkCache::ChunkCache(std::string dir, uint64_t limit, LockWait wait)
+    : dir_(std::move(dir)),
+      limit_(limit),
+      wait_(std::move(wait)),
+      mappings_(ChunkMappings::ForDirectory(dir_)) {}
+
+Status ChunkCache::OpenCached(const std::string& key, const std::string& path, uint64_t size,
+                              bool map, Pin* pin, bool* hit) {
   *hit = false;
   LockedFile f;
   if (!f.Open(path, O_RDONLY).ok()) return Status::Ok();  // Not cached.
-  // Shared: an evictor (exclusive, non-blocking) skips a chunk being read.
-  // An evictor that stopped while it holds the chunk: a miss.
+  // Shared: an evictor (exclusive, non-blocking) skips a chunk being read,
+  // or mapped (the mapping keeps the lock). An evictor that stopped while
+  // it holds the chunk: a miss.
   const Status locked = f.Lock(LOCK_SH, wait_);
   if (locked.code() == StatusCode::kDeadlineExceeded) return Status::Ok();
   TOKPACK_RETURN_IF_ERROR(locked);
-  uint64_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(f.fd(), dst + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return Status::Ok();  // Short: treat as a miss and fetch again.
-    done += static_cast<uint64_t>(r);
+  // Evicted between open and lock (a mapping would hold its space outside
+  // the cache's count), or not whole: a miss, fetched and stored again.
+  struct stat st;
+  if (::fstat(f.fd(), &st) != 0 || static_cast<uint64_t>(st.st_size) != size || !f.StillLinked()) {
+    return Status::Ok();
   }
-  ::futimens(f.fd(), nullptr);  // Recently used.
+  if (map) {
+    TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkMapping> m,
+                             ChunkMapping::Map(f.fd(), size, path));
+    std::shared_ptr<const ChunkMapping> added =
+        mappings_->Add(key, std::move(m), limit_ / kMappedShare);
+    *pin = Pin(added, added->data());
+  }
+  ::futimens(f.fd(), nullptr);  // Recently used: once per mapping, not per read.
   *hit = true;
   return Status::Ok();
+}
+
+ChunkCache::Pin ChunkCache::FindMapped(const std::string& key, ReadStats* stats) {
+  std::shared_ptr<const ChunkMapping> m = mappings_->Find(key);
+  if (m == nullptr) return nullptr;
+  if (stats != nullptr) stats->cache_hits++;
+  return Pin(m, m->data());
+}
+
+StatusOr<ChunkCache::Pin> ChunkCache::Map(const std::string& key, const std::string& name,
+                                          uint64_t size, uint64_t xxh3, const Fetch& fetch,
+                                          ReadStats* stats) {
+  return Get(key, name, size, xxh3, fetch, stats, true);
 }
 
 Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_t size,
@@ -212,14 +238,25 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
   if (offset > size || n > size - offset) {
     return OutOfRangeError(name + ": bytes past the end of the chunk");
   }
-  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
-  bool hit = false;
+  // A prefetch (n == 0) maps nothing: mappings are for the chunks being read.
+  TOKPACK_ASSIGN_OR_RETURN(Pin chunk, Get(key, name, size, xxh3, fetch, stats, n > 0));
+  if (n > 0) std::copy_n(chunk.get() + offset, n, dst);
+  return Status::Ok();
+}
+
+StatusOr<ChunkCache::Pin> ChunkCache::Get(const std::string& key, const std::string& name,
+                                          uint64_t size, uint64_t xxh3, const Fetch& fetch,
+                                          ReadStats* stats, bool map) {
   ReadStats unused;
   ReadStats& counters = stats ? *stats : unused;
-  TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
+  if (Pin mapped = FindMapped(key, &counters)) return mapped;
+  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
+  Pin pin;
+  bool hit = false;
+  TOKPACK_RETURN_IF_ERROR(OpenCached(key, path, size, map, &pin, &hit));
   if (hit) {
     counters.cache_hits++;
-    return Status::Ok();
+    return pin;
   }
   // One download per node: whoever holds the chunk's lock fetches it. A
   // cache where no lock file can be made, or whose lock another process
@@ -232,40 +269,45 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
       wait_);
   if (locked.code() == StatusCode::kCancelled) return locked;
   if (locked.ok()) {
-    TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
+    TOKPACK_RETURN_IF_ERROR(OpenCached(key, path, size, map, &pin, &hit));
     if (hit) {
       counters.cache_hits++;  // Another process fetched it meanwhile.
-      return Status::Ok();
+      return pin;
     }
   }
-  std::string data;
+  auto data = std::make_shared<std::string>();
   for (int attempt = 0;; ++attempt) {
-    data.clear();
+    data->clear();
     const auto t0 = std::chrono::steady_clock::now();
-    TOKPACK_RETURN_IF_ERROR(fetch(&data));
+    TOKPACK_RETURN_IF_ERROR(fetch(data.get()));
     counters.cache_misses++;
-    counters.bytes_fetched += data.size();
+    counters.bytes_fetched += data->size();
     counters.fetch_micros += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
             .count());
-    if (data.size() == size && Xxh3(data) == xxh3) break;
+    if (data->size() == size && Xxh3(*data) == xxh3) break;
     if (attempt == 1) {
       return DataLossError(name + ": fetched twice and both copies fail its checksum (" +
-                           std::to_string(data.size()) + " of " + std::to_string(size) +
+                           std::to_string(data->size()) + " of " + std::to_string(size) +
                            " bytes); the remote object differs from the manifest");
     }
   }
   // A cache that cannot take the chunk (disk full, over quota, read-only,
   // not permitted, smaller than the chunk) costs speed, not the read: the
   // verified chunk is served from memory.
-  const Status stored = locked.ok() ? Store(key, data) : locked;
+  const Status stored = locked.ok() ? Store(key, *data) : locked;
   if (stored.code() == StatusCode::kCancelled) return stored;
   if (!stored.ok()) {
     counters.uncached_reads++;
     WarnUncached(stored);
+  } else if (map) {
+    // Mapped for the reads to come. Evicted by another process since the
+    // store (unlikely): served from memory this once.
+    TOKPACK_RETURN_IF_ERROR(OpenCached(key, path, size, true, &pin, &hit));
+    if (hit) return pin;
   }
-  if (n > 0) std::copy_n(data.data() + offset, n, dst);
-  return Status::Ok();
+  if (!map) return Pin();
+  return Pin(data, data->data());
 }
 
 Status ChunkCache::Store(const std::string& key, const std::string& data) {
@@ -281,7 +323,14 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   TOKPACK_RETURN_IF_ERROR(OpenCreating(dir_, JoinPath(dir_, "cache.lock"), O_RDWR, &global));
   TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX, wait_));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, RemoveTemporariesAndSum());
-  TOKPACK_RETURN_IF_ERROR(EvictFor(data.size(), &ledger));
+  Status room = EvictFor(data.size(), &ledger);
+  if (room.code() == StatusCode::kResourceExhausted) {
+    // Full of chunks in use: this process's own mappings may be what holds
+    // them. Let them go (they are mapped again when read) and try again.
+    mappings_->ReleaseAll();
+    room = EvictFor(data.size(), &ledger);
+  }
+  TOKPACK_RETURN_IF_ERROR(room);
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
   const std::string tmp = JoinPath(dir_, "chunks/.tmp-" + key);
   LockedFile out;
