@@ -91,21 +91,33 @@ struct Dataset::Impl {
     return Status::Ok();
   }
 
+  // Widens the n tokens of type D at src into out: in blocks of a fixed
+  // size, which the compiler unrolls, then the rest one by one. A plain loop
+  // ran 40% slower per window when the layout of the code put it across a
+  // 32-byte boundary; unrolled, its speed no longer hangs on that.
+  template <TokenDtype D, typename T>
+  static void Widen(const char* src, uint64_t n, T* out) {
+    constexpr uint64_t kItem = D == TokenDtype::kUInt16 ? 2 : 4, kBlock = 16;
+    uint64_t i = 0;
+    for (; i + kBlock <= n; i += kBlock) {
+      for (uint64_t j = 0; j < kBlock; ++j) {
+        out[i + j] = static_cast<T>(LoadToken(src + kItem * (i + j), D));
+      }
+    }
+    for (; i < n; ++i) out[i] = static_cast<T>(LoadToken(src + kItem * i, D));
+  }
+
   template <typename T>
   Status Read(uint64_t begin, uint64_t count, T* out, ReadStats* stats) const {
-    // The dtype is fixed per loop so each loop inlines to a plain widening copy.
+    // The dtype is fixed per loop so each loop inlines to a widening copy.
     if (manifest.dtype == TokenDtype::kUInt16) {
       return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-        for (uint64_t i = 0; i < n; ++i) {
-          out[i] = static_cast<T>(LoadToken(src + 2 * i, TokenDtype::kUInt16));
-        }
+        Widen<TokenDtype::kUInt16>(src, n, out);
         out += n;
       });
     }
     return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-      for (uint64_t i = 0; i < n; ++i) {
-        out[i] = static_cast<T>(LoadToken(src + 4 * i, TokenDtype::kInt32));
-      }
+      Widen<TokenDtype::kInt32>(src, n, out);
       out += n;
     });
   }

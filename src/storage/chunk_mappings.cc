@@ -1,6 +1,7 @@
 #include "storage/chunk_mappings.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <map>
@@ -22,12 +23,14 @@ ChunkMapping::~ChunkMapping() { ::munmap(addr_, size_); }
 
 std::shared_ptr<ChunkMappings> ChunkMappings::ForDirectory(const std::string& dir) {
   static std::mutex mu;
-  static auto* tables = new std::map<std::string, std::weak_ptr<ChunkMappings>>();
+  // Keyed by process too: a forked child makes its own table rather than
+  // use one whose locks a thread of its parent may have held at the fork.
+  static auto* tables = new std::map<std::pair<pid_t, std::string>, std::weak_ptr<ChunkMappings>>();
   std::lock_guard<std::mutex> lock(mu);
   for (auto it = tables->begin(); it != tables->end();) {
     it = it->second.expired() ? tables->erase(it) : std::next(it);
   }
-  std::weak_ptr<ChunkMappings>& slot = (*tables)[dir];
+  std::weak_ptr<ChunkMappings>& slot = (*tables)[{::getpid(), dir}];
   std::shared_ptr<ChunkMappings> table = slot.lock();
   if (!table) {
     table = std::make_shared<ChunkMappings>();

@@ -4,7 +4,8 @@
 //
 // - A mapping keeps the shared flock of its chunk file: on Linux a flock
 //   belongs to the open file, which the mapping references after the
-//   descriptor is closed. So an evictor (LOCK_EX | LOCK_NB) skips a mapped
+//   descriptor is closed (elsewhere a flock may end with its descriptor;
+//   tokpack targets Linux). So an evictor (LOCK_EX | LOCK_NB) skips a mapped
 //   chunk, and no descriptor stays open per mapping.
 // - Readers pin a mapping (a shared_ptr); one released from the table is
 //   unmapped, and its lock let go, when its last pin goes.
@@ -55,8 +56,8 @@ class ChunkMapping {
 
 class ChunkMappings {
  public:
-  // The table of cache directory `dir` in this process, made on first use;
-  // it lives while any caller holds it.
+  // The table of cache directory `dir` in this process (a forked child gets
+  // its own), made on first use; it lives while any caller holds it.
   static std::shared_ptr<ChunkMappings> ForDirectory(const std::string& dir);
 
   // The mapping of `key` (pinned, marked used), or null if there is none.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <utility>
 
 #include "common/chunk_hasher.h"
@@ -77,7 +78,8 @@ class RemoteSource : public ByteSource {
     const uint64_t k = offset / chunk_bytes_;
     const uint64_t start = k * chunk_bytes_;
     const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
-    const std::string key = Key(k);
+    thread_local std::string key;
+    KeyInto(k, &key);
     // Warm: this process's mapping, without building a name or a fetch.
     ChunkCache::Pin chunk = cache_->FindMapped(key, stats);
     if (chunk == nullptr) {
@@ -100,9 +102,21 @@ class RemoteSource : public ByteSource {
                            std::to_string(offset + n) + ") past the end");
   }
   // Names the chunk's content, not only its place: a changed object never
-  // hits a stale chunk.
+  // hits a stale chunk. KEYPREFIX-XXH3HEX-K, as HashToHex writes the hex,
+  // into *out, whose buffer a warm read reuses (no allocation, no printf).
+  void KeyInto(uint64_t k, std::string* out) const {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out->assign(key_prefix_);
+    const uint64_t h = digest_.chunk_xxh3[k];
+    for (int shift = 60; shift >= 0; shift -= 4) out->push_back(kHex[(h >> shift) & 0xf]);
+    out->push_back('-');
+    char digits[20];
+    out->append(digits, std::to_chars(digits, digits + sizeof(digits), k).ptr);
+  }
   std::string Key(uint64_t k) const {
-    return key_prefix_ + HashToHex(digest_.chunk_xxh3[k]) + "-" + std::to_string(k);
+    std::string key;
+    KeyInto(k, &key);
+    return key;
   }
 
   std::shared_ptr<HttpStore> store_;
