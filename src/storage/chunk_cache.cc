@@ -10,130 +10,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
+#include "storage/cache_files.h"
 
 namespace tokpack {
 namespace {
-
-// An open file descriptor with an optional flock, released on destruction.
-class LockedFile {
- public:
-  LockedFile() = default;
-  ~LockedFile() {
-    if (fd_ >= 0) ::close(fd_);  // Also drops the flock.
-  }
-  LockedFile(const LockedFile&) = delete;
-  LockedFile& operator=(const LockedFile&) = delete;
-
-  Status Open(const std::string& path, int flags) {
-    Close();
-    fd_ = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-    if (fd_ < 0) return ErrnoToStatus(errno, "open", path);
-    path_ = path;
-    return Status::Ok();
-  }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  // Whether `path_` still names the open file (it may have been removed, or
-  // replaced by another file, since it was opened).
-  bool StillLinked() const {
-    struct stat open_st, path_st;
-    return ::fstat(fd_, &open_st) == 0 && ::stat(path_.c_str(), &path_st) == 0 &&
-           open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
-  }
-  Status Lock(int op) {
-    while (::flock(fd_, op) != 0) {
-      if (errno == EINTR) continue;
-      if (errno == EWOULDBLOCK) return FailedPreconditionError(path_ + " is locked");
-      return ErrnoToStatus(errno, "flock", path_);
-    }
-    return Status::Ok();
-  }
-  // Lock(op) that another process may hold: polled (a blocking flock would
-  // ignore the cancel flag and wait forever on a stopped holder), sleeping
-  // 1 ms doubling to 50 ms between tries. Cancelled when `wait.cancel` is
-  // raised; DeadlineExceeded after `wait.limit`.
-  Status Lock(int op, const ChunkCache::LockWait& wait) {
-    const auto until = std::chrono::steady_clock::now() + wait.limit;
-    std::chrono::milliseconds pause(1);
-    while (true) {
-      const Status s = Lock(op | LOCK_NB);
-      if (s.code() != StatusCode::kFailedPrecondition) return s;
-      if (wait.cancel && wait.cancel->load()) return CancelledError(path_ + ": cancelled");
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= until) {
-        return Status(StatusCode::kDeadlineExceeded,
-                      path_ + " stayed locked by another process for " +
-                          std::to_string(wait.limit.count()) + " ms");
-      }
-      std::this_thread::sleep_for(
-          std::min<std::chrono::steady_clock::duration>(pause, until - now));
-      pause = std::min(pause * 2, std::chrono::milliseconds(50));
-    }
-  }
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
-
- private:
-  int fd_ = -1;
-  std::string path_;
-};
-
-// The lock of one chunk's download: a file in locks/ that exists only while
-// it is held, so lock files do not pile up. The holder removes the file
-// before it lets go; a waiter that then gets the lock of the removed file
-// (or of one replaced since) sees that the path no longer names it and tries
-// again. So at most one process holds the lock of the file the path names.
-// (Were the directory removed under a holder, a chunk could at worst be
-// downloaded twice; its stores stay atomic.)
-class ChunkLock {
- public:
-  ChunkLock() = default;
-  ~ChunkLock() {
-    if (held_) ::unlink(file_.path().c_str());  // Before close() drops the lock.
-  }
-  ChunkLock(const ChunkLock&) = delete;
-  ChunkLock& operator=(const ChunkLock&) = delete;
-
-  // `open` opens (creating) the lock file into its argument.
-  Status Acquire(const std::function<Status(LockedFile*)>& open, const ChunkCache::LockWait& wait) {
-    while (true) {
-      TOKPACK_RETURN_IF_ERROR(open(&file_));
-      TOKPACK_RETURN_IF_ERROR(file_.Lock(LOCK_EX, wait));
-      if (file_.StillLinked()) break;
-    }
-    held_ = true;
-    return Status::Ok();
-  }
-
- private:
-  LockedFile file_;
-  bool held_ = false;
-};
-
-// Removes the lock files that nobody holds: those of fetchers that died. A
-// file that someone has opened but not yet locked may go too; its opener
-// then finds it unlinked and tries again (see ChunkLock).
-void RemoveStaleLocks(const std::string& locks) {
-  DIR* d = ::opendir(locks.c_str());
-  if (d == nullptr) return;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    LockedFile f;
-    if (f.Open(JoinPath(locks, e->d_name), O_RDONLY).ok() && f.Lock(LOCK_EX | LOCK_NB).ok() &&
-        f.StillLinked()) {
-      ::unlinkat(::dirfd(d), e->d_name, 0);
-    }
-  }
-  ::closedir(d);
-}
 
 Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {
