@@ -7,10 +7,17 @@
 //                                                 print one JSON line of results
 //                                                 (defaults 2, 8, 2048, 8)
 //   reader_bench open DIR                         seconds to open DIR (best of 5)
+//   reader_bench windows DIR COUNT [seq_len]      microseconds per random window of
+//                                                 seq_len + 1 tokens (int64), one
+//                                                 thread, after a pass that reads it
+//                                                 all; DIR may be a URL (storage
+//                                                 options from the environment)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <string>
@@ -19,6 +26,7 @@
 #include "format/shard_writer.h"
 #include "io/file_system.h"
 #include "tokpack/loader.h"
+#include "tokpack/storage.h"
 
 namespace {
 
@@ -125,6 +133,48 @@ int Run(const std::string& dir, double seconds, int threads, int prefetch, int64
 
 }  // namespace
 
+// CPU time of this thread: on a shared machine, steadier than wall time.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// The cost of Dataset::ReadTokens itself, without the Loader around it.
+int Windows(const std::string& dir, uint64_t count, uint64_t seq_len) {
+  auto storage = tokpack::StorageOptions::FromEnvironment();
+  if (!storage.ok()) {
+    std::fprintf(stderr, "%s\n", storage.status().ToString().c_str());
+    return 1;
+  }
+  auto ds = tokpack::Dataset::Open(dir, *storage);
+  if (!ds.ok()) {
+    std::fprintf(stderr, "%s\n", ds.status().ToString().c_str());
+    return 1;
+  }
+  const uint64_t total = (*ds)->num_tokens();
+  std::vector<int64_t> out(std::max<uint64_t>(seq_len + 1, 1 << 16));
+  for (uint64_t t = 0; t < total; t += out.size()) {  // Warm: cached, paged in (and mapped).
+    if (!(*ds)->ReadTokens(t, std::min<uint64_t>(out.size(), total - t), out.data()).ok()) return 1;
+  }
+  std::mt19937_64 rng(1);
+  uint64_t checksum = 0;
+  const double cpu0 = ThreadCpuSeconds();
+  const auto t0 = Clock::now();
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t begin = rng() % (total - seq_len);
+    if (!(*ds)->ReadTokens(begin, seq_len + 1, out.data()).ok()) return 1;
+    checksum += static_cast<uint64_t>(out[i % (seq_len + 1)]);
+  }
+  const double wall = Since(t0), cpu = ThreadCpuSeconds() - cpu0;
+  std::printf(
+      "{\"us_per_window\": %.4f, \"cpu_us_per_window\": %.4f, \"windows\": %llu, "
+      "\"checksum\": %llu}\n",
+      wall / count * 1e6, cpu / count * 1e6, static_cast<unsigned long long>(count),
+      static_cast<unsigned long long>(checksum));
+  return 0;
+}
+
 int Open(const std::string& dir) {
   double best = 1e9;
   size_t shards = 0;
@@ -144,6 +194,9 @@ int main(int argc, char** argv) {
     return Make(argv[2], std::stoull(argv[3]), argc > 4 ? std::stoull(argv[4]) : 1ull << 29);
   }
   if (argc >= 3 && std::string(argv[1]) == "open") return Open(argv[2]);
+  if (argc >= 4 && std::string(argv[1]) == "windows") {
+    return Windows(argv[2], std::stoull(argv[3]), argc > 4 ? std::stoull(argv[4]) : 2048);
+  }
   if (argc >= 4 && std::string(argv[1]) == "run") {
     return Run(argv[2], std::stod(argv[3]), argc > 4 ? std::atoi(argv[4]) : 2,
                argc > 5 ? std::atoi(argv[5]) : 8, argc > 6 ? std::atoll(argv[6]) : 2048,
@@ -151,6 +204,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: reader_bench make DIR TOKENS [SHARD_TOKENS] | run DIR SECONDS [threads]"
-               " [prefetch] [seq_len] [batch_size] | open DIR\n");
+               " [prefetch] [seq_len] [batch_size] | open DIR | windows DIR COUNT [seq_len]\n");
   return 2;
 }

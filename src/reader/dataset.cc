@@ -40,7 +40,9 @@ struct Dataset::Impl {
   }
 
   // Calls sink(src, n) for each run of n stored tokens of [begin, begin +
-  // count), in order; src points into the mapping or a per-thread scratch.
+  // count), in order; src points into the mapping of a local file or of a
+  // cached remote chunk (no copy), or, for a token split between two
+  // chunks, into a per-call buffer.
   template <typename Sink>
   Status ForEachRun(uint64_t begin, uint64_t count, ReadStats* stats, Sink&& sink) const {
     const uint64_t total = token_ends.empty() ? 0 : token_ends.back();
@@ -55,17 +57,11 @@ struct Dataset::Impl {
       const Shard& s = shards[k];
       const uint64_t local = begin - s.first_token;
       const uint64_t n = std::min(count, token_ends[k] - begin);
-      // In the mapping, or read into scratch for sources that are not memory-resident.
-      const char* src = s.bin->data();
-      thread_local std::string scratch;
-      if (src == nullptr) {
-        scratch.resize(n * item);
-        TOKPACK_RETURN_IF_ERROR(s.bin->ReadCounted(local * item, n * item, scratch.data(), stats));
-        src = scratch.data();
+      if (const char* mapped = s.bin->data()) {
+        sink(mapped + local * item, n);
       } else {
-        src += local * item;
+        TOKPACK_RETURN_IF_ERROR(ForEachView(*s.bin, local * item, n * item, item, stats, sink));
       }
-      sink(src, n);
       begin += n;
       count -= n;
       ++k;
@@ -73,21 +69,57 @@ struct Dataset::Impl {
     return Status::Ok();
   }
 
+  // ForEachRun over bytes [offset, offset + bytes) of a source that is not
+  // memory-resident: one run per view (per chunk of a remote file).
+  template <typename Sink>
+  static Status ForEachView(const ByteSource& bin, uint64_t offset, uint64_t bytes, int item,
+                            ReadStats* stats, Sink& sink) {
+    while (bytes > 0) {
+      TOKPACK_ASSIGN_OR_RETURN(ByteView v, bin.View(offset, bytes, stats));
+      uint64_t take = v.size / item * item;
+      if (take > 0) {
+        sink(v.data.get(), take / item);
+      } else {
+        // A token split between chunks (chunk_bytes not a multiple of it).
+        char token[8];
+        TOKPACK_RETURN_IF_ERROR(bin.ReadCounted(offset, item, token, stats));
+        sink(token, 1);
+        take = item;
+      }
+      offset += take;
+      bytes -= take;
+    }
+    return Status::Ok();
+  }
+
+  // Widens the n tokens of type D at src into out: in unrolled blocks of a
+  // fixed size, then the rest one by one. A plain loop ran 40% slower per
+  // window when the layout of the code put it across a 32-byte boundary;
+  // unrolled, its speed no longer hangs on that.
+  template <TokenDtype D, typename T>
+  static void Widen(const char* src, uint64_t n, T* out) {
+    constexpr uint64_t kItem = D == TokenDtype::kUInt16 ? 2 : 4, kBlock = 16;
+    uint64_t i = 0;
+    for (; i + kBlock <= n; i += kBlock) {
+#pragma GCC unroll 16
+      for (uint64_t j = 0; j < kBlock; ++j) {
+        out[i + j] = static_cast<T>(LoadToken(src + kItem * (i + j), D));
+      }
+    }
+    for (; i < n; ++i) out[i] = static_cast<T>(LoadToken(src + kItem * i, D));
+  }
+
   template <typename T>
   Status Read(uint64_t begin, uint64_t count, T* out, ReadStats* stats) const {
-    // The dtype is fixed per loop so each loop inlines to a plain widening copy.
+    // The dtype is fixed per loop so each loop inlines to a widening copy.
     if (manifest.dtype == TokenDtype::kUInt16) {
       return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-        for (uint64_t i = 0; i < n; ++i) {
-          out[i] = static_cast<T>(LoadToken(src + 2 * i, TokenDtype::kUInt16));
-        }
+        Widen<TokenDtype::kUInt16>(src, n, out);
         out += n;
       });
     }
     return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-      for (uint64_t i = 0; i < n; ++i) {
-        out[i] = static_cast<T>(LoadToken(src + 4 * i, TokenDtype::kInt32));
-      }
+      Widen<TokenDtype::kInt32>(src, n, out);
       out += n;
     });
   }

@@ -14,6 +14,13 @@
 
 namespace tokpack {
 
+// Bytes [offset, offset + size) of a ByteSource; they stay valid while
+// `data` (which pins what holds them: a mapping, a buffer) lives.
+struct ByteView {
+  std::shared_ptr<const char> data;
+  uint64_t size = 0;
+};
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -28,6 +35,16 @@ class ByteSource {
   // `*stats` (may be null), others ignore it.
   virtual Status ReadCounted(uint64_t offset, uint64_t n, char* dst, ReadStats* /*stats*/) const {
     return Read(offset, n, dst);
+  }
+  // A view of [offset, offset + m) for some m in [1, n] (empty when n is
+  // 0), counted as ReadCounted: a remote source gives the bytes up to the
+  // end of the chunk that holds `offset`, straight from the cache's
+  // mapping. This default copies the n bytes into a buffer that the view
+  // owns (memory-resident sources are read in place, through data()).
+  virtual StatusOr<ByteView> View(uint64_t offset, uint64_t n, ReadStats* stats) const {
+    auto bytes = std::make_shared<std::string>(n, '\0');
+    TOKPACK_RETURN_IF_ERROR(ReadCounted(offset, n, bytes->data(), stats));
+    return ByteView{std::shared_ptr<const char>(bytes, bytes->data()), n};
   }
   virtual const std::string& name() const = 0;
   // A hint that [offset, offset + n) will be read soon: remote sources start

@@ -10,130 +10,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
+#include "storage/cache_files.h"
 
 namespace tokpack {
 namespace {
-
-// An open file descriptor with an optional flock, released on destruction.
-class LockedFile {
- public:
-  LockedFile() = default;
-  ~LockedFile() {
-    if (fd_ >= 0) ::close(fd_);  // Also drops the flock.
-  }
-  LockedFile(const LockedFile&) = delete;
-  LockedFile& operator=(const LockedFile&) = delete;
-
-  Status Open(const std::string& path, int flags) {
-    Close();
-    fd_ = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-    if (fd_ < 0) return ErrnoToStatus(errno, "open", path);
-    path_ = path;
-    return Status::Ok();
-  }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  // Whether `path_` still names the open file (it may have been removed, or
-  // replaced by another file, since it was opened).
-  bool StillLinked() const {
-    struct stat open_st, path_st;
-    return ::fstat(fd_, &open_st) == 0 && ::stat(path_.c_str(), &path_st) == 0 &&
-           open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
-  }
-  Status Lock(int op) {
-    while (::flock(fd_, op) != 0) {
-      if (errno == EINTR) continue;
-      if (errno == EWOULDBLOCK) return FailedPreconditionError(path_ + " is locked");
-      return ErrnoToStatus(errno, "flock", path_);
-    }
-    return Status::Ok();
-  }
-  // Lock(op) that another process may hold: polled (a blocking flock would
-  // ignore the cancel flag and wait forever on a stopped holder), sleeping
-  // 1 ms doubling to 50 ms between tries. Cancelled when `wait.cancel` is
-  // raised; DeadlineExceeded after `wait.limit`.
-  Status Lock(int op, const ChunkCache::LockWait& wait) {
-    const auto until = std::chrono::steady_clock::now() + wait.limit;
-    std::chrono::milliseconds pause(1);
-    while (true) {
-      const Status s = Lock(op | LOCK_NB);
-      if (s.code() != StatusCode::kFailedPrecondition) return s;
-      if (wait.cancel && wait.cancel->load()) return CancelledError(path_ + ": cancelled");
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= until) {
-        return Status(StatusCode::kDeadlineExceeded,
-                      path_ + " stayed locked by another process for " +
-                          std::to_string(wait.limit.count()) + " ms");
-      }
-      std::this_thread::sleep_for(
-          std::min<std::chrono::steady_clock::duration>(pause, until - now));
-      pause = std::min(pause * 2, std::chrono::milliseconds(50));
-    }
-  }
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
-
- private:
-  int fd_ = -1;
-  std::string path_;
-};
-
-// The lock of one chunk's download: a file in locks/ that exists only while
-// it is held, so lock files do not pile up. The holder removes the file
-// before it lets go; a waiter that then gets the lock of the removed file
-// (or of one replaced since) sees that the path no longer names it and tries
-// again. So at most one process holds the lock of the file the path names.
-// (Were the directory removed under a holder, a chunk could at worst be
-// downloaded twice; its stores stay atomic.)
-class ChunkLock {
- public:
-  ChunkLock() = default;
-  ~ChunkLock() {
-    if (held_) ::unlink(file_.path().c_str());  // Before close() drops the lock.
-  }
-  ChunkLock(const ChunkLock&) = delete;
-  ChunkLock& operator=(const ChunkLock&) = delete;
-
-  // `open` opens (creating) the lock file into its argument.
-  Status Acquire(const std::function<Status(LockedFile*)>& open, const ChunkCache::LockWait& wait) {
-    while (true) {
-      TOKPACK_RETURN_IF_ERROR(open(&file_));
-      TOKPACK_RETURN_IF_ERROR(file_.Lock(LOCK_EX, wait));
-      if (file_.StillLinked()) break;
-    }
-    held_ = true;
-    return Status::Ok();
-  }
-
- private:
-  LockedFile file_;
-  bool held_ = false;
-};
-
-// Removes the lock files that nobody holds: those of fetchers that died. A
-// file that someone has opened but not yet locked may go too; its opener
-// then finds it unlinked and tries again (see ChunkLock).
-void RemoveStaleLocks(const std::string& locks) {
-  DIR* d = ::opendir(locks.c_str());
-  if (d == nullptr) return;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    LockedFile f;
-    if (f.Open(JoinPath(locks, e->d_name), O_RDONLY).ok() && f.Lock(LOCK_EX | LOCK_NB).ok() &&
-        f.StillLinked()) {
-      ::unlinkat(::dirfd(d), e->d_name, 0);
-    }
-  }
-  ::closedir(d);
-}
 
 Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {
@@ -184,26 +69,52 @@ void ChunkCache::WarnUncached(const Status& why) {
                dir_.c_str(), why.ToString().c_str());
 }
 
-Status ChunkCache::ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
-                              bool* hit) const {
+ChunkCache::ChunkCache(std::string dir, uint64_t limit, LockWait wait)
+    : dir_(std::move(dir)),
+      limit_(limit),
+      wait_(std::move(wait)),
+      mappings_(ChunkMappings::ForDirectory(dir_)) {}
+
+Status ChunkCache::OpenCached(const std::string& key, const std::string& path, uint64_t size,
+                              bool map, Pin* pin, bool* hit) {
   *hit = false;
   LockedFile f;
   if (!f.Open(path, O_RDONLY).ok()) return Status::Ok();  // Not cached.
-  // Shared: an evictor (exclusive, non-blocking) skips a chunk being read.
-  // An evictor that stopped while it holds the chunk: a miss.
+  // Shared: an evictor (exclusive, non-blocking) skips a chunk being read,
+  // or mapped (the mapping keeps the lock). An evictor that stopped while
+  // it holds the chunk: a miss.
   const Status locked = f.Lock(LOCK_SH, wait_);
   if (locked.code() == StatusCode::kDeadlineExceeded) return Status::Ok();
   TOKPACK_RETURN_IF_ERROR(locked);
-  uint64_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(f.fd(), dst + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return Status::Ok();  // Short: treat as a miss and fetch again.
-    done += static_cast<uint64_t>(r);
+  // Evicted between open and lock (a mapping would hold its space outside
+  // the cache's count), or not whole: a miss, fetched and stored again.
+  struct stat st;
+  if (::fstat(f.fd(), &st) != 0 || static_cast<uint64_t>(st.st_size) != size || !f.StillLinked()) {
+    return Status::Ok();
   }
-  ::futimens(f.fd(), nullptr);  // Recently used.
+  if (map) {
+    TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<ChunkMapping> m,
+                             ChunkMapping::Map(f.fd(), size, path));
+    std::shared_ptr<const ChunkMapping> added =
+        mappings_->Add(key, std::move(m), limit_ / kMappedShare);
+    *pin = Pin(added, added->data());
+  }
+  ::futimens(f.fd(), nullptr);  // Recently used: once per mapping, not per read.
   *hit = true;
   return Status::Ok();
+}
+
+ChunkCache::Pin ChunkCache::FindMapped(const std::string& key, ReadStats* stats) {
+  std::shared_ptr<const ChunkMapping> m = mappings_->Find(key);
+  if (m == nullptr) return nullptr;
+  if (stats != nullptr) stats->cache_hits++;
+  return Pin(m, m->data());
+}
+
+StatusOr<ChunkCache::Pin> ChunkCache::Map(const std::string& key, const std::string& name,
+                                          uint64_t size, uint64_t xxh3, const Fetch& fetch,
+                                          ReadStats* stats) {
+  return Get(key, name, size, xxh3, fetch, stats, true);
 }
 
 Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_t size,
@@ -212,14 +123,25 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
   if (offset > size || n > size - offset) {
     return OutOfRangeError(name + ": bytes past the end of the chunk");
   }
-  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
-  bool hit = false;
+  // A prefetch (n == 0) maps nothing: mappings are for the chunks being read.
+  TOKPACK_ASSIGN_OR_RETURN(Pin chunk, Get(key, name, size, xxh3, fetch, stats, n > 0));
+  if (n > 0) std::copy_n(chunk.get() + offset, n, dst);
+  return Status::Ok();
+}
+
+StatusOr<ChunkCache::Pin> ChunkCache::Get(const std::string& key, const std::string& name,
+                                          uint64_t size, uint64_t xxh3, const Fetch& fetch,
+                                          ReadStats* stats, bool map) {
   ReadStats unused;
   ReadStats& counters = stats ? *stats : unused;
-  TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
+  if (Pin mapped = FindMapped(key, &counters)) return mapped;
+  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
+  Pin pin;
+  bool hit = false;
+  TOKPACK_RETURN_IF_ERROR(OpenCached(key, path, size, map, &pin, &hit));
   if (hit) {
     counters.cache_hits++;
-    return Status::Ok();
+    return pin;
   }
   // One download per node: whoever holds the chunk's lock fetches it. A
   // cache where no lock file can be made, or whose lock another process
@@ -232,40 +154,45 @@ Status ChunkCache::Read(const std::string& key, const std::string& name, uint64_
       wait_);
   if (locked.code() == StatusCode::kCancelled) return locked;
   if (locked.ok()) {
-    TOKPACK_RETURN_IF_ERROR(ReadCached(path, offset, n, dst, &hit));
+    TOKPACK_RETURN_IF_ERROR(OpenCached(key, path, size, map, &pin, &hit));
     if (hit) {
       counters.cache_hits++;  // Another process fetched it meanwhile.
-      return Status::Ok();
+      return pin;
     }
   }
-  std::string data;
+  auto data = std::make_shared<std::string>();
   for (int attempt = 0;; ++attempt) {
-    data.clear();
+    data->clear();
     const auto t0 = std::chrono::steady_clock::now();
-    TOKPACK_RETURN_IF_ERROR(fetch(&data));
+    TOKPACK_RETURN_IF_ERROR(fetch(data.get()));
     counters.cache_misses++;
-    counters.bytes_fetched += data.size();
+    counters.bytes_fetched += data->size();
     counters.fetch_micros += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
             .count());
-    if (data.size() == size && Xxh3(data) == xxh3) break;
+    if (data->size() == size && Xxh3(*data) == xxh3) break;
     if (attempt == 1) {
       return DataLossError(name + ": fetched twice and both copies fail its checksum (" +
-                           std::to_string(data.size()) + " of " + std::to_string(size) +
+                           std::to_string(data->size()) + " of " + std::to_string(size) +
                            " bytes); the remote object differs from the manifest");
     }
   }
   // A cache that cannot take the chunk (disk full, over quota, read-only,
   // not permitted, smaller than the chunk) costs speed, not the read: the
   // verified chunk is served from memory.
-  const Status stored = locked.ok() ? Store(key, data) : locked;
+  const Status stored = locked.ok() ? Store(key, *data) : locked;
   if (stored.code() == StatusCode::kCancelled) return stored;
   if (!stored.ok()) {
     counters.uncached_reads++;
     WarnUncached(stored);
+  } else if (map) {
+    // Mapped for the reads to come. Evicted by another process since the
+    // store (unlikely): served from memory this once.
+    TOKPACK_RETURN_IF_ERROR(OpenCached(key, path, size, true, &pin, &hit));
+    if (hit) return pin;
   }
-  if (n > 0) std::copy_n(data.data() + offset, n, dst);
-  return Status::Ok();
+  if (!map) return Pin();
+  return Pin(data, data->data());
 }
 
 Status ChunkCache::Store(const std::string& key, const std::string& data) {
@@ -281,7 +208,14 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
   TOKPACK_RETURN_IF_ERROR(OpenCreating(dir_, JoinPath(dir_, "cache.lock"), O_RDWR, &global));
   TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX, wait_));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, RemoveTemporariesAndSum());
-  TOKPACK_RETURN_IF_ERROR(EvictFor(data.size(), &ledger));
+  Status room = EvictFor(data.size(), &ledger);
+  if (room.code() == StatusCode::kResourceExhausted) {
+    // Full of chunks in use: this process's own mappings may be what holds
+    // them. Let them go (they are mapped again when read) and try again.
+    mappings_->ReleaseAll();
+    room = EvictFor(data.size(), &ledger);
+  }
+  TOKPACK_RETURN_IF_ERROR(room);
   const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
   const std::string tmp = JoinPath(dir_, "chunks/.tmp-" + key);
   LockedFile out;

@@ -13,10 +13,17 @@
 // - Waits on another process's lock poll a cancel flag, and end after a
 //   time limit: a holder that makes no progress (stopped, hung) costs a
 //   download that goes uncached, never a reader that waits forever.
+// - Warm reads come from this process's long-lived mappings of the chunk
+//   files (ChunkMappings), each holding its chunk's shared flock, so a
+//   mapped chunk is not evicted. The mappings of one directory in a process
+//   stay within half the size limit, least recently used released first
+//   (see kMappedShare). A chunk's mtime, the cache's LRU clock, is touched
+//   when it is stored or mapped, not on each read.
 // - The cache is only for speed: a cache directory removed while in use is
-//   made again; a chunk the cache cannot store (disk full, read-only, over
-//   quota, larger than the limit) is served from memory once verified,
-//   counted in ReadStats::uncached_reads, with one warning on stderr.
+//   made again (chunks mapped from the removed one stay readable); a chunk
+//   the cache cannot store (disk full, read-only, over quota, larger than
+//   the limit) is served from memory once verified, counted in
+//   ReadStats::uncached_reads, with one warning on stderr.
 // Thread-safe and process-safe.
 #ifndef TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
 #define TOKPACK_SRC_STORAGE_CHUNK_CACHE_H_
@@ -28,6 +35,7 @@
 #include <memory>
 #include <string>
 
+#include "storage/chunk_mappings.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
 
@@ -53,13 +61,36 @@ class ChunkCache {
 
   // Fills *out with the whole chunk; used only on a miss.
   using Fetch = std::function<Status(std::string* out)>;
+  // A whole chunk, pinned: its bytes stay valid (and, when mapped, the chunk
+  // stays in the cache) while any copy of the pin lives.
+  using Pin = std::shared_ptr<const char>;
+
+  // The share of the size limit that one process may keep mapped. Half: a
+  // process in shuffle="window" reads one window while the next is
+  // prefetched, and the window is sized so that two fit the cache
+  // (docs/reader.md); the processes of a node read the same window, so their
+  // mappings overlap, and the other half stays evictable for the
+  // prefetches. More would keep the next window's chunks out of the cache;
+  // less would have a window's reads map and unmap chunks over and over.
+  static constexpr uint64_t kMappedShare = 2;  // limit / kMappedShare.
+
+  // Chunk `key` (`size` bytes, checksum `xxh3`) whole, pinned: from this
+  // process's mapping, else mapped from the cache, else fetched, verified,
+  // stored and mapped; a chunk the cache cannot store is pinned in memory.
+  // `name`, `fetch` and `stats` as for Read().
+  StatusOr<Pin> Map(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
+                    const Fetch& fetch, ReadStats* stats);
+  // This process's mapping of chunk `key`, counted as a hit, or null: the
+  // warm path, which needs no name or fetch.
+  Pin FindMapped(const std::string& key, ReadStats* stats);
 
   // Copies bytes [offset, offset + n) of chunk `key` (`size` bytes, checksum
-  // `xxh3`) into `dst`, fetching it first if it is not cached. With n == 0
-  // it only makes sure the chunk is cached (a prefetch). `name` names
-  // the chunk in errors (e.g. "s3://b/d/shard-00000.bin chunk 3"). The hit
-  // or download is counted in `*stats` (may be null). Cancelled when the
-  // LockWait's flag is raised while it waits for a lock.
+  // `xxh3`) into `dst`, fetching it first if it is not cached (as Map()).
+  // With n == 0 it only makes sure the chunk is cached (a prefetch), without
+  // mapping it. `name` names the chunk in errors (e.g.
+  // "s3://b/d/shard-00000.bin chunk 3"). The hit or download is counted in
+  // `*stats` (may be null). Cancelled when the LockWait's flag is raised
+  // while it waits for a lock.
   Status Read(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
               uint64_t offset, uint64_t n, char* dst, const Fetch& fetch, ReadStats* stats);
 
@@ -67,10 +98,15 @@ class ChunkCache {
   StatusOr<uint64_t> BytesOnDisk() const;
 
  private:
-  ChunkCache(std::string dir, uint64_t limit, LockWait wait)
-      : dir_(std::move(dir)), limit_(limit), wait_(std::move(wait)) {}
-  Status ReadCached(const std::string& path, uint64_t offset, uint64_t n, char* dst,
-                    bool* hit) const;
+  ChunkCache(std::string dir, uint64_t limit, LockWait wait);
+  // Map(), or with `map` false only makes sure the chunk is cached (the pin
+  // is then null).
+  StatusOr<Pin> Get(const std::string& key, const std::string& name, uint64_t size, uint64_t xxh3,
+                    const Fetch& fetch, ReadStats* stats, bool map);
+  // The chunk at `path` if it is on disk whole: *hit, its mtime touched and,
+  // with `map`, mapped into *pin.
+  Status OpenCached(const std::string& key, const std::string& path, uint64_t size, bool map,
+                    Pin* pin, bool* hit);
   Status Store(const std::string& key, const std::string& data);
   Status EvictFor(uint64_t needed, uint64_t* ledger);
   // Warns on stderr the first time a chunk goes uncached.
@@ -82,6 +118,7 @@ class ChunkCache {
   std::string dir_;
   uint64_t limit_;
   LockWait wait_;
+  std::shared_ptr<ChunkMappings> mappings_;
   std::atomic<bool> warned_{false};
 };
 

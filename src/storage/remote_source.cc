@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <utility>
 
 #include "common/chunk_hasher.h"
@@ -60,32 +61,62 @@ class RemoteSource : public ByteSource {
   }
 
   Status ReadCounted(uint64_t offset, uint64_t n, char* dst, ReadStats* stats) const override {
-    if (offset > digest_.bytes || n > digest_.bytes - offset) {
-      return OutOfRangeError(url_ + ": bytes [" + std::to_string(offset) + ", " +
-                             std::to_string(offset + n) + ") past the end");
-    }
+    TOKPACK_RETURN_IF_ERROR(OutOfRange(offset, n));
     while (n > 0) {
-      const uint64_t k = offset / chunk_bytes_;
-      const uint64_t start = k * chunk_bytes_;
-      const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
-      const uint64_t take = std::min(n, start + size - offset);
-      TOKPACK_RETURN_IF_ERROR(cache_->Read(
-          Key(k), url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k], offset - start,
-          take, dst, [&](std::string* out) { return store_->GetRange(name_, start, size, out); },
-          stats));
-      cached_[k].store(true, std::memory_order_relaxed);
-      offset += take;
-      dst += take;
-      n -= take;
+      TOKPACK_ASSIGN_OR_RETURN(ByteView v, View(offset, n, stats));
+      std::copy_n(v.data.get(), v.size, dst);
+      offset += v.size;
+      dst += v.size;
+      n -= v.size;
     }
     return Status::Ok();
   }
 
+  StatusOr<ByteView> View(uint64_t offset, uint64_t n, ReadStats* stats) const override {
+    TOKPACK_RETURN_IF_ERROR(OutOfRange(offset, n));
+    if (n == 0) return ByteView{};
+    const uint64_t k = offset / chunk_bytes_;
+    const uint64_t start = k * chunk_bytes_;
+    const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
+    thread_local std::string key;
+    KeyInto(k, &key);
+    // Warm: this process's mapping, without building a name or a fetch.
+    ChunkCache::Pin chunk = cache_->FindMapped(key, stats);
+    if (chunk == nullptr) {
+      TOKPACK_ASSIGN_OR_RETURN(
+          chunk,
+          cache_->Map(
+              key, url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k],
+              [&](std::string* out) { return store_->GetRange(name_, start, size, out); }, stats));
+      cached_[k].store(true, std::memory_order_relaxed);
+    }
+    return ByteView{ChunkCache::Pin(chunk, chunk.get() + (offset - start)),
+                    std::min(n, start + size - offset)};
+  }
+
  private:
+  // OutOfRange naming the URL if [offset, offset + n) is not in the file.
+  Status OutOfRange(uint64_t offset, uint64_t n) const {
+    if (offset <= digest_.bytes && n <= digest_.bytes - offset) return Status::Ok();
+    return OutOfRangeError(url_ + ": bytes [" + std::to_string(offset) + ", " +
+                           std::to_string(offset + n) + ") past the end");
+  }
   // Names the chunk's content, not only its place: a changed object never
-  // hits a stale chunk.
+  // hits a stale chunk. KEYPREFIX-XXH3HEX-K, as HashToHex writes the hex,
+  // into *out, whose buffer a warm read reuses (no allocation, no printf).
+  void KeyInto(uint64_t k, std::string* out) const {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out->assign(key_prefix_);
+    const uint64_t h = digest_.chunk_xxh3[k];
+    for (int shift = 60; shift >= 0; shift -= 4) out->push_back(kHex[(h >> shift) & 0xf]);
+    out->push_back('-');
+    char digits[20];
+    out->append(digits, std::to_chars(digits, digits + sizeof(digits), k).ptr);
+  }
   std::string Key(uint64_t k) const {
-    return key_prefix_ + HashToHex(digest_.chunk_xxh3[k]) + "-" + std::to_string(k);
+    std::string key;
+    KeyInto(k, &key);
+    return key;
   }
 
   std::shared_ptr<HttpStore> store_;

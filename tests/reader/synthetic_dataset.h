@@ -16,12 +16,14 @@ inline int64_t TokenAt(uint64_t t, uint64_t salt) {
   return static_cast<int64_t>((t * 7 + salt) % 60000);
 }
 
-// Documents of the given lengths, shards of at most `shard_tokens` tokens.
+// Documents of the given lengths, shards of at most `shard_tokens` tokens,
+// checksummed in chunks of `chunk_bytes`.
 inline Manifest WriteSyntheticDataset(const std::string& dir, const std::vector<uint32_t>& docs,
                                       uint64_t salt, uint64_t shard_tokens = 1000,
-                                      TokenDtype dtype = TokenDtype::kUInt16) {
+                                      TokenDtype dtype = TokenDtype::kUInt16,
+                                      uint64_t chunk_bytes = 256) {
   CreateDirs(dir).IgnoreError();
-  ShardWriter w(PosixFileSystem(), dir, dtype, 256, shard_tokens);
+  ShardWriter w(PosixFileSystem(), dir, dtype, chunk_bytes, shard_tokens);
   uint64_t t = 0;
   for (uint32_t len : docs) {
     std::string bytes;
@@ -39,7 +41,7 @@ inline Manifest WriteSyntheticDataset(const std::string& dir, const std::vector<
   }
   Manifest m;
   m.dtype = dtype;
-  m.chunk_bytes = 256;
+  m.chunk_bytes = chunk_bytes;
   m.shards = *w.Finish();
   m.provenance.kind = "build";
   m.provenance.version = "test";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +120,67 @@ class StoppedLockHolder {
   pid_t pid_ = -1;
   bool held_ = false;
 };
+
+// A child process that reads `chunks` through a cache on `dir` (so maps
+// them) and keeps them mapped until Release() or the destructor.
+class MappingHolder {
+ public:
+  MappingHolder(const std::string& dir, uint64_t limit, const std::vector<int>& chunks) {
+    int ready[2], done[2];
+    if (::pipe(ready) != 0 || ::pipe(done) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(done[1]);
+      auto cache = ChunkCache::Open(dir, limit);
+      if (!cache.ok()) _exit(2);
+      int fetches = 0;
+      std::string got;
+      for (int k : chunks) {
+        if (!ReadChunk(**cache, k, &fetches, &got).ok() || got != ChunkBytes(k)) _exit(3);
+      }
+      if (::write(ready[1], "x", 1) != 1) _exit(4);
+      char c;
+      while (::read(done[0], &c, 1) > 0) {
+      }
+      _exit(0);
+    }
+    ::close(ready[1]);
+    ::close(done[0]);
+    done_ = done[1];
+    char c;
+    held_ = pid_ > 0 && ::read(ready[0], &c, 1) == 1;
+    ::close(ready[0]);
+  }
+  ~MappingHolder() { Release(); }
+  // Lets the child end (its mappings go with it) and reaps it.
+  void Release() {
+    if (pid_ <= 0) return;
+    ::close(done_);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  bool held() const { return held_; }
+
+ private:
+  pid_t pid_ = -1;
+  int done_ = -1;
+  bool held_ = false;
+};
+
+// Whether an evictor could take chunk k now (LOCK_EX | LOCK_NB, as it does).
+bool Evictable(const std::string& chunks, int k) {
+  const int fd = ::open((chunks + "/" + Key(k)).c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);
+  return free;
+}
+
+struct timespec MtimeOf(const std::string& path) {
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  return st.st_mtim;
+}
 
 TEST(ChunkCache, FetchesOnceThenServesFromDiskToEveryProcess) {
   TempDir dir;
@@ -277,8 +339,9 @@ TEST(ChunkCache, LockFilesDoNotOutliveTheirFetches) {
 }
 
 TEST(ChunkCache, ProcessesEvictingAndRefetchingTheSameChunksAllReadThemRight) {
-  // The lock files come and go under four processes that fetch, evict and
-  // fetch again the same chunks; every read must still give the chunk's bytes.
+  // The lock files come and go under four processes that fetch, map, evict
+  // and fetch again the same chunks; every read must still give the chunk's
+  // bytes, and the chunks on disk stay within the limit.
   TempDir dir;
   constexpr int kChunks = 12;
   RunInChildren(4, [&](int p) {
@@ -290,6 +353,8 @@ TEST(ChunkCache, ProcessesEvictingAndRefetchingTheSameChunksAllReadThemRight) {
     for (int i = 0; i < 200; ++i) {
       const int k = static_cast<int>(rng() % kChunks);
       if (!ReadChunk(**cache, k, &fetches, &got).ok() || got != ChunkBytes(k)) _exit(3);
+      // Each process holds mappings, yet the limit holds.
+      if (*(*cache)->BytesOnDisk() > 3500u) _exit(4);
     }
   });
   ASSERT_FALSE(HasFatalFailure());
@@ -297,21 +362,94 @@ TEST(ChunkCache, ProcessesEvictingAndRefetchingTheSameChunksAllReadThemRight) {
   EXPECT_LE(*(*ChunkCache::Open(dir.Join("c"), 3500))->BytesOnDisk(), 3500u);
 }
 
-TEST(ChunkCache, ARemovedCacheDirectoryIsMadeAgainOnDemand) {
+TEST(ChunkCache, ARemovedCacheDirectoryIsMadeAgainAndItsMappedChunksStayReadable) {
   TempDir dir;
   auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20);
   ASSERT_TRUE(cache.ok());
   int fetches = 0;
   std::string got;
-  ASSERT_TRUE(ReadChunk(**cache, 1, &fetches, &got).ok());
+  ASSERT_TRUE(ReadChunk(**cache, 1, &fetches, &got).ok());  // Now mapped.
   std::filesystem::remove_all(dir.Join("c"));
-  for (int k : {1, 2, 2}) {
+  for (int k : {1, 2, 2, 1}) {
     Status s = ReadChunk(**cache, k, &fetches, &got);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(got, ChunkBytes(k));
   }
-  EXPECT_EQ(fetches, 3);  // Chunk 2 was cached again.
-  EXPECT_EQ(*(*cache)->BytesOnDisk(), 2000u);
+  // Chunk 1 is read from its mapping of the removed file; chunk 2 went to
+  // the directory made again.
+  EXPECT_EQ(fetches, 2);
+  EXPECT_EQ(*(*cache)->BytesOnDisk(), 1000u);
+  EXPECT_TRUE(FileSize(dir.Join("c/chunks/" + Key(2))).ok());
+}
+
+TEST(ChunkCache, AChunkMappedByAnotherProcessIsNotEvictedUntilItLetsGo) {
+  TempDir dir;
+  const std::string chunks = dir.Join("c/chunks");
+  MappingHolder holder(dir.Join("c"), 3500, {0});  // Room for three chunks.
+  ASSERT_TRUE(holder.held());
+  auto cache = ChunkCache::Open(dir.Join("c"), 3500);
+  ASSERT_TRUE(cache.ok());
+  int fetches = 0;
+  std::string got;
+  for (int k = 1; k <= 8; ++k) {
+    ASSERT_TRUE(ReadChunk(**cache, k, &fetches, &got).ok()) << k;
+    EXPECT_EQ(got, ChunkBytes(k));
+    EXPECT_LE(*(*cache)->BytesOnDisk(), 3500u) << k;
+    EXPECT_TRUE(FileSize(chunks + "/" + Key(0)).ok()) << "evicted while mapped, at " << k;
+  }
+  EXPECT_EQ(fetches, 8);
+  EXPECT_FALSE(Evictable(chunks, 0));
+  holder.Release();
+  EXPECT_TRUE(Evictable(chunks, 0));
+  ASSERT_TRUE(ReadChunk(**cache, 9, &fetches, &got).ok());
+  EXPECT_FALSE(FileSize(chunks + "/" + Key(0)).ok()) << "the least recently used stayed";
+}
+
+TEST(ChunkCache, PastItsBoundAProcessReleasesTheLeastRecentlyUsedMapping) {
+  TempDir dir;
+  const std::string chunks = dir.Join("c/chunks");
+  // A limit of 4000 bytes: a process maps at most half, two chunks of 1000.
+  auto cache = ChunkCache::Open(dir.Join("c"), 4000);
+  ASSERT_TRUE(cache.ok());
+  int fetches = 0;
+  std::string got;
+  for (int k : {0, 1, 0}) ASSERT_TRUE(ReadChunk(**cache, k, &fetches, &got).ok());
+  EXPECT_FALSE(Evictable(chunks, 0));
+  EXPECT_FALSE(Evictable(chunks, 1));
+  ASSERT_TRUE(ReadChunk(**cache, 2, &fetches, &got).ok());
+  EXPECT_TRUE(Evictable(chunks, 1)) << "chunk 1, the least recently used, is still mapped";
+  EXPECT_FALSE(Evictable(chunks, 0));
+  EXPECT_FALSE(Evictable(chunks, 2));
+  ASSERT_TRUE(ReadChunk(**cache, 1, &fetches, &got).ok());  // Mapped again: chunk 0 goes.
+  EXPECT_EQ(got, ChunkBytes(1));
+  EXPECT_TRUE(Evictable(chunks, 0));
+  EXPECT_EQ(fetches, 3);
+}
+
+TEST(ChunkCache, AChunksMtimeIsTouchedWhenMappedNotOnEachRead) {
+  TempDir dir;
+  const std::string path = dir.Join("c/chunks/" + Key(0));
+  auto cache = ChunkCache::Open(dir.Join("c"), 1 << 20);
+  ASSERT_TRUE(cache.ok());
+  int fetches = 0;
+  std::string got;
+  ASSERT_TRUE(ReadChunk(**cache, 0, &fetches, &got).ok());
+  const struct timespec old[2] = {{946684800, 0}, {946684800, 0}};  // 2000-01-01.
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+  // Another cache object on the directory shares this process's mappings.
+  auto again = ChunkCache::Open(dir.Join("c"), 1 << 20);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(ReadChunk(**cache, 0, &fetches, &got).ok());
+    ASSERT_TRUE(ReadChunk(**again, 0, &fetches, &got).ok());
+  }
+  EXPECT_EQ(MtimeOf(path).tv_sec, 946684800) << "a read of a mapped chunk touched it";
+  // One with a limit of 2000 maps one chunk: reading chunk 1 through it
+  // releases chunk 0, which the next read maps again.
+  auto small = ChunkCache::Open(dir.Join("c"), 2000);
+  ASSERT_TRUE(ReadChunk(**small, 1, &fetches, &got).ok());
+  ASSERT_TRUE(ReadChunk(**cache, 0, &fetches, &got).ok());
+  EXPECT_GT(MtimeOf(path).tv_sec, 946684800) << "mapping it again did not touch it";
+  EXPECT_EQ(fetches, 2);
 }
 
 TEST(ChunkCache, AChunkLargerThanTheCacheIsServedFromMemoryAndCounted) {
