@@ -89,6 +89,7 @@ class LoaderImpl : public Loader {
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
+    lookahead_ = lookahead_ && o_.lookahead_steps > 0;  // 0: no hints at all.
   }
 
   // Allocates the host ring (page-locked with a device stage) and starts
@@ -171,7 +172,6 @@ class LoaderImpl : public Loader {
       plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
       schedule_.Reset(counts);
       ahead_.Reset(counts);
-      ahead_steps_ = 0;
       planned_generation_ = generation;
       ++planned_tickets_;
       plan_cv_.notify_all();
@@ -270,29 +270,33 @@ class LoaderImpl : public Loader {
     return c;
   }
 
-  // Under plan_mu_, after a step was planned up to global position
-  // `position`: walks the lookahead schedule to lookahead_steps steps past
-  // it, telling each dataset which of this rank's windows come next.
-  void PrefetchAhead(uint64_t position) {
-    // The window opens one step per plan, up to lookahead_steps: at the start
-    // (and after a LoadState) the chunks of the first steps are asked for
-    // first, instead of sharing the bandwidth with everything ahead at once.
-    ahead_steps_ = std::min<int64_t>(ahead_steps_ + 1, o_.lookahead_steps);
-    const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(ahead_steps_), GlobalBatch());
+  // Under plan_mu_, after `slot` was planned: hints the chunks of its own
+  // rows (the prefetch threads fetch them side by side while its assembler
+  // reads the first), then walks the lookahead schedule lookahead_steps
+  // steps past it, telling each dataset which of this rank's windows come
+  // next and at which global step, so the soonest are fetched first.
+  void PrefetchAhead(const Slot& slot) {
+    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
+    for (const auto& [s, sample] : slot.rows) {
+      sources_[s].dataset->Prefetch(sample * L, L + 1, slot.info.global_step, read_stats_);
+    }
+    const uint64_t position = slot.info.position_after;
+    const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(o_.lookahead_steps), GlobalBatch());
     const uint64_t target = ahead > limit_ - std::min(limit_, position) ? limit_ : position + ahead;
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
-    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
     if (ahead_.position() < position) {
       ahead_.Reset(schedule_.counts());  // Fell behind (or first use): catch up.
     }
     while (ahead_.position() < target && !stopping_.load(std::memory_order_relaxed)) {
       // Step boundaries lie at `position` + k * GlobalBatch() (also after an
       // elastic resume, whose positions need not be multiples of it).
-      const uint64_t j = (ahead_.position() - position) % GlobalBatch();
+      const uint64_t past = ahead_.position() - position;
+      const uint64_t j = past % GlobalBatch();
       const size_t s = ahead_.Next();
       if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
         const uint64_t sample = orders_[s].Sample(ahead_.counts()[s] - 1);
-        sources_[s].dataset->Prefetch(sample * L, L + 1, read_stats_);
+        const int64_t step = slot.info.global_step + 1 + static_cast<int64_t>(past / GlobalBatch());
+        sources_[s].dataset->Prefetch(sample * L, L + 1, step, read_stats_);
       }
     }
   }
@@ -342,7 +346,7 @@ class LoaderImpl : public Loader {
         // A LoadState() after the claim makes this step stale: skip it.
         if (generation == planned_generation_ && !stopping_.load()) {
           planned = Plan(*slot);
-          if (planned && lookahead_) PrefetchAhead(slot->info.position_after);
+          if (planned && lookahead_) PrefetchAhead(*slot);
         }
         ++planned_tickets_;
         plan_cv_.notify_all();
@@ -418,7 +422,6 @@ class LoaderImpl : public Loader {
   BlendSchedule schedule_;
   BlendSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
   bool lookahead_ = false;
-  int64_t ahead_steps_ = 0;          // Current lookahead, growing to lookahead_steps.
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
   std::atomic<bool> stopping_{false};
