@@ -298,6 +298,21 @@ steady-state columns pool the rest of {rounds} rounds. First batch: from
 {table}
 
 {fetch_line}
+
+Reading:
+- Steady state: the chunks of the next window are hinted up to 16 steps
+  before they are needed, so the consumer's wait is the cost of a `next()`
+  from Python. Without hints the host ring (4 batches) hides most fetches,
+  but not every window change: there an assembler fetches new chunks itself.
+- First batch: the loader hints the step being assembled with the smallest
+  step number, so its rows' chunks are fetched side by side (the assembler
+  takes the first out of the queue and fetches it itself); without hints
+  each assembler fetches its rows' chunks one after another.
+- What this link cannot show: moto and the proxy are Python processes on
+  the reader's cores, so fetches in parallel slow each other down, where an
+  object store serves each connection at its own rate; most of the first
+  batch's time beyond one fetch is that. The bandwidth cap is per
+  connection, as object stores have it; a shared NIC limit is not modelled.
 """
 
 
