@@ -172,6 +172,7 @@ class LoaderImpl : public Loader {
       plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
       schedule_.Reset(counts);
       ahead_.Reset(counts);
+      ahead_steps_ = 0;
       planned_generation_ = generation;
       ++planned_tickets_;
       plan_cv_.notify_all();
@@ -272,16 +273,22 @@ class LoaderImpl : public Loader {
 
   // Under plan_mu_, after `slot` was planned: hints the chunks of its own
   // rows (the prefetch threads fetch them side by side while its assembler
-  // reads the first), then walks the lookahead schedule lookahead_steps
-  // steps past it, telling each dataset which of this rank's windows come
-  // next and at which global step, so the soonest are fetched first.
+  // reads the first), then walks the lookahead schedule up to
+  // lookahead_steps steps past it, telling each dataset which of this
+  // rank's windows come next and at which global step, so the soonest are
+  // fetched first.
   void PrefetchAhead(const Slot& slot) {
     const uint64_t L = static_cast<uint64_t>(o_.seq_len);
     for (const auto& [s, sample] : slot.rows) {
       sources_[s].dataset->Prefetch(sample * L, L + 1, slot.info.global_step, read_stats_);
     }
+    // The window opens one step per plan: at the start (and after a
+    // LoadState) the first steps' chunks do not share the link with the
+    // whole lookahead's, which the queue's order cannot prevent once they
+    // are all in flight.
+    ahead_steps_ = std::min<int64_t>(ahead_steps_ + 1, o_.lookahead_steps);
     const uint64_t position = slot.info.position_after;
-    const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(o_.lookahead_steps), GlobalBatch());
+    const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(ahead_steps_), GlobalBatch());
     const uint64_t target = ahead > limit_ - std::min(limit_, position) ? limit_ : position + ahead;
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
     if (ahead_.position() < position) {
@@ -422,6 +429,7 @@ class LoaderImpl : public Loader {
   BlendSchedule schedule_;
   BlendSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
   bool lookahead_ = false;
+  int64_t ahead_steps_ = 0;          // Current lookahead, growing to lookahead_steps.
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
   uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
   std::atomic<bool> stopping_{false};
