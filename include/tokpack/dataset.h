@@ -81,12 +81,14 @@ class Dataset {
   Status ReadStoredTokens(uint64_t begin, uint64_t count, void* out,
                           ReadStats* stats = nullptr) const;
 
-  // A hint that tokens [begin, begin + count) will be read soon: shards in
-  // remote storage start fetching them in the background, counting in
-  // `*stats` (may be null; kept alive until those fetches are done). Never
-  // blocks. Destroying the Dataset drops the fetches not yet started and
-  // waits for those in flight.
-  void Prefetch(uint64_t begin, uint64_t count,
+  // A hint that tokens [begin, begin + count) will be read at step `step`
+  // (any count that grows with time; the Loader passes its global step):
+  // shards in remote storage fetch them in the background, the smallest
+  // step first (a chunk hinted again for an earlier step moves up), behind
+  // every read that needs a chunk now, counting in `*stats` (may be null;
+  // kept alive until those fetches are done). Never blocks. Destroying the
+  // Dataset drops the fetches not yet started and waits for those in flight.
+  void Prefetch(uint64_t begin, uint64_t count, int64_t step,
                 const std::shared_ptr<ReadStats>& stats = nullptr) const;
   // True when the shards are read from remote storage (s3://, gs://, http(s)://).
   bool remote() const;

@@ -101,7 +101,9 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   int threads = 2;   // Assembler threads.
   int prefetch = 4;  // Host ring depth: batches assembled ahead.
   // For remote datasets: how many steps ahead the loader tells the storage
-  // layer which chunks it will read, so fetches run ahead of need.
+  // layer which chunks it will read (and at which step), so fetches run
+  // ahead of need, soonest first; the step being assembled is told too, so
+  // its rows' chunks are fetched side by side. 0: nothing is told.
   int lookahead_steps = 16;
   Device device;            // Where batches are delivered.
   int device_prefetch = 3;  // With a CUDA device: device ring depth.

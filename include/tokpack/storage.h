@@ -31,10 +31,13 @@ struct StorageOptions {
   // http_attempts * (http_stall_seconds + a 4 s backoff at most).
   // ($TOKPACK_HTTP_STALL_SECONDS)
   int http_stall_seconds = 20;
-  // HTTP requests in flight at once per dataset or input. ($TOKPACK_HTTP_CONCURRENCY)
+  // HTTP requests in flight at once per dataset or input; prefetches take at
+  // most three quarters of them (all of one) and reads go before waiting
+  // prefetches. ($TOKPACK_HTTP_CONCURRENCY)
   int http_concurrency = 16;
-  // Background threads filling the cache ahead of reads, per remote dataset.
-  // ($TOKPACK_PREFETCH_THREADS)
+  // Background threads filling the cache ahead of reads, per remote dataset:
+  // the most prefetches in flight, each taking the queued chunk whose step
+  // comes first. ($TOKPACK_PREFETCH_THREADS)
   int prefetch_threads = 8;
   // Where `build --output URL` builds before pushing. ($TMPDIR, else /tmp)
   std::string temp_dir = "/tmp";

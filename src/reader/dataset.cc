@@ -342,7 +342,7 @@ Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int32_t* out, ReadSta
 Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int64_t* out, ReadStats* stats) const {
   return impl_->Read(begin, count, out, stats);
 }
-void Dataset::Prefetch(uint64_t begin, uint64_t count,
+void Dataset::Prefetch(uint64_t begin, uint64_t count, int64_t step,
                        const std::shared_ptr<ReadStats>& stats) const {
   const Impl& d = *impl_;
   if (!d.remote || count == 0 || begin >= num_tokens()) return;
@@ -353,7 +353,7 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count,
     const Impl::Shard& s = d.shards[k];
     const uint64_t a = std::max(begin, s.first_token) - s.first_token;
     const uint64_t b = std::min(end, d.token_ends[k]) - s.first_token;
-    s.bin->Prefetch(a * item, (b - a) * item, stats);
+    s.bin->Prefetch(a * item, (b - a) * item, step, stats);
   }
 }
 

@@ -90,6 +90,7 @@ class LoaderImpl : public Loader {
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
+    lookahead_ = lookahead_ && o_.lookahead_steps > 0;  // 0: no hints at all.
   }
 
   // Allocates the host ring (page-locked with a device stage) and starts
@@ -275,29 +276,39 @@ class LoaderImpl : public Loader {
     return c;
   }
 
-  // Under plan_mu_, after a step was planned up to global position
-  // `position`: walks the lookahead schedule to lookahead_steps steps past
-  // it, telling each dataset which of this rank's windows come next.
-  void PrefetchAhead(uint64_t position) {
-    // The window opens one step per plan, up to lookahead_steps: at the start
-    // (and after a LoadState) the chunks of the first steps are asked for
-    // first, instead of sharing the bandwidth with everything ahead at once.
+  // Under plan_mu_, after `slot` was planned: hints the chunks of its own
+  // rows (the prefetch threads fetch them side by side while its assembler
+  // reads the first), then walks the lookahead schedule up to
+  // lookahead_steps steps past it, telling each dataset which of this
+  // rank's windows come next and at which global step, so the soonest are
+  // fetched first.
+  void PrefetchAhead(const Slot& slot) {
+    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
+    for (const auto& [s, sample] : slot.rows) {
+      sources_[s].dataset->Prefetch(sample * L, L + 1, slot.info.global_step, read_stats_);
+    }
+    // The window opens one step per plan: at the start (and after a
+    // LoadState) the first steps' chunks do not share the link with the
+    // whole lookahead's, which the queue's order cannot prevent once they
+    // are all in flight.
     ahead_steps_ = std::min<int64_t>(ahead_steps_ + 1, o_.lookahead_steps);
+    const uint64_t position = slot.info.position_after;
     const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(ahead_steps_), GlobalBatch());
     const uint64_t target = ahead > limit_ - std::min(limit_, position) ? limit_ : position + ahead;
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
-    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
     if (ahead_.position() < position) {
       ahead_.Reset(schedule_.counts());  // Fell behind (or first use): catch up.
     }
     while (ahead_.position() < target && !stopping_.load(std::memory_order_relaxed)) {
       // Step boundaries lie at `position` + k * GlobalBatch() (also after an
       // elastic resume, whose positions need not be multiples of it).
-      const uint64_t j = (ahead_.position() - position) % GlobalBatch();
+      const uint64_t past = ahead_.position() - position;
+      const uint64_t j = past % GlobalBatch();
       const size_t s = ahead_.Next();
       if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
         const uint64_t sample = orders_[s].Sample(ahead_.counts()[s] - 1);
-        sources_[s].dataset->Prefetch(sample * L, L + 1, read_stats_);
+        const int64_t step = slot.info.global_step + 1 + static_cast<int64_t>(past / GlobalBatch());
+        sources_[s].dataset->Prefetch(sample * L, L + 1, step, read_stats_);
       }
     }
   }
@@ -347,7 +358,7 @@ class LoaderImpl : public Loader {
         // A LoadState() after the claim makes this step stale: skip it.
         if (generation == planned_generation_ && !stopping_.load()) {
           planned = Plan(*slot);
-          if (planned && lookahead_) PrefetchAhead(slot->info.position_after);
+          if (planned && lookahead_) PrefetchAhead(*slot);
         }
         ++planned_tickets_;
         plan_cv_.notify_all();

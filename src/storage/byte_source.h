@@ -47,10 +47,11 @@ class ByteSource {
     return ByteView{std::shared_ptr<const char>(bytes, bytes->data()), n};
   }
   virtual const std::string& name() const = 0;
-  // A hint that [offset, offset + n) will be read soon: remote sources start
-  // fetching it in the background, counting in `*stats` (may be null; kept
-  // alive until the fetch is done). Never blocks; errors surface in Read().
-  virtual void Prefetch(uint64_t /*offset*/, uint64_t /*n*/,
+  // A hint that [offset, offset + n) will be read at step `step`: remote
+  // sources fetch it in the background, smallest step first, counting in
+  // `*stats` (may be null; kept alive until the fetch is done). Never
+  // blocks; errors surface in Read().
+  virtual void Prefetch(uint64_t /*offset*/, uint64_t /*n*/, int64_t /*step*/,
                         const std::shared_ptr<ReadStats>& /*stats*/) const {}
 };
 

@@ -203,9 +203,16 @@ HttpStore::~HttpStore() {
   for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
 }
 
-void* HttpStore::Acquire() const {
+void* HttpStore::Acquire(Priority priority) const {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return active_ < options_.max_concurrency; });
+  if (priority == Priority::kForeground) {
+    ++foreground_waiting_;
+    cv_.wait(lock, [&] { return active_ < options_.max_concurrency; });
+    --foreground_waiting_;
+  } else {
+    const int slots = BackgroundSlots(options_.max_concurrency);
+    cv_.wait(lock, [&] { return foreground_waiting_ == 0 && active_ < slots; });
+  }
   ++active_;
   if (!idle_.empty()) {
     void* h = idle_.back();
@@ -219,7 +226,8 @@ void HttpStore::Release(void* handle) const {
   std::lock_guard<std::mutex> lock(mu_);
   --active_;
   if (handle) idle_.push_back(handle);
-  cv_.notify_one();
+  // Both kinds wait on cv_, and a woken one may not be the one that can go.
+  cv_.notify_all();
 }
 
 void HttpStore::Transfer(void* handle, const std::string& url, const char* method,
@@ -327,8 +335,9 @@ void HttpStore::Transfer(void* handle, const std::string& url, const char* metho
 }
 
 Status HttpStore::Once(const std::string& url, const char* method, const std::string* upload,
-                       int64_t offset, int64_t n, uint64_t max_bytes, Response* r) const {
-  CURL* curl = static_cast<CURL*>(Acquire());
+                       int64_t offset, int64_t n, uint64_t max_bytes, Priority priority,
+                       Response* r) const {
+  CURL* curl = static_cast<CURL*>(Acquire(priority));
   if (curl == nullptr) {
     Release(nullptr);
     return InternalError("curl_easy_init failed");
@@ -377,7 +386,8 @@ void HttpStore::Pause(double seconds) const {
 
 Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
                           int64_t offset, int64_t n, std::string* out, const std::string& query,
-                          std::string* etag, int64_t* content_length, uint64_t max_bytes) const {
+                          std::string* etag, int64_t* content_length, uint64_t max_bytes,
+                          Priority priority) const {
   const std::string url = location_.UrlOf(name) + query;
   thread_local std::mt19937_64 rng(std::random_device{}());
   std::string last;
@@ -392,7 +402,7 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
     }
     if (Cancelled()) return CancelledError(url + ": cancelled");
     Response r;
-    TOKPACK_RETURN_IF_ERROR(Once(url, method, upload, offset, n, max_bytes, &r));
+    TOKPACK_RETURN_IF_ERROR(Once(url, method, upload, offset, n, max_bytes, priority, &r));
     if (r.too_large) {
       const bool mib = max_bytes > 0 && max_bytes % (uint64_t{1} << 20) == 0;
       return Status(StatusCode::kResourceExhausted,
@@ -443,13 +453,14 @@ StatusOr<std::string> HttpStore::Get(const std::string& name, uint64_t max_bytes
   return out;
 }
 
-Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n,
-                           std::string* out) const {
+Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out,
+                           Priority priority) const {
   if (n == 0) {
     out->clear();
     return Status::Ok();
   }
-  return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), out);
+  return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), out,
+                 "", nullptr, nullptr, kMaxReplyBytes, priority);
 }
 
 StatusOr<uint64_t> HttpStore::Size(const std::string& name) const {

@@ -2,7 +2,10 @@
 // with libcurl: SigV4-signed for S3 and GCS HMAC keys, retried with
 // exponential backoff and full jitter on 5xx, 429, timeouts, stalls,
 // connection resets and short bodies; at most `max_concurrency` requests at
-// once. Thread-safe; connections are pooled and reused.
+// once, of which background ones (prefetches) take at most
+// BackgroundSlots(), and a waiting foreground request goes before every
+// waiting background one, so a reader never waits behind prefetches for a
+// connection. Thread-safe; connections are pooled and reused.
 //
 // What a server says is untrusted: redirects are followed only within the
 // origin (scheme, host and port) of the request, at most kMaxRedirects of
@@ -50,6 +53,15 @@ class HttpStore {
 
   static constexpr int kMaxRedirects = 5;
 
+  // Who waits for a request: a reader (foreground) or nobody yet (a
+  // prefetch, in the background).
+  enum class Priority { kForeground, kBackground };
+  // Of `max_concurrency` slots, those background requests may hold at once:
+  // all but a quarter (rounded up), kept for the foreground; all of one.
+  static int BackgroundSlots(int max_concurrency) {
+    return max_concurrency > 1 ? max_concurrency - (max_concurrency + 3) / 4 : max_concurrency;
+  }
+
   const ObjectLocation& location() const { return location_; }
 
   // The whole object `name`, of at most `max_bytes` (else ResourceExhausted
@@ -60,7 +72,8 @@ class HttpStore {
   // last error.
   StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) const;
   // Exactly `n` bytes of `name` at `offset` into *out.
-  Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out) const;
+  Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out,
+                  Priority priority = Priority::kForeground) const;
   // The size of object `name` (a HEAD request); NotFound if it does not exist.
   StatusOr<uint64_t> Size(const std::string& name) const;
   struct Listed {
@@ -94,25 +107,28 @@ class HttpStore {
   Status Request(const std::string& name, const char* method, const std::string* upload,
                  int64_t offset, int64_t n, std::string* out, const std::string& query = "",
                  std::string* etag = nullptr, int64_t* content_length = nullptr,
-                 uint64_t max_bytes = kMaxReplyBytes) const;
+                 uint64_t max_bytes = kMaxReplyBytes,
+                 Priority priority = Priority::kForeground) const;
   // One attempt, following redirects within the origin.
   Status Once(const std::string& url, const char* method, const std::string* upload, int64_t offset,
-              int64_t n, uint64_t max_bytes, Response* r) const;
+              int64_t n, uint64_t max_bytes, Priority priority, Response* r) const;
   // One transfer of `url` on `curl`.
   void Transfer(void* curl, const std::string& url, const char* method, const std::string* upload,
                 int64_t offset, int64_t n, uint64_t max_bytes, Response* r) const;
   bool Cancelled() const { return options_.cancel && options_.cancel->load(); }
   // Sleeps `seconds`, or less when cancelled.
   void Pause(double seconds) const;
-  void* Acquire() const;
+  // A slot (see the class comment) and a CURL handle for it.
+  void* Acquire(Priority priority) const;
   void Release(void* handle) const;
 
   ObjectLocation location_;
   HttpOptions options_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  mutable std::vector<void*> idle_;  // CURL easy handles, kept for connection reuse.
-  mutable int active_ = 0;
+  mutable std::vector<void*> idle_;     // CURL easy handles, kept for connection reuse.
+  mutable int active_ = 0;              // Requests holding a slot.
+  mutable int foreground_waiting_ = 0;  // Foreground requests waiting for one.
 };
 
 }  // namespace tokpack

@@ -6,36 +6,68 @@ Prefetcher::~Prefetcher() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    queue_.clear();
+    order_.clear();
+    queued_.clear();
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
-void Prefetcher::Submit(const std::string& key, std::function<void()> task) {
+void Prefetcher::Submit(const std::string& key, int64_t step, std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stop_ || queue_.size() >= kMaxQueued || !pending_.insert(key).second) return;
+  if (stop_ || running_.count(key) != 0) return;
+  if (auto it = queued_.find(key); it != queued_.end()) {
+    if (step >= it->second.rank.first) return;
+    // Needed sooner than first hinted: moves up, keeping its task.
+    order_.erase(it->second.rank);
+    it->second.rank = {step, arrivals_++};
+    order_.emplace(it->second.rank, key);
+    return;
+  }
+  if (queued_.size() >= max_queued_) {
+    const auto latest = std::prev(order_.end());
+    if (step >= latest->first.first) return;
+    queued_.erase(latest->second);
+    order_.erase(latest);
+  }
   // Started here, not in the constructor: most datasets never prefetch.
   while (static_cast<int>(threads_.size()) < threads_wanted_) {
     threads_.emplace_back([this] { Run(); });
   }
-  queue_.push_back({key, std::move(task)});
-  cv_.notify_one();
+  const Rank rank{step, arrivals_++};
+  order_.emplace(rank, key);
+  queued_.emplace(key, Queued{rank, std::move(task)});
+  work_cv_.notify_one();
+}
+
+void Prefetcher::Claim(const std::string& key) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (auto it = queued_.find(key); it != queued_.end()) {
+    order_.erase(it->second.rank);
+    queued_.erase(it);
+    return;
+  }
+  done_cv_.wait(lock, [&] { return running_.count(key) == 0; });
 }
 
 void Prefetcher::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    std::pair<std::string, std::function<void()>> item;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (stop_) return;
-      item = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    item.second();
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.erase(item.first);
+    work_cv_.wait(lock, [&] { return stop_ || !order_.empty(); });
+    if (stop_) return;
+    const auto first = order_.begin();
+    const std::string key = first->second;
+    order_.erase(first);
+    const auto it = queued_.find(key);
+    std::function<void()> task = std::move(it->second.task);
+    queued_.erase(it);
+    running_.insert(key);
+    lock.unlock();
+    task();
+    task = nullptr;  // What it holds goes before Claim() returns.
+    lock.lock();
+    running_.erase(key);
+    done_cv_.notify_all();
   }
 }
 

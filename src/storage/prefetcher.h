@@ -1,17 +1,35 @@
-// Prefetcher: background fetches for ByteSource::Prefetch(): a few threads,
-// started on first use, a bounded queue, and no key queued twice. The
-// destructor drops what is queued, lets the fetches in flight finish and
-// joins the threads. Thread-safe.
+// Prefetcher: background fetches for ByteSource::Prefetch(), run in the
+// order of the step that needs them. Invariants:
+// - A key (a chunk) is queued or running at most once. A hint for a queued
+//   key with an earlier step moves it up to that step; any other hint for a
+//   queued or running key is dropped.
+// - Workers take the queued task with the smallest step, the first queued
+//   among equal steps.
+// - At most `threads` tasks run at once (the bound on background fetches in
+//   flight) and at most `max_queued` wait. A hint past that bound takes the
+//   place of the queued task with the latest step if its own step is
+//   earlier, else it is dropped: prefetching is only a hint.
+// - Claim(key) is for the foreground (a reader that needs the chunk now):
+//   a queued task for it is dropped (the reader fetches the chunk itself,
+//   instead of waiting behind every earlier hint), and a running one is
+//   waited for (its fetch is under way; the reader then finds the chunk
+//   cached).
+// Threads start on the first Submit(). The destructor drops what is queued,
+// lets the running tasks finish and joins the threads. Thread-safe.
 #ifndef TOKPACK_SRC_STORAGE_PREFETCHER_H_
 #define TOKPACK_SRC_STORAGE_PREFETCHER_H_
 
 #include <condition_variable>
-#include <deque>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -19,27 +37,43 @@ namespace tokpack {
 
 class Prefetcher {
  public:
-  explicit Prefetcher(int threads) : threads_wanted_(threads) {}
+  static constexpr size_t kMaxQueued = 4096;
+
+  // `threads` >= 1 workers; at most `max_queued` >= 1 tasks wait.
+  explicit Prefetcher(int threads, size_t max_queued = kMaxQueued)
+      : threads_wanted_(threads), max_queued_(max_queued) {}
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
-  // Queues `task` under `key` (a chunk); dropped when the queue is full or
-  // `key` is already queued or running: prefetching is only a hint.
-  void Submit(const std::string& key, std::function<void()> task);
+  // Queues `task` under `key` for `step` (smaller runs sooner), as the
+  // invariants above say.
+  void Submit(const std::string& key, int64_t step, std::function<void()> task);
+  // Drops the queued task of `key`, or waits until its running one is done;
+  // returns at once when there is neither.
+  void Claim(const std::string& key);
 
  private:
-  static constexpr size_t kMaxQueued = 4096;
+  // (step, arrival): the queue's order.
+  using Rank = std::pair<int64_t, uint64_t>;
+  struct Queued {
+    Rank rank;
+    std::function<void()> task;
+  };
 
   void Run();
 
   const int threads_wanted_;
+  const size_t max_queued_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // Under mu_.
-  std::deque<std::pair<std::string, std::function<void()>>> queue_;
-  std::set<std::string> pending_;
-  std::vector<std::thread> threads_;  // Under mu_ until the destructor.
+  std::condition_variable work_cv_;  // A task was queued, or stop_.
+  std::condition_variable done_cv_;  // A running task finished.
+  bool stop_ = false;                // Under mu_, as is everything below.
+  uint64_t arrivals_ = 0;
+  std::map<Rank, std::string> order_;  // Queued keys, soonest first.
+  std::unordered_map<std::string, Queued> queued_;
+  std::unordered_set<std::string> running_;
+  std::vector<std::thread> threads_;  // Until the destructor.
 };
 
 }  // namespace tokpack

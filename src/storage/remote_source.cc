@@ -31,7 +31,7 @@ class RemoteSource : public ByteSource {
   const char* data() const override { return nullptr; }
   const std::string& name() const override { return url_; }
 
-  void Prefetch(uint64_t offset, uint64_t n,
+  void Prefetch(uint64_t offset, uint64_t n, int64_t step,
                 const std::shared_ptr<ReadStats>& stats) const override {
     if (n == 0 || offset >= digest_.bytes) return;
     const uint64_t last = std::min(offset + n, digest_.bytes) - 1;
@@ -44,15 +44,20 @@ class RemoteSource : public ByteSource {
       const std::string key = Key(k);
       // The task keeps what it uses alive; it never refers to this source,
       // which (with the prefetcher) may be destroyed while it runs.
-      prefetcher_->Submit(key, [store = store_, cache = cache_, cached = cached_, stats, key,
-                                name = name_, url = url_, start, size, sum = digest_.chunk_xxh3[k],
-                                k] {
-        // Reads nothing: only makes sure the chunk is in the cache.
-        Status s = cache->Read(
-            key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
-            [&](std::string* out) { return store->GetRange(name, start, size, out); }, stats.get());
-        if (s.ok()) cached[k].store(true, std::memory_order_relaxed);
-      });
+      prefetcher_->Submit(key, step,
+                          [store = store_, cache = cache_, cached = cached_, stats, key,
+                           name = name_, url = url_, start, size, sum = digest_.chunk_xxh3[k], k] {
+                            // Reads nothing: only makes sure the chunk is in the cache. In the
+                            // background: the HTTP requests of readers go first.
+                            Status s = cache->Read(
+                                key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
+                                [&](std::string* out) {
+                                  return store->GetRange(name, start, size, out,
+                                                         HttpStore::Priority::kBackground);
+                                },
+                                stats.get());
+                            if (s.ok()) cached[k].store(true, std::memory_order_relaxed);
+                          });
     }
   }
 
@@ -83,6 +88,8 @@ class RemoteSource : public ByteSource {
     // Warm: this process's mapping, without building a name or a fetch.
     ChunkCache::Pin chunk = cache_->FindMapped(key, stats);
     if (chunk == nullptr) {
+      // Not known to be cached: this read goes ahead of its chunk's hint.
+      if (!cached_[k].load(std::memory_order_relaxed)) prefetcher_->Claim(key);
       TOKPACK_ASSIGN_OR_RETURN(
           chunk,
           cache_->Map(

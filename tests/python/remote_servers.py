@@ -3,7 +3,9 @@
 RangeServer serves a directory over HTTP with byte ranges and counts what was
 asked for; FaultProxy sits in front of any server and breaks a chosen share of
 its responses (5xx, resets, stalls, short bodies, flipped bits) in a way that is
-reproducible and never so persistent that a retrying client cannot finish;
+reproducible and never so persistent that a retrying client cannot finish, and
+can add an object store's latency and per-connection bandwidth to every
+request;
 StalledServer accepts connections and never answers; MotoServer is a local S3
 (moto) that checks SigV4 signatures.
 """
@@ -15,6 +17,7 @@ import re
 import socket
 import struct
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -29,12 +32,18 @@ FAULTS = ("http500", "http503", "reset", "reset_body", "stall", "stall_body", "t
           "bitflip")
 # Faults that damage a body, so they need one from upstream to damage.
 BODY_FAULTS = {"reset_body", "stall_body", "truncate", "bitflip"}
+# A bandwidth-capped FaultProxy writes bodies in pieces of this size.
+PACE_BYTES = 64 << 10
 
 
 class _Server(http.server.ThreadingHTTPServer):
     """Remembers open connections so stop() can end idle keep-alive ones,
     whose handler threads would otherwise wait on them forever."""
     daemon_threads = True
+    # socketserver's default backlog of 5 drops the connections of a client
+    # that opens more at once (a reader's prefetch threads), costing each a
+    # retransmitted handshake: hundreds of ms that no real store charges.
+    request_queue_size = 128
 
     def __init__(self, handler):
         super().__init__(("127.0.0.1", 0), handler)
@@ -224,6 +233,14 @@ class FaultProxy(_Base):
     match: a regex; only requests whose path it matches (re.search) get faults.
     schedule: a list of fault names or None (clean) for the first matching
       requests in arrival order, before rate and max_consecutive take over.
+    latency_s: every request waits this long before it is relayed (an
+      object store's time to first byte; stop() ends the wait early).
+    bytes_per_s: every response body is sent at most this fast, per
+      connection (object stores cap each connection, not the sum), in
+      PACE_BYTES writes; None: as fast as the socket takes it.
+    With faults=() and rate=0 it only shapes: a stand-in for a real link to
+    object storage, for benchmarks (`tc netem` needs a kernel module and
+    root, which not every machine has).
 
     The client's Host header is forwarded unchanged, so a SigV4 signature made
     for the proxy's address (the URL the client was given) stays valid.
@@ -235,7 +252,7 @@ class FaultProxy(_Base):
     """
 
     def __init__(self, upstream_url, faults, *, rate=0.2, seed=0, max_consecutive=2,
-                 stall_s=5.0, match=None, schedule=None):
+                 stall_s=5.0, match=None, schedule=None, latency_s=0.0, bytes_per_s=None):
         up = urllib.parse.urlsplit(upstream_url)
         self.upstream = (up.hostname, up.port or 80)
         self.weights = dict(faults) if isinstance(faults, dict) else {f: 1 for f in faults}
@@ -248,6 +265,8 @@ class FaultProxy(_Base):
         self.stall_s = stall_s
         self.match = re.compile(match) if match else None
         self.schedule = collections.deque(schedule or [])
+        self.latency_s = latency_s
+        self.bytes_per_s = bytes_per_s
         self.counts = collections.Counter()
         self.events = []
         self.lock = threading.Lock()
@@ -334,7 +353,24 @@ class FaultProxy(_Base):
                 self.rfile.close()
                 self.close_connection = True
 
+            def send_body_response(self, status, headers, body, head=False):
+                if not proxy.bytes_per_s or head:
+                    super().send_body_response(status, headers, body, head)
+                    return
+                self.send_response(status)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.end_headers()
+                t0 = time.monotonic()
+                for at in range(0, len(body), PACE_BYTES):
+                    self.wfile.write(body[at:at + PACE_BYTES])
+                    early = t0 + (at + PACE_BYTES) / proxy.bytes_per_s - time.monotonic()
+                    if early > 0 and proxy._stopping.wait(early):
+                        return
+
             def relay(self):
+                if proxy.latency_s:
+                    proxy._stopping.wait(proxy.latency_s)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 key = (self.command, urllib.parse.urlsplit(self.path).path,
                        self.headers.get("Range"))

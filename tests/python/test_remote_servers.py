@@ -95,6 +95,20 @@ def test_proxy_passes_host_authorization_and_range_through_unchanged():
         echo.server_close()
 
 
+def test_a_shaping_proxy_relays_ranges_and_whole_bodies_intact(upstream):
+    # Latency and a bandwidth cap change when bytes arrive, never which:
+    # paced bodies of several PACE_BYTES pieces and of none arrive whole.
+    big = os.urandom(300_000)
+    (upstream.root / "ds" / "big.bin").write_bytes(big)
+    with FaultProxy(upstream.url, (), rate=0, latency_s=0.01, bytes_per_s=20e6) as proxy:
+        conn = connect(proxy.url)
+        assert get(conn, "/ds/big.bin")[::2] == (200, big)
+        assert get(conn, "/ds/big.bin", "bytes=70000-270000")[::2] == (206, big[70000:270001])
+        status, resp, body = get(conn, "/ds/shard-00000.bin", method="HEAD")
+        assert (status, resp.getheader("Content-Length"), body) == (200, str(len(DATA)), b"")
+        assert proxy.counts == {"clean": 3}
+
+
 def test_each_fault_kind_happens(upstream):
     path = "/ds/shard-00000.bin"
     with FaultProxy(upstream.url, FAULTS, rate=0, stall_s=3,

@@ -172,7 +172,7 @@ TEST_F(RemoteDatasetTest, DestroyingADatasetWithPrefetchesInFlightJoinsItsThread
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
   const int requests_at_open = server.requests();
   auto stats = std::make_shared<ReadStats>();
-  (*ds)->Prefetch(0, (*ds)->num_tokens(), stats);
+  (*ds)->Prefetch(0, (*ds)->num_tokens(), /*step=*/0, stats);
   const auto deadline = std::chrono::steady_clock::now() + kDeadline;
   while (server.requests() == requests_at_open && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -1,12 +1,14 @@
 // HttpStore against a real loopback server that misbehaves: bodies past
 // their cap, servers that ignore Range, endless error replies, redirect
-// loops, and silence that only the cancel flag ends.
+// loops, and silence that only the cancel flag ends; and background
+// requests that leave readers a free connection.
 #include "storage/http_store.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "tests/storage/http_test_server.h"
 #include "tests/test_util.h"
@@ -156,6 +158,37 @@ TEST_F(HttpStoreTest, TheCancelFlagEndsAWaitBetweenRetries) {
   o.backoff_initial_seconds = o.backoff_max_seconds = 3600;  // Waits only the flag ends.
   StatusOr<std::string> got = GetThenCancel(server, o);
   EXPECT_EQ(got.status().code(), StatusCode::kCancelled) << got.status().ToString();
+}
+
+TEST_F(HttpStoreTest, BackgroundRequestsLeaveForegroundOnesASlot) {
+  HttpTestServer server(root_.path());
+  HttpOptions o = Quick();
+  o.max_concurrency = 4;
+  ASSERT_EQ(HttpStore::BackgroundSlots(4), 3);
+  HttpStore store = Store(server, o);
+  server.Hold();
+  // Background requests fill the slots they may take (held by the server),
+  // and one more waits for a slot.
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      std::string got;
+      EXPECT_TRUE(store.GetRange("obj", 10 * i, 10, &got, HttpStore::Priority::kBackground).ok());
+    });
+  }
+  ASSERT_EQ(server.AwaitRanges("obj", 3, kDeadline).size(), 3u);
+  // A reader still gets a connection at once, ahead of the waiting prefetch.
+  clients.emplace_back([&] {
+    std::string got;
+    EXPECT_TRUE(store.GetRange("obj", 500, 10, &got).ok());
+    EXPECT_EQ(got, Pattern(1000).substr(500, 10));
+  });
+  const std::vector<std::string> seen = server.AwaitRanges("obj", 4, kDeadline);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[3], "/obj@500");
+  server.Release();
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(server.AwaitRanges("obj", 5, kDeadline).size(), 5u);
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // a directory to GET (with "Range: bytes=a-b") and HEAD, one connection at a
 // time, each closed after its response, optionally after a delay; a hook may
 // answer some requests itself (redirects, endless bodies, silence). Counts
-// the requests it received. Thread-safe.
+// the requests it received and logs its ranged GETs; while told to, it
+// holds ranged GETs unanswered (without blocking the others) until
+// released, so a test can keep a client's fetch in flight. Thread-safe.
 #ifndef TOKPACK_TESTS_STORAGE_HTTP_TEST_SERVER_H_
 #define TOKPACK_TESTS_STORAGE_HTTP_TEST_SERVER_H_
 
@@ -13,13 +15,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace tokpack::testing {
 
@@ -55,6 +61,7 @@ class HttpTestServer {
     ::shutdown(fd_, SHUT_RDWR);  // Wakes accept().
     thread_.join();
     ::close(fd_);
+    for (const auto& held : held_) ::close(held.first);
   }
   HttpTestServer(const HttpTestServer&) = delete;
   HttpTestServer& operator=(const HttpTestServer&) = delete;
@@ -63,6 +70,41 @@ class HttpTestServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // Requests received so far (counted before the delay and the hook).
   int requests() const { return requests_.load(); }
+
+  // From now on, ranged GETs are held: their connections kept, unanswered.
+  void Hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    holding_ = true;
+  }
+  // Stops holding and answers the held requests, in arrival order.
+  void Release() {
+    std::vector<std::pair<int, std::string>> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      holding_ = false;
+      held.swap(held_);
+    }
+    for (const auto& [fd, request] : held) {
+      Respond(fd, request);
+      ::close(fd);
+    }
+  }
+  // Waits up to `deadline` until `n` ranged GETs of paths containing
+  // `part` arrived; returns those that did, as "path@first byte", in
+  // arrival order.
+  std::vector<std::string> AwaitRanges(const std::string& part, size_t n,
+                                       std::chrono::seconds deadline) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::vector<std::string> got;
+    logged_.wait_for(lock, deadline, [&] {
+      got.clear();
+      for (const std::string& r : ranges_) {
+        if (r.find(part) != std::string::npos) got.push_back(r);
+      }
+      return got.size() >= n;
+    });
+    return got;
+  }
 
   // Sends all of `bytes`; false once the client has gone.
   static bool Send(int fd, const std::string& bytes) {
@@ -95,6 +137,7 @@ class HttpTestServer {
       }
       if (request.find("\r\n\r\n") != std::string::npos) {
         ++requests_;
+        if (LogRange(request) && Held(c, request)) continue;
         std::this_thread::sleep_for(delay_);
         Respond(c, request);
       }
@@ -102,7 +145,25 @@ class HttpTestServer {
     }
   }
 
-  void Respond(int c, const std::string& request) {
+  // Logs a ranged GET as "path@first byte"; whether it was one.
+  bool LogRange(const std::string& request) {
+    const size_t r = request.find("Range: bytes=");
+    if (request.rfind("GET ", 0) != 0 || r == std::string::npos) return false;
+    const std::string path = request.substr(4, request.find(' ', 4) - 4);
+    std::lock_guard<std::mutex> lock(mu_);
+    ranges_.push_back(path + "@" +
+                      std::to_string(std::strtoull(request.c_str() + r + 13, nullptr, 10)));
+    logged_.notify_all();
+    return true;
+  }
+  // While holding: keeps connection `c` for Release() to answer; whether it did.
+  bool Held(int c, const std::string& request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (holding_) held_.emplace_back(c, request);
+    return holding_;
+  }
+
+  void Respond(int c, const std::string& request) const {
     std::istringstream first(request.substr(0, request.find("\r\n")));
     std::string method, path;
     first >> method >> path;
@@ -136,6 +197,11 @@ class HttpTestServer {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
+  mutable std::mutex mu_;
+  mutable std::condition_variable logged_;
+  std::vector<std::string> ranges_;                // Under mu_.
+  bool holding_ = false;                           // Under mu_.
+  std::vector<std::pair<int, std::string>> held_;  // Under mu_: (fd, request).
   std::thread thread_;
 };
 
