@@ -80,7 +80,9 @@ def worker_run(a):
     open_s = time.perf_counter() - t0
     kw = dict(shuffle=a["shuffle"])
     if a["shuffle"] == "block":
-        kw.update(block_size=a["block_size"], block_window=a["block_window"])
+        kw.update(block_size=a["block_size"], block_window=a["window_chunks"])
+    elif a["shuffle"] == "window":
+        kw.update(window_chunks=a["window_chunks"])
     t0 = time.perf_counter()
     loader = tokpack.Loader(ds, seq_len=SEQ_LEN, batch_size=BATCH, seed=1,
                             lookahead_steps=a["lookahead"], as_="numpy", max_steps=a["steps"],
@@ -151,9 +153,9 @@ def main():
     ap.add_argument("--step-ms", type=float, default=100)
     ap.add_argument("--latency-ms", type=float, default=30)
     ap.add_argument("--mb-per-s", type=float, default=80, help="per connection (MB = 1e6 B)")
-    ap.add_argument("--shuffle", default="block", choices=["block", "full", "window"])
-    ap.add_argument("--block-window", type=int, default=4,
-                    help="shuffle=block: chunks per window (blocks are one chunk each)")
+    ap.add_argument("--shuffle", default="window", choices=["window", "block", "full"])
+    ap.add_argument("--window-chunks", type=int, default=4,
+                    help="chunks per window (window_chunks; with block, one-chunk blocks)")
     ap.add_argument("--probe-chunks", type=int, default=3)
     ap.add_argument("--workdir", default="/tmp/tokpack-cold-start-bench")
     ap.add_argument("--report", help="write the cold-start section of this report")
@@ -213,11 +215,11 @@ def main():
             n_cache[0] += 1
             e = dict(env, TOKPACK_CACHE_DIR=str(caches / f"c{n_cache[0]}"))
             if name == "probe":
-                a = dict(common, chunks=args.probe_chunks, parallel=args.block_window)
+                a = dict(common, chunks=args.probe_chunks, parallel=args.window_chunks)
             else:
                 a = dict(common, lookahead=CONFIGS[name], steps=args.steps,
                          step_s=args.step_ms / 1e3, shuffle=args.shuffle,
-                         block_size=chunk_bytes // 2 // SEQ_LEN, block_window=args.block_window)
+                         block_size=chunk_bytes // 2 // SEQ_LEN, window_chunks=args.window_chunks)
             cmd = [sys.executable, __file__, "--worker", "probe" if name == "probe" else "run",
                    json.dumps(a)]
             return harness.run_child(cmd, e, timeout=args.steps * args.step_ms / 1e3 + 300).result
@@ -225,7 +227,7 @@ def main():
         def log(r):
             if "fetch_s" in r:
                 return ("chunk fetch " + ", ".join(f"{t * 1e3:.0f} ms" for t in r["fetch_s"]) +
-                        f"; {args.block_window} side by side {r['parallel_s'] * 1e3:.0f} ms")
+                        f"; {args.window_chunks} side by side {r['parallel_s'] * 1e3:.0f} ms")
             w = r["waits"][args.warmup_steps:]
             return (f"first batch {r['first_batch_s'] * 1e3:.0f} ms, steady mean wait "
                     f"{mean(w) * 1e3:.3f} ms, max {max(w) * 1e3:.1f} ms, {r['chunks']} chunks")
@@ -268,7 +270,7 @@ def main():
     fetch_line = (f"One chunk's fetch through the same path: {median(fetch) * 1e3:,.0f} ms "
                   f"(median of {args.probe_chunks} chunks per round, {args.rounds} rounds; "
                   f"rounds' medians {', '.join(f'{f * 1e3:.0f}' for f in fetch)} ms). "
-                  f"{args.block_window} chunks fetched side by side the same way (about what "
+                  f"{args.window_chunks} chunks fetched side by side the same way (about what "
                   f"the first step needs): "
                   f"{median([r['parallel_s'] for r in results['probe']]) * 1e3:,.0f} ms.")
     print(f"link: {link}", table, fetch_line, sep="\n\n")
@@ -276,8 +278,10 @@ def main():
 
     if args.report:
         mode = (f'shuffle="block" with one block per chunk ({chunk_bytes // 2 // SEQ_LEN} '
-                f"samples) and windows of {args.block_window} blocks"
-                if args.shuffle == "block" else f'shuffle="{args.shuffle}"')
+                f"samples) and windows of {args.window_chunks} blocks"
+                if args.shuffle == "block" else
+                f'shuffle="window" with window_chunks={args.window_chunks}'
+                if args.shuffle == "window" else f'shuffle="{args.shuffle}"')
         doc = DOC.format(
             cmd=f".venv/bin/python bench/cold_start_bench.py --rounds {args.rounds} "
                 f"--steps {args.steps} --latency-ms {args.latency_ms:g} "
