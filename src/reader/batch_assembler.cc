@@ -77,8 +77,10 @@ void HostLayout::Place(char* memory, bool boundaries, Slot* slot) const {
   }
 }
 
-Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
-                    const HostLayout& layout, ReadStats* stats, Slot& slot) {
+namespace {
+
+Status ReadRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
+                const HostLayout& layout, ReadStats* stats, Slot& slot) {
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
   const size_t shift = o.labels == LabelsMode::kNext ? 1 : 0;
   BatchArrays& out = slot.arrays;
@@ -100,6 +102,23 @@ Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOpti
   if (o.document_boundaries)
     out.cu_seqlens[out.num_cu++] = static_cast<int32_t>(o.batch_size * o.seq_len);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
+                    const HostLayout& layout, ReadStats* stats, Slot& slot) {
+  if (stats == nullptr) return ReadRows(sources, o, layout, nullptr, slot);
+  // Counted per batch, not per row: `stats` is shared by every assembler
+  // thread, and an atomic add per warm row would contend on its cache line.
+  ReadStats batch;
+  const Status s = ReadRows(sources, o, layout, &batch, slot);
+  stats->cache_hits += batch.cache_hits;
+  stats->cache_misses += batch.cache_misses;
+  stats->bytes_fetched += batch.bytes_fetched;
+  stats->fetch_micros += batch.fetch_micros;
+  stats->uncached_reads += batch.uncached_reads;
+  return s;
 }
 
 }  // namespace tokpack
