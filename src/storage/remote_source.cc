@@ -24,8 +24,7 @@ class RemoteSource : public ByteSource {
         url_(store_->location().UrlOf(name_)),
         digest_(std::move(digest)),
         chunk_bytes_(chunk_bytes),
-        key_prefix_(HashToHex(Xxh3(url_)) + "-"),
-        cached_(new std::atomic<bool>[digest_.chunk_xxh3.size() + 1]()) {}
+        key_prefix_(HashToHex(Xxh3(url_)) + "-") {}
 
   uint64_t size() const override { return digest_.bytes; }
   const char* data() const override { return nullptr; }
@@ -36,27 +35,28 @@ class RemoteSource : public ByteSource {
     if (n == 0 || offset >= digest_.bytes) return;
     const uint64_t last = std::min(offset + n, digest_.bytes) - 1;
     for (uint64_t k = offset / chunk_bytes_; k <= last / chunk_bytes_; ++k) {
-      // Known to be cached (by this process): no hint. If another process
-      // evicted it since, the read fetches it; only the head start is lost.
-      if (cached_[k].load(std::memory_order_relaxed)) continue;
+      // Mapped by this process: cached and pinned, no hint. Anything else
+      // (on disk or not, evicted since it was read) is hinted; the task
+      // finds a chunk on disk without fetching it.
+      const std::string key = Key(k);
+      if (cache_->FindMapped(key, nullptr) != nullptr) continue;
       const uint64_t start = k * chunk_bytes_;
       const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
-      const std::string key = Key(k);
       // The task keeps what it uses alive; it never refers to this source,
       // which (with the prefetcher) may be destroyed while it runs.
       prefetcher_->Submit(key, step,
-                          [store = store_, cache = cache_, cached = cached_, stats, key,
-                           name = name_, url = url_, start, size, sum = digest_.chunk_xxh3[k], k] {
+                          [store = store_, cache = cache_, stats, key, name = name_, url = url_,
+                           start, size, sum = digest_.chunk_xxh3[k], k] {
                             // Reads nothing: only makes sure the chunk is in the cache. In the
-                            // background: the HTTP requests of readers go first.
-                            Status s = cache->Read(
+                            // background: the HTTP requests of readers go first. A failure
+                            // loses only the head start: the read reports its own.
+                            (void)cache->Read(
                                 key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
                                 [&](std::string* out) {
                                   return store->GetRange(name, start, size, out,
                                                          HttpStore::Priority::kBackground);
                                 },
                                 stats.get());
-                            if (s.ok()) cached[k].store(true, std::memory_order_relaxed);
                           });
     }
   }
@@ -88,14 +88,13 @@ class RemoteSource : public ByteSource {
     // Warm: this process's mapping, without building a name or a fetch.
     ChunkCache::Pin chunk = cache_->FindMapped(key, stats);
     if (chunk == nullptr) {
-      // Not known to be cached: this read goes ahead of its chunk's hint.
-      if (!cached_[k].load(std::memory_order_relaxed)) prefetcher_->Claim(key);
+      // Not mapped: this read goes ahead of its chunk's hint, if queued.
+      prefetcher_->Claim(key);
       TOKPACK_ASSIGN_OR_RETURN(
           chunk,
           cache_->Map(
               key, url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k],
               [&](std::string* out) { return store_->GetRange(name_, start, size, out); }, stats));
-      cached_[k].store(true, std::memory_order_relaxed);
     }
     return ByteView{ChunkCache::Pin(chunk, chunk.get() + (offset - start)),
                     std::min(n, start + size - offset)};
@@ -133,8 +132,6 @@ class RemoteSource : public ByteSource {
   FileDigest digest_;
   uint64_t chunk_bytes_;
   std::string key_prefix_;
-  // Chunks this process has seen in the cache; shared with queued prefetches.
-  std::shared_ptr<std::atomic<bool>[]> cached_;
 };
 
 // A whole file held in memory.

@@ -111,6 +111,25 @@ TEST_F(PrefetchOrderTest, AReadOfAChunkBeingPrefetchedWaitsForThatFetch) {
   EXPECT_EQ(Fetches(2), (std::vector<std::string>{Chunk(3), Chunk(6)}));
 }
 
+TEST_F(PrefetchOrderTest, AChunkEvictedSinceItWasReadIsHintedAgain) {
+  // A cache of 4 chunks (mappings: 2): reading 8 chunks evicts the first, so
+  // in the next epoch its hint must fetch it again, not be skipped as seen.
+  TempDir small;
+  StorageOptions o;
+  o.cache_dir = small.path();
+  o.cache_bytes = 4 * 256;
+  o.prefetch_threads = 1;
+  auto ds = Dataset::Open(server_.url() + "/d", o);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  std::vector<int64_t> got(kChunkTokens);
+  for (uint64_t k = 0; k < 8; ++k) {
+    ASSERT_TRUE((*ds)->ReadTokens(k * kChunkTokens, kChunkTokens, got.data()).ok());
+  }
+  ASSERT_EQ(Fetches(8).front(), Chunk(0));
+  (*ds)->Prefetch(0, 1, /*step=*/100, stats_);
+  EXPECT_EQ(Fetches(9).back(), Chunk(0));
+}
+
 TEST_F(PrefetchOrderTest, DestroyingTheDatasetWithHintsQueuedAndInFlight) {
   server_.Hold();
   Hint(0, 0);
