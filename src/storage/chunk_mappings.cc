@@ -66,8 +66,10 @@ std::shared_ptr<const ChunkMapping> ChunkMappings::Add(const std::string& key,
     std::lock_guard<std::mutex> lock(s.mu);
     auto [it, added] = s.map.emplace(key, m);
     if (!added) return it->second;  // `m` is unmapped as it goes out of scope.
+    // Under the shard lock, so a release that finds `m` subtracts only
+    // bytes already counted.
+    bytes_ += m->size();
   }
-  bytes_ += m->size();
   if (bytes_.load() > bound) {
     std::lock_guard<std::mutex> lock(release_mu_);
     while (bytes_.load() > bound && ReleaseOldest(key)) {

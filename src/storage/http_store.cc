@@ -208,7 +208,8 @@ void* HttpStore::Acquire(Priority priority) const {
   if (priority == Priority::kForeground) {
     ++foreground_waiting_;
     cv_.wait(lock, [&] { return active_ < options_.max_concurrency; });
-    --foreground_waiting_;
+    // The last waiting reader lets background requests through again.
+    if (--foreground_waiting_ == 0) cv_.notify_all();
   } else {
     const int slots = BackgroundSlots(options_.max_concurrency);
     cv_.wait(lock, [&] { return foreground_waiting_ == 0 && active_ < slots; });
