@@ -89,7 +89,9 @@ std::string WindowNotice(const RemoteData& r, const LoaderOptions& o,
       (w.window_units() == 1 ? " unit of " : " units of ") + std::to_string(w.unit_chunks()) +
       " x " + Bytes(r.chunk_bytes) + " chunks (" + std::to_string(w.unit_tokens() / L - 1) +
       " samples each); " + std::to_string(left_out) + " of " + std::to_string(served + left_out) +
-      " samples per epoch cross unit edges and are left out";
+      " samples per epoch cross unit edges and are left out; a full shuffle would fetch about " +
+      std::to_string(static_cast<uint64_t>(FullShuffleAmplification(r, o, item) + 0.5)) +
+      " bytes per byte served";
   // The window being read and the next one, being fetched, share the cache.
   if (2 * window_bytes > r.cache_bytes) {
     line += "; the cache holds fewer than two windows (" + Bytes(2 * window_bytes) +

@@ -12,10 +12,6 @@ from test_py_remote import cache_bytes
 
 tokpack = pytest.importorskip("tokpack")
 
-needs_window = pytest.mark.skipif(
-    not any(o["name"] == "window_chunks" for o in tokpack._core.loader_options()),
-    reason='the installed tokpack has no shuffle="window" yet')
-
 SEQ_LEN = 16
 CHUNK = 8192  # 4096 uint16 tokens: a window unit is 2 chunks (511 samples of 16 tokens).
 CACHE_LIMIT = 8 * CHUNK  # The derived window is half of it: 4 chunks, 2 units.
@@ -71,7 +67,6 @@ def run_node(url, cache_dir, **kw):
     return sum(loader.stats()["bytes_fetched"] for loader in loaders), steps
 
 
-@needs_window
 def test_a_window_epoch_fetches_each_chunk_about_once_within_the_cache_limit(big, node_cache):
     root, bin_bytes = big
     assert bin_bytes >= 6 * CACHE_LIMIT, "the dataset must be several times the cache"
