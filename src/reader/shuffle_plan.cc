@@ -63,9 +63,9 @@ StatusOr<std::shared_ptr<const WindowOrder>> MakeWindowOrder(const Dataset& d,
   auto order =
       std::make_shared<const WindowOrder>(shard_tokens, chunk, item, L, units, o.seed, stream);
   if (order->size() == 0) {
-    return OutOfRangeError("shuffle=window: seq_len " + std::to_string(L) + " leaves '" + d.path() +
+    return OutOfRangeError("seq_len " + std::to_string(L) + " leaves '" + d.path() +
                            "' no sample wholly inside one shard's fetch unit of " +
-                           std::to_string(order->unit_chunks()) + " chunks; use shuffle=full");
+                           std::to_string(order->unit_chunks()) + " chunks");
   }
   return order;
 }
@@ -127,7 +127,22 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
                              " tokens: a sample needs seq_len + 1)");
     }
     if (o.shuffle == ShuffleMode::kWindow) {
-      TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<const WindowOrder> w, MakeWindowOrder(d, o, s));
+      StatusOr<std::shared_ptr<const WindowOrder>> made = MakeWindowOrder(d, o, s);
+      if (!made.ok() && chose) {
+        // auto never fails where full works: a source too short for a
+        // window unit gets the full shuffle (the cache misses, and says so).
+        LoaderOptions full = options;
+        full.shuffle = ShuffleMode::kFull;
+        TOKPACK_ASSIGN_OR_RETURN(ShufflePlan plan_full, PlanShuffle(sources, full));
+        plan_full.notice =
+            "tokpack: shuffle=auto chose \"full\", not \"window\": " + made.status().message() +
+            "; the cache will miss";
+        return plan_full;
+      }
+      if (!made.ok()) {
+        return OutOfRangeError("shuffle=window: " + made.status().message() + "; use shuffle=full");
+      }
+      std::shared_ptr<const WindowOrder> w = *std::move(made);
       windows.push_back(w);
       plan.orders.emplace_back(std::move(w));
     } else {

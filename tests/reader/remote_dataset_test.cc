@@ -363,5 +363,28 @@ TEST_F(RemoteDatasetTest, ThreadsReadRightWhileTheirMappingsComeAndGo) {
   EXPECT_LE(CacheBytes(caches_.Join("small")), 2000u);
 }
 
+TEST_F(RemoteDatasetTest, AutoTakesTheFullShuffleWhereNoWindowUnitHoldsASample) {
+  // Shards of about 100 tokens, each shorter than a sample of 128: no sample
+  // lies inside a window unit or tail, but the stream has samples, so auto
+  // must not fail where full works.
+  testing::WriteSyntheticDataset(root_.Join("small"), testing::CyclingLengths(150, 40),
+                                 /*salt=*/4, /*shard_tokens=*/64);
+  HttpTestServer server(root_.path());
+  auto ds = Dataset::Open(server.url() + "/small", Storage("small", /*limit=*/1024));
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_GT((*ds)->num_shards(), 10u);
+  LoaderOptions o;
+  o.seq_len = 128;
+  o.batch_size = 2;
+  auto loader = Loader::Create({{*ds, 1.0}}, o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  EXPECT_EQ((*loader)->options().shuffle, ShuffleMode::kFull);
+  o.shuffle = ShuffleMode::kWindow;
+  auto window = Loader::Create({{*ds, 1.0}}, o);
+  ASSERT_FALSE(window.ok());
+  EXPECT_NE(window.status().message().find("use shuffle=full"), std::string::npos)
+      << window.status().ToString();
+}
+
 }  // namespace
 }  // namespace tokpack
