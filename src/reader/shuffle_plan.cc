@@ -114,7 +114,7 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
     o.window_chunks = remote.cache_bytes == 0
                           ? ShufflePlan::kLocalWindowChunks
                           : static_cast<int64_t>(std::clamp<uint64_t>(
-                                remote.cache_bytes / (2 * remote.chunk_sum), 1, uint64_t{1} << 30));
+                                3 * remote.cache_bytes / (8 * remote.chunk_sum), 1, uint64_t{1} << 30));
   }
   std::vector<std::shared_ptr<const WindowOrder>> windows;
   for (size_t s = 0; s < sources.size(); ++s) {

@@ -134,7 +134,7 @@ def test_auto_shuffle_reads_remote_data_larger_than_the_cache_in_windows(chunked
         auto = tokpack.Loader(url, epochs=1, **kw)
         err = capfd.readouterr().err
         window = auto.options["window_chunks"]
-        assert auto.options["shuffle"] == "window" and window == CACHE_LIMIT // (2 * CHUNK)
+        assert auto.options["shuffle"] == "window" and window == 3 * CACHE_LIMIT // (8 * CHUNK)
         assert err.count("\n") == 1 and 'shuffle=auto chose "window"' in err, err
         assert f"window_chunks={window}" in err and "left out" in err, err
         n = auto.samples_per_source[0]

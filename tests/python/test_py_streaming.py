@@ -14,7 +14,7 @@ tokpack = pytest.importorskip("tokpack")
 
 SEQ_LEN = 16
 CHUNK = 8192  # 4096 uint16 tokens: a window unit is 2 chunks (511 samples of 16 tokens).
-CACHE_LIMIT = 8 * CHUNK  # The derived window is half of it: 4 chunks, 2 units.
+CACHE_LIMIT = 11 * CHUNK  # The derived window is 3/8 of it: 4 chunks, 2 units.
 KW = dict(seq_len=SEQ_LEN, batch_size=8, seed=3, world_size=2, threads=2, as_="numpy")
 
 
