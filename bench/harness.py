@@ -210,3 +210,35 @@ def plot_bars(path, bars, title, xlabel, log):
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def synthetic_dataset(maker, work, tokens, shard_tokens):
+    """The path of the uint16 dataset `maker make` writes under `work` (made
+    once per size, then reused across runs) and its manifest."""
+    base = Path(work) / f"ds-{tokens}-s{shard_tokens}"
+    if not (base / "manifest.json").exists():
+        print(f"writing the dataset ({tokens:,} tokens)", file=sys.stderr)
+        subprocess.run([str(maker), "make", str(base), str(tokens), str(shard_tokens)],
+                       check=True)
+    return base, json.loads((base / "manifest.json").read_text())
+
+
+def moto_server_class():
+    """tests/python's MotoServer (the loopback S3), with werkzeug's line per
+    request turned off."""
+    import logging
+    sys.path.insert(0, str(REPO / "tests" / "python"))
+    from remote_servers import MotoServer
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    return MotoServer
+
+
+def timed_next(it):
+    """Yields each batch of iterator `it` with the seconds next() took."""
+    while True:
+        t = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        yield time.perf_counter() - t, batch

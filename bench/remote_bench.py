@@ -85,16 +85,10 @@ def worker_wait(a):
     loader = tokpack.Loader(ds, seq_len=SEQ_LEN, batch_size=BATCH, seed=1,
                             shuffle=a["shuffle"], lookahead_steps=a["lookahead"],
                             as_="numpy", max_steps=a["steps"])
-    it = iter(loader)
     waits = []
     t_start = time.perf_counter()
-    while True:
-        t0 = time.perf_counter()
-        try:
-            batch = next(it)
-        except StopIteration:
-            break
-        waits.append(time.perf_counter() - t0)
+    for wait, batch in harness.timed_next(iter(loader)):
+        waits.append(wait)
         _ = int(batch["input_ids"][0, 0])
         del batch
         time.sleep(a["step_s"])  # The model's step; the loader works meanwhile.
@@ -212,18 +206,9 @@ def main():
     ap.add_argument("--report", help="write the remote section of this report")
     args = ap.parse_args()
 
-    sys.path.insert(0, str(REPO / "tests" / "python"))
-    from remote_servers import MotoServer
-    import logging
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # No line per request.
-
+    MotoServer = harness.moto_server_class()
     work = Path(args.workdir)
-    base = work / f"ds-{args.tokens}-s{args.shard_tokens}"
-    if not (base / "manifest.json").exists():
-        print(f"writing the dataset ({args.tokens} tokens)", file=sys.stderr)
-        subprocess.run([str(BENCH), "make", str(base), str(args.tokens), str(args.shard_tokens)],
-                       check=True)
-    manifest = json.loads((base / "manifest.json").read_text())
+    base, manifest = harness.synthetic_dataset(BENCH, work, args.tokens, args.shard_tokens)
     default_chunk = manifest["chunk_bytes"]
     bin_bytes = sum(s["bin"]["bytes"] for s in manifest["shards"])
     chunk_sizes = [int(c) for c in args.chunk_sizes.split(",") if c]

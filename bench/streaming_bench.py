@@ -69,18 +69,12 @@ def worker(a):
             raise RuntimeError("the barrier closed: another rank failed")
 
     barrier()  # All ranks start together.
-    it = iter(loader)
     waits = []
     mid = {}
     check = 0
     t0 = time.perf_counter()
-    while True:
-        t = time.perf_counter()
-        try:
-            batch = next(it)
-        except StopIteration:
-            break
-        waits.append(time.perf_counter() - t)
+    for wait, batch in harness.timed_next(iter(loader)):
+        waits.append(wait)
         if len(waits) == a["mark"]:
             mid = loader.stats()
         check += int(batch["input_ids"][0, len(waits) % SEQ_LEN])
@@ -259,18 +253,10 @@ def main():
     ap.add_argument("--report", help="write the streaming section of this report")
     args = ap.parse_args()
 
-    sys.path.insert(0, str(REPO / "tests" / "python"))
-    from remote_servers import MotoServer
-    import logging
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-
+    MotoServer = harness.moto_server_class()
     modes = [m for m in args.modes.split(",") if m]
     work = Path(args.workdir)
-    base = work / f"ds-{args.tokens}-s{args.shard_tokens}"
-    if not (base / "manifest.json").exists():
-        print(f"writing the dataset ({args.tokens} tokens)", file=sys.stderr)
-        subprocess.run([str(BENCH), "make", str(base), str(args.tokens), str(args.shard_tokens)],
-                       check=True)
+    base, _ = harness.synthetic_dataset(BENCH, work, args.tokens, args.shard_tokens)
     ds = work / f"{base.name}-c{args.chunk_bytes}"
     make_chunked_copy(base, ds, args.chunk_bytes)
     manifest = json.loads((ds / "manifest.json").read_text())
