@@ -325,7 +325,11 @@ Reading:
 - First batch: the loader hints the step being assembled with the smallest
   step number, so its rows' chunks are fetched side by side (the assembler
   takes the first out of the queue and fetches it itself); without hints
-  each assembler fetches its rows' chunks one after another.
+  each assembler fetches its rows' chunks one after another. In window
+  mode a step's rows come from the few units of one window, so the first
+  step needs few chunks and the baseline is close; the hints count most
+  where a step's rows need many chunks (`--shuffle block` or `full`, and
+  window changes), which is why the steady state shows no step that waited.
 - What this link cannot show: moto and the proxy are Python processes on
   the reader's cores, so fetches in parallel slow each other down, where an
   object store serves each connection at its own rate; the chunks fetched
