@@ -87,15 +87,9 @@ def worker_run(a):
     loader = tokpack.Loader(ds, seq_len=SEQ_LEN, batch_size=BATCH, seed=1,
                             lookahead_steps=a["lookahead"], as_="numpy", max_steps=a["steps"],
                             **kw)
-    it = iter(loader)
     waits, first = [], None
-    while True:
-        t1 = time.perf_counter()
-        try:
-            batch = next(it)
-        except StopIteration:
-            break
-        waits.append(time.perf_counter() - t1)
+    for wait, batch in harness.timed_next(iter(loader)):
+        waits.append(wait)
         if first is None:
             first = time.perf_counter() - t0
         del batch
@@ -161,18 +155,9 @@ def main():
     ap.add_argument("--report", help="write the cold-start section of this report")
     args = ap.parse_args()
 
-    sys.path.insert(0, str(REPO / "tests" / "python"))
-    from remote_servers import MotoServer
-    import logging
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # No line per request.
-
+    MotoServer = harness.moto_server_class()
     work = Path(args.workdir)
-    base = work / f"ds-{args.tokens}-s{args.shard_tokens}"
-    if not (base / "manifest.json").exists():
-        print(f"writing the dataset ({args.tokens:,} tokens)", file=sys.stderr)
-        subprocess.run([str(MAKE), "make", str(base), str(args.tokens), str(args.shard_tokens)],
-                       check=True)
-    manifest = json.loads((base / "manifest.json").read_text())
+    base, manifest = harness.synthetic_dataset(MAKE, work, args.tokens, args.shard_tokens)
     chunk_bytes = manifest["chunk_bytes"]
     bin_bytes = sum(s["bin"]["bytes"] for s in manifest["shards"])
     caches = work / "caches"
