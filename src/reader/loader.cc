@@ -284,8 +284,12 @@ class LoaderImpl : public Loader {
   // fetched first.
   void PrefetchAhead(const Slot& slot) {
     const uint64_t L = static_cast<uint64_t>(o_.seq_len);
-    for (const auto& [s, sample] : slot.rows) {
-      sources_[s].dataset->Prefetch(sample * L, L + 1, slot.info.global_step, read_stats_);
+    // The step's own rows, unless a full lookahead hinted them already (each
+    // hint costs a lookup; in steady state, per row, the same again).
+    if (ahead_steps_ < o_.lookahead_steps) {
+      for (const auto& [s, sample] : slot.rows) {
+        sources_[s].dataset->Prefetch(sample * L, L + 1, slot.info.global_step, read_stats_);
+      }
     }
     // The window opens one step per plan: at the start (and after a
     // LoadState) the first steps' chunks do not share the link with the
