@@ -551,7 +551,7 @@ READING = """\
   machine, 300,000 windows). Earlier still, warm was 0.12x: rows read their
   inputs and targets separately through the cache, and lookahead hints
   queued no-op visits to cached chunks; a row now reads its window once, and
-  a remote file sends no hints for chunks this process has seen cached.
+  a remote file sends no hints for chunks this process has mapped.
   What a warm read still pays over local disk is finding its mapping (a hash
   probe under one of 16 shard locks, and reference counts): 5-8% of a
   window's CPU in a `perf` profile, within this machine's noise between runs.
@@ -559,9 +559,10 @@ READING = """\
   a `next()` from Python (about 0.1 ms) for local disk and S3 alike, with and
   without lookahead: zero in the sense of the target. All waiting happens in
   the warm-up, in the first step, and there lookahead_steps=16 waits longer
-  than 0 (the whole dataset is asked for at once, 8 fetches in parallel in
-  hint order, so the first batch's chunks share moto's bandwidth with all the
-  others).
+  than 0: hints are fetched soonest step first, but the first steps' chunks
+  are asked for together, up to 8 fetches in parallel, and share moto's two
+  cores; behind an object store's latency (the cold-start section) the hints
+  win.
 - Not measured here: a dataset larger than the cache, where a full shuffle
   needs a chunk per sample (a read amplification of about chunk_bytes / 4 KiB,
   1000x at 4 MiB); the streaming section measures that case, with
