@@ -111,10 +111,11 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
   const bool chose = o.shuffle == ShuffleMode::kAuto;
   if (chose) o.shuffle = remote.over() ? ShuffleMode::kWindow : ShuffleMode::kFull;
   if (o.shuffle == ShuffleMode::kWindow && o.window_chunks == 0) {
-    o.window_chunks = remote.cache_bytes == 0
-                          ? ShufflePlan::kLocalWindowChunks
-                          : static_cast<int64_t>(std::clamp<uint64_t>(
-                                3 * remote.cache_bytes / (8 * remote.chunk_sum), 1, uint64_t{1} << 30));
+    o.window_chunks =
+        remote.cache_bytes == 0
+            ? ShufflePlan::kLocalWindowChunks
+            : static_cast<int64_t>(std::clamp<uint64_t>(
+                  3 * remote.cache_bytes / (8 * remote.chunk_sum), 1, uint64_t{1} << 30));
   }
   std::vector<std::shared_ptr<const WindowOrder>> windows;
   for (size_t s = 0; s < sources.size(); ++s) {

@@ -4,8 +4,8 @@
 // per sample once the cache misses), else "full"; a derived window takes
 // 3/8 of the cache, so the window being read and the one being fetched
 // ahead both fit with a quarter of the cache to spare (a step that straddles
-// two windows, chunks a process has stopped pinning). Pure: it reads the datasets' sizes and settings, prints
-// nothing and fetches nothing. The plan is a value; its orders are immutable.
+// two windows, chunks a process has stopped pinning). Pure: it reads the datasets' sizes and
+// settings, prints nothing and fetches nothing. The plan is a value; its orders are immutable.
 #ifndef TOKPACK_SRC_READER_SHUFFLE_PLAN_H_
 #define TOKPACK_SRC_READER_SHUFFLE_PLAN_H_
 
