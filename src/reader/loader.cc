@@ -70,14 +70,15 @@ StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint6
 // that is "under mu" is guarded by pipeline_->mu.
 class LoaderImpl : public Loader {
  public:
-  // `plan`: the resolved options and each source's order; `limit`: the
-  // global positions available in all (PositionLimit).
-  LoaderImpl(std::vector<Source> sources, ShufflePlan plan, uint64_t limit,
-             std::shared_ptr<DeviceStage> stage)
+  // `plan`: the resolved options and each source's order; `samples`: their
+  // sizes; `limit`: the global positions available in all (PositionLimit).
+  LoaderImpl(std::vector<Source> sources, ShufflePlan plan, std::vector<uint64_t> samples,
+             uint64_t limit, std::shared_ptr<DeviceStage> stage)
       : sources_(std::move(sources)),
         o_(plan.options),
         limit_(limit),
         orders_(std::move(plan.orders)),
+        samples_(std::move(samples)),
         pipeline_(std::make_shared<Pipeline>(
             static_cast<size_t>(o_.prefetch), stage ? static_cast<size_t>(o_.device_prefetch) : 0,
             static_cast<size_t>(std::max(1, std::min(o_.threads, o_.prefetch / 2))))),
@@ -85,7 +86,6 @@ class LoaderImpl : public Loader {
         ahead_(Weights()) {
     pipeline_->stage = std::move(stage);
     pipeline_->options = o_;
-    for (const SampleOrder& order : orders_) samples_.push_back(order.size());
     for (Slot& slot : pipeline_->host.slots()) slot.rows.resize(static_cast<size_t>(o_.batch_size));
     consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
@@ -501,8 +501,8 @@ StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sourc
   TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples));
   // Once per run, not once per rank.
   if (!plan.notice.empty() && options.rank == 0) std::fprintf(stderr, "%s\n", plan.notice.c_str());
-  auto loader =
-      std::make_unique<LoaderImpl>(std::move(sources), std::move(plan), limit, std::move(stage));
+  auto loader = std::make_unique<LoaderImpl>(std::move(sources), std::move(plan),
+                                             std::move(samples), limit, std::move(stage));
   TOKPACK_RETURN_IF_ERROR(loader->Start());
   return std::unique_ptr<Loader>(std::move(loader));
 }

@@ -26,6 +26,7 @@ SampleOrder::SampleOrder(std::shared_ptr<const WindowOrder> order)
       window_order_(std::move(order)) {}
 
 uint64_t SampleOrder::Sample(uint64_t k) const {
+  if (mode_ == ShuffleMode::kWindow) return window_order_->Sample(k);  // Keys its own epochs.
   const uint64_t epoch = k / n_, i = k % n_;
   const uint64_t key = DeriveKey(seed_, stream_, epoch);
   switch (mode_) {
@@ -36,8 +37,8 @@ uint64_t SampleOrder::Sample(uint64_t k) const {
       return FeistelPermutation(n_, key).Apply(i);
     case ShuffleMode::kBlock:
       return BlockSample(key, i);
-    case ShuffleMode::kWindow:
-      return window_order_->Sample(k);  // Keys its own epochs.
+    case ShuffleMode::kWindow:  // Returned above.
+      break;
   }
   return i;
 }
