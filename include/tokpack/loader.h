@@ -149,6 +149,34 @@ class Batch {
   virtual Status UseOn(void* stream) const = 0;
 };
 
+// One phase of a mixture: from the first batch whose step() is at least
+// `start_step` on, positions draw from source s with weight weights[s]
+// (0: the source is absent), by the blend rule over the phase's own
+// positions, so the change takes effect at its step (docs/reader.md).
+// A source keeps its order and count across phases.
+struct MixturePhase {
+  int64_t start_step = 0;
+  std::vector<double> weights;  // One per source, finite, >= 0, not all 0.
+};
+
+// What one source has served: global counts over all ranks, from the start
+// of the data to the last batch handed out (resumes included).
+struct SourceStats {
+  uint64_t samples = 0;           // Positions drawn from it.
+  uint64_t tokens = 0;            // samples * seq_len (input tokens).
+  uint64_t epochs_completed = 0;  // Full passes over its samples: repetition.
+  uint64_t epoch_samples = 0;     // Samples drawn in the pass under way.
+};
+
+// One phase that has begun, as in the cursor: where it began and what each
+// source drew in it (global counts).
+struct PhaseStats {
+  int64_t start_step = 0;
+  uint64_t start_position = 0;
+  std::vector<double> weights;
+  std::vector<uint64_t> samples;  // Per source.
+};
+
 struct LoaderStats {
   int64_t steps = 0;
   double wait_seconds_total = 0;  // Time Next() blocked waiting for a batch.
@@ -166,6 +194,10 @@ struct LoaderStats {
   uint64_t cache_misses = 0;
   uint64_t bytes_fetched = 0;
   double fetch_seconds = 0;
+  // The mixture as served (global, from the cursor's counts): per source,
+  // and per phase begun.
+  std::vector<SourceStats> sources;
+  std::vector<PhaseStats> phases;
 };
 
 class Loader {
@@ -178,8 +210,15 @@ class Loader {
   // Validates options (InvalidArgument naming the field; OutOfRange when
   // seq_len leaves a dataset with no sample; FailedPrecondition when the
   // CUDA device is not usable, saying why) and starts the pipeline at the
-  // beginning of the data.
+  // beginning of the data. One mixture phase, with the sources' weights.
   static StatusOr<std::unique_ptr<Loader>> Create(std::vector<Source> sources,
+                                                  const LoaderOptions& options);
+  // As above, with a mixture that changes during the run: `phases` in
+  // increasing start_step, the first at step 0, each with one weight per
+  // dataset (InvalidArgument naming the phase otherwise). A dataset may be
+  // absent (weight 0) from some phases.
+  static StatusOr<std::unique_ptr<Loader>> Create(std::vector<std::shared_ptr<Dataset>> datasets,
+                                                  std::vector<MixturePhase> phases,
                                                   const LoaderOptions& options);
   // Stops and joins the threads. Outstanding batches stay valid.
   virtual ~Loader() = default;
@@ -198,10 +237,22 @@ class Loader {
   // string under 1 KiB, independent of rank, world size and batch size.
   virtual std::string SaveState() const = 0;
   // Continues from a saved cursor: the next batch starts at its position.
+  // The loader's phases that start before the cursor's step must be the
+  // phases the saved run began, with the same weights; later phases may
+  // differ and apply from their steps. The loader may list more datasets
+  // than the saved run (appended, absent from the begun phases).
   // InvalidArgument if it was made for another dataset, seed, sequence
-  // length, shuffle mode, block or window setting or weights (naming the
-  // setting and the value that resumes it), or is malformed.
+  // length, shuffle mode, block or window setting, or began other phases
+  // (naming the phase, its step and the setting that resumes it), or is
+  // malformed.
   virtual Status LoadState(const std::string& state) = 0;
+  // Replaces the phases from the next batch on, as LoadState() would with
+  // the cursor of now: phases that started before Step() must stay as they
+  // are (InvalidArgument naming the phase otherwise). A phase at Step()
+  // starts with the next batch ("start a new phase now").
+  virtual Status SetPhases(std::vector<MixturePhase> phases) = 0;
+  // The phases in effect: those begun, then those to come.
+  virtual std::vector<MixturePhase> Phases() const = 0;
 
   // The step number of the batch the next Next() returns (Batch::step()).
   virtual int64_t Step() const = 0;

@@ -205,6 +205,12 @@ class LoaderImpl : public Loader {
 
   std::vector<uint64_t> SamplesPerSource() const override { return samples_; }
 
+  Status SetPhases(std::vector<MixturePhase>) override {
+    return FailedPreconditionError("SetPhases: not yet");
+  }
+
+  std::vector<MixturePhase> Phases() const override { return {{0, Weights()}}; }
+
   const LoaderOptions& options() const override { return o_; }
 
  private:
@@ -516,6 +522,17 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
     TOKPACK_ASSIGN_OR_RETURN(stage, DeviceStage::Create(options, item));
   }
   return CreateLoader(std::move(sources), options, std::move(stage));
+}
+
+StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<std::shared_ptr<Dataset>> datasets,
+                                                 std::vector<MixturePhase> phases,
+                                                 const LoaderOptions& options) {
+  if (phases.size() != 1 || phases[0].weights.size() != datasets.size()) {
+    return FailedPreconditionError("phases: not yet");
+  }
+  std::vector<Source> sources;
+  for (size_t i = 0; i < datasets.size(); ++i) sources.push_back({datasets[i], phases[0].weights[i]});
+  return Create(std::move(sources), options);
 }
 
 }  // namespace tokpack
