@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/reader/synthetic_dataset.h"
+#include "tests/storage/http_test_server.h"
 #include "tests/test_util.h"
 #include "tokpack/dataset.h"
 #include "tokpack/loader.h"
@@ -227,6 +228,41 @@ TEST_F(SplitDataset, AWindowShuffledLoaderServesTheViewsSamplesOncePerEpoch) {
     if (j == 1) {
       EXPECT_GT((*view)->shard_token_offset(1) % 1152, 0u) << "a range starts off the grid";
     }
+  }
+}
+
+// Over HTTP, a part reads (and prefetches) the chunks of its own ranges: the
+// offsets of its stream in each .bin are the range's.
+TEST_F(SplitDataset, ARemotePartFetchesOnlyTheChunksOfItsRanges) {
+  testing::HttpTestServer server(dir_.path());
+  auto local = Open("1,1", 1);
+  ASSERT_TRUE(local.ok());
+  std::vector<int64_t> want((*local)->num_tokens());
+  ASSERT_TRUE((*local)->ReadTokens(0, want.size(), want.data()).ok());
+  // The chunks (256 bytes) under the ranges, one more each where a range
+  // starts inside a chunk: half of the data and a few chunks.
+  const uint64_t bound = want.size() * 2 + 2 * 256 * (*local)->num_shards();
+  uint64_t bin_bytes = 0;
+  for (const ShardInfo& shard : parent_->manifest().shards) bin_bytes += shard.bin.bytes;
+  ASSERT_LT(bound, bin_bytes * 3 / 4);
+  for (bool prefetch : {false, true}) {
+    StorageOptions storage;
+    storage.cache_dir = dir_.Join(prefetch ? "cache-prefetch" : "cache-read");
+    storage.cache_bytes = uint64_t{1} << 30;
+    storage.prefetch_threads = 2;
+    DatasetOptions o;
+    ASSERT_TRUE(o.Set("split", "1,1").ok() && o.Set("split_index", int64_t{1}).ok());
+    auto remote = Dataset::Open(server.url() + "/ds", storage, o);
+    ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+    EXPECT_EQ((*remote)->fingerprint(), (*local)->fingerprint());
+    auto prefetched = std::make_shared<ReadStats>();
+    if (prefetch) (*remote)->Prefetch(0, want.size(), 0, prefetched);
+    ReadStats read;
+    std::vector<int64_t> got(want.size());
+    ASSERT_TRUE((*remote)->ReadTokens(0, got.size(), got.data(), &read).ok());
+    EXPECT_EQ(got, want);
+    remote->reset();  // Waits for the prefetches in flight.
+    EXPECT_LE(read.bytes_fetched.load() + prefetched->bytes_fetched.load(), bound);
   }
 }
 
