@@ -3,14 +3,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
-#include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
 #include "reader/dataset_internal.h"
 #include "reader/split_ranges.h"
+#include "reader/verify_chunks.h"
 #include "storage/byte_source.h"
 #include "storage/object_url.h"
 #include "storage/remote_source.h"
@@ -157,36 +156,6 @@ bool IsFile(const std::string& p) {
 bool Exists(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0;
-}
-
-// Compares each chunk of `file`, a mapped local file, with its checksum in
-// `want`, the file's manifest entry; DataLoss names the file and the first
-// chunk that differs. The sizes agree (the open checked them) and so do the
-// chunk counts (Manifest::Parse checked one checksum per chunk).
-// Cancelled as soon as `cancel` (may be null) is raised: a dataset of
-// terabytes takes long to read.
-Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes,
-                    const std::atomic<bool>* cancel) {
-  ChunkHasher hasher(chunk_bytes);
-  for (uint64_t offset = 0; offset < file.size(); offset += chunk_bytes) {
-    if (cancel != nullptr && cancel->load()) {
-      return CancelledError(file.name() + ": verify_on_open cancelled");
-    }
-    hasher.Update(
-        std::string_view(file.data() + offset, std::min(chunk_bytes, file.size() - offset)));
-  }
-  const FileDigest got = hasher.Finish();
-  for (size_t k = 0; k < got.chunk_xxh3.size() && k < want.chunk_xxh3.size(); ++k) {
-    if (got.chunk_xxh3[k] != want.chunk_xxh3[k]) {
-      const uint64_t offset = k * chunk_bytes;
-      return DataLossError(
-          file.name() + ": chunk " + std::to_string(k) + " (bytes " + std::to_string(offset) +
-          ".." + std::to_string(offset + std::min(chunk_bytes, want.bytes - offset)) +
-          ") has checksum " + HashToHex(got.chunk_xxh3[k]) + ", manifest.json says " +
-          HashToHex(want.chunk_xxh3[k]) + ": the file is damaged");
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace

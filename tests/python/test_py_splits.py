@@ -39,7 +39,8 @@ def test_parts_are_disjoint_by_document_and_cover_the_dataset(packed):
     assert len({v.fingerprint for v in views} | {tokpack.Dataset(path).fingerprint}) == 4
     # The part's tokens read as its documents, one after another.
     v = views[1]
-    assert np.array_equal(v.tokens(0, v.num_tokens), np.concatenate([v.doc(i) for i in range(len(v))]))
+    docs = np.concatenate([v.doc(i) for i in range(len(v))])
+    assert np.array_equal(v.tokens(0, v.num_tokens), docs)
     assert "split='8,1,1', split_index=1" in repr(v)
 
 
