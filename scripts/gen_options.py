@@ -39,7 +39,8 @@ def render(name, options):
     lines = ["", "", f"class {name}(TypedDict, total=False):"]
     for o in options:
         lines.append(f"    {o['name']}: {annotation(o)}")
-        lines.append(f'    """{o["doc"]}. Default: {o["default"]}."""')
+        default = o["default"] if o["default"] != "" else '""'
+        lines.append(f'    """{o["doc"]}. Default: {default}."""')
     return lines
 
 

@@ -62,6 +62,20 @@ void PrintInfoText(const DatasetInfo& info) {
                 p.settings.add_eos ? "yes" : "no", p.settings.invalid_utf8.c_str(),
                 static_cast<ull>(p.settings.shard_tokens));
   }
+  if (!info.split.empty()) {
+    uint64_t total = 0;
+    for (const DatasetInfo::SplitPart& part : info.split_parts) total += part.weight;
+    std::printf("split        %s (normalized %s; split_index selects a part)\n", info.split.c_str(),
+                info.normalized_split.c_str());
+    for (size_t j = 0; j < info.split_parts.size(); ++j) {
+      const DatasetInfo::SplitPart& part = info.split_parts[j];
+      std::printf("  part %-6zu %llu/%llu: %llu documents, %llu tokens, fingerprint %s%s\n", j,
+                  static_cast<ull>(part.weight), static_cast<ull>(total),
+                  static_cast<ull>(part.documents), static_cast<ull>(part.tokens),
+                  HashToHex(part.fingerprint).c_str(),
+                  part.documents == 0 ? " (empty: cannot be opened)" : "");
+    }
+  }
   const uint64_t docs = m.TotalDocuments();
   if (docs == 0) return;
   std::printf("doc length   min %llu, mean %.1f, max %llu tokens\n",
@@ -87,10 +101,17 @@ Runner AddInfoCommand(CLI::App* app) {
   auto json = std::make_shared<bool>(false);
   app->add_option("dataset", *dir, kDatasetHelp)->required();
   app->add_flag("--json", *json, "Print one JSON object");
-  return [dir, json](const StorageOptions& storage) -> int {
+  auto split = std::make_shared<std::string>();
+  app->add_option("--split", *split,
+                  "Also show the documents and tokens of each part of this held-out split "
+                  "(weights such as 949,50,1; the split option of datasets)");
+  return [dir, json, split](const StorageOptions& storage) -> int {
     StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(*dir, storage);
     if (!ds.ok()) return ReportError("info", ds.status());
-    const DatasetInfo info = InspectDataset(**ds);
+    DatasetInfo info = InspectDataset(**ds);
+    if (!split->empty()) {
+      if (Status st = InspectSplit(**ds, *split, &info); !st.ok()) return ReportError("info", st);
+    }
     if (*json) {
       std::fputs(DatasetInfoToJson(info).c_str(), stdout);
     } else {

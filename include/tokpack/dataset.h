@@ -5,6 +5,11 @@
 // vectorized pass (a few ms per million documents); it reads no tokens
 // unless DatasetOptions::verify_on_open, and builds or caches nothing on disk.
 //
+// Opened with DatasetOptions::split, a Dataset is one part of a held-out
+// split: a view of a contiguous range of each shard's documents, its stream
+// the concatenation of those ranges. Every method then answers for the view
+// (counts, reads, document indices and stream offsets, manifest()).
+//
 // A Dataset is immutable once opened; every method is safe to call from many
 // threads at once. Share it as std::shared_ptr (loaders keep it alive).
 #ifndef TOKPACK_DATASET_H_
@@ -34,6 +39,14 @@ struct DatasetOptions : OptionSet<DatasetOptions> {
   // so this adds nothing there; a bare Megatron prefix has no checksums, so
   // asking for it there is FailedPrecondition.
   bool verify_on_open = false;
+  // A held-out split: weights such as "949,50,1" (non-negative numbers, at
+  // least one positive). Empty: the whole dataset. The Dataset opened is
+  // part `split_index` of it (0-based): of each shard, the documents
+  // [floor(D * C_j / C), floor(D * C_{j+1} / C)) (D: the shard's documents,
+  // C_j: the weights before part j, C: all of them). docs/reader.md,
+  // "Held-out splits".
+  std::string split;
+  int64_t split_index = 0;
 };
 
 class Dataset {
@@ -47,7 +60,8 @@ class Dataset {
   // required) through `storage`'s credentials, cache and retries. DataLoss
   // names the file and the entry of an .idx that breaks the index rules
   // (docs/format.md 4.2), and with options.verify_on_open the first chunk
-  // whose checksum differs.
+  // whose checksum differs. InvalidArgument for a bad split or split_index,
+  // or a part with no documents (naming the dataset, split and part).
   static StatusOr<std::shared_ptr<Dataset>> Open(const std::string& path,
                                                  const StorageOptions& storage,
                                                  const DatasetOptions& options);
@@ -63,13 +77,20 @@ class Dataset {
   Dataset& operator=(const Dataset&) = delete;
 
   const std::string& path() const;
+  // The manifest; for a split, each shard's tokens and documents are those
+  // of its range (the file digests stay the whole files').
   const Manifest& manifest() const;
   TokenDtype dtype() const;
   uint64_t num_tokens() const;
   uint64_t num_documents() const;
   size_t num_shards() const;
   // Manifest::Fingerprint(): identifies the token stream (used by cursors).
+  // For a split, a hash of it, the normalized split and the part, so each
+  // part has its own (docs/format.md, section 7).
   uint64_t fingerprint() const;
+  // Where shard k's part of the stream begins in its .bin, in tokens: 0, or
+  // for a split the first token of the shard's range. k < num_shards().
+  uint64_t shard_token_offset(size_t k) const;
 
   // Copies tokens [begin, begin + count) of the stream into `out`, widened.
   // OutOfRange past the end. `out` must hold `count` values. Remote reads

@@ -31,11 +31,27 @@ struct DatasetInfo {
   std::vector<uint64_t> length_histogram;
   uint64_t min_length = 0;
   uint64_t max_length = 0;
+  // With InspectSplit: the split as given, and each of its parts.
+  struct SplitPart {
+    uint64_t weight = 0;  // Of the normalized split.
+    uint64_t documents = 0;
+    uint64_t tokens = 0;
+    uint64_t fingerprint = 0;  // Dataset::fingerprint() of the part, opened.
+  };
+  std::string split;
+  std::string normalized_split;
+  std::vector<SplitPart> split_parts;
 };
 
 // Summarizes an opened dataset: its manifest and document length statistics.
 // Cost: O(documents) reads of the (memory-resident) indexes; no token data.
 DatasetInfo InspectDataset(const Dataset& dataset);
+
+// Fills info->split* with the parts of `split` (DatasetOptions::split) over
+// `dataset`, a whole dataset: documents and tokens of each, as Dataset::Open
+// with split_index would give them (an empty part here is refused there).
+// O(shards). InvalidArgument naming split when it does not parse.
+Status InspectSplit(const Dataset& dataset, const std::string& split, DatasetInfo* info);
 
 // `info` as one JSON object (what `tokpack info --json` prints).
 std::string DatasetInfoToJson(const DatasetInfo& info);

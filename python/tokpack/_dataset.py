@@ -134,6 +134,12 @@ class Dataset:
     with the manifest's checksums, at the cost of reading them all (remote
     chunks are checked whenever they are fetched). The options are listed
     in ``tokpack._options.DatasetOptions``.
+
+    ``split="949,50,1", split_index=1`` opens one part of a held-out split:
+    of each shard, a contiguous range of its documents, the same in every
+    process (docs/reader.md, "Held-out splits"). Everything then answers for
+    the part (``len``, ``doc``, ``tokens``, ``num_tokens``, ``fingerprint``),
+    and a Loader takes it like any dataset.
     """
 
     def __init__(self, path: StrPath, *, storage: Optional[_core.StorageOptions] = None,
@@ -240,8 +246,12 @@ class Dataset:
         return (_reopen, (self.path, _storage_fields(self._storage), options))
 
     def __repr__(self) -> str:
+        split = ""
+        if self._options.get("split"):
+            index = self._options.get("split_index", 0)
+            split = f"split={self._options['split']!r}, split_index={index}, "
         return (
-            f"tokpack.Dataset({self.path!r}, documents={self.num_documents}, "
+            f"tokpack.Dataset({self.path!r}, {split}documents={self.num_documents}, "
             f"tokens={self.num_tokens}, shards={self.num_shards}, dtype={self.dtype})"
         )
 

@@ -81,3 +81,7 @@ class BuildOptions(TypedDict, total=False):
 class DatasetOptions(TypedDict, total=False):
     verify_on_open: bool
     """Check every chunk of the local .bin/.idx files against the manifest's checksums at open (reads the whole dataset; remote chunks are checked when fetched). Default: false."""
+    split: str
+    """Open one part of a held-out split: weights such as "949,50,1" (split_index picks the part; empty: the whole dataset). Default: ""."""
+    split_index: int
+    """The part of split to open, 0-based. Default: 0."""

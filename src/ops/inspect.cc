@@ -2,6 +2,7 @@
 
 #include "format/dataset_path.h"
 #include "io/file_system.h"
+#include "reader/split_ranges.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/json_writer.h"
 #include "tokpack/storage.h"
@@ -34,6 +35,33 @@ DatasetInfo InspectDataset(const Dataset& dataset) {
   return info;
 }
 
+Status InspectSplit(const Dataset& dataset, const std::string& split, DatasetInfo* info) {
+  TOKPACK_ASSIGN_OR_RETURN(const SplitSpec spec, ParseSplit(split));
+  info->split = split;
+  info->normalized_split = spec.Normalized();
+  info->split_parts.assign(spec.parts(), {});
+  // The stream offset where document i starts (the end, past the last).
+  const auto start = [&dataset](uint64_t i) {
+    uint64_t offset = dataset.num_tokens(), length = 0;
+    if (i < dataset.num_documents()) dataset.DocumentExtent(i, &offset, &length).IgnoreError();
+    return offset;
+  };
+  uint64_t first = 0;  // The shard's first document.
+  for (const ShardInfo& shard : dataset.manifest().shards) {
+    for (size_t j = 0; j < spec.parts(); ++j) {
+      const DocumentRange r = SplitRange(spec, j, shard.documents);
+      info->split_parts[j].documents += r.end - r.begin;
+      info->split_parts[j].tokens += start(first + r.end) - start(first + r.begin);
+    }
+    first += shard.documents;
+  }
+  for (size_t j = 0; j < spec.parts(); ++j) {
+    info->split_parts[j].weight = spec.weights[j];
+    info->split_parts[j].fingerprint = SplitFingerprint(dataset.fingerprint(), spec, j);
+  }
+  return Status::Ok();
+}
+
 std::string DatasetInfoToJson(const DatasetInfo& info) {
   const Manifest& m = info.manifest;
   JsonWriter w;
@@ -54,6 +82,22 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
   w.BeginArray("doc_length_log2_histogram");
   for (uint64_t n : info.length_histogram) w.UInt(n);
   w.EndArray();
+  if (!info.split.empty()) {
+    w.BeginObject("split");
+    w.String("text", info.split);
+    w.String("normalized", info.normalized_split);
+    w.BeginArray("parts");
+    for (const DatasetInfo::SplitPart& p : info.split_parts) {
+      w.BeginObject();
+      w.UInt("weight", p.weight);
+      w.UInt("documents", p.documents);
+      w.UInt("tokens", p.tokens);
+      w.String("fingerprint", HashToHex(p.fingerprint));
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
   w.EndObject();
   return w.str();
 }

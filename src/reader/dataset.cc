@@ -3,13 +3,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
-#include "common/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "io/file_system.h"
 #include "reader/dataset_internal.h"
+#include "reader/split_ranges.h"
+#include "reader/verify_chunks.h"
 #include "storage/byte_source.h"
 #include "storage/object_url.h"
 #include "storage/remote_source.h"
@@ -23,6 +23,10 @@ struct Dataset::Impl {
     IdxView view;          // Points into idx's mapping.
     uint64_t first_token;  // Stream offset of the shard's first token.
     uint64_t first_document;
+    // Where the stream's part of the shard begins: a split holds documents
+    // [first_entry, ..) of the .idx, tokens [token_base, ..) of the .bin.
+    uint64_t first_entry = 0;
+    uint64_t token_base = 0;
   };
   std::string path;
   Manifest manifest;
@@ -33,6 +37,11 @@ struct Dataset::Impl {
   bool remote = false;
   uint64_t cache_bytes = 0;  // Remote: the chunk cache's limit.
   bool has_manifest = true;
+
+  // Narrows the dataset to part options.split_index of options.split: each
+  // shard keeps its documents of that part (split_ranges.h); the stream,
+  // the manifest's counts and the fingerprint become the part's.
+  Status ApplySplit(const DatasetOptions& options);
 
   // Index of the shard holding stream token `t` (t < total).
   size_t ShardOfToken(uint64_t t) const {
@@ -55,7 +64,7 @@ struct Dataset::Impl {
     size_t k = count ? ShardOfToken(begin) : 0;
     while (count > 0) {
       const Shard& s = shards[k];
-      const uint64_t local = begin - s.first_token;
+      const uint64_t local = begin - s.first_token + s.token_base;
       const uint64_t n = std::min(count, token_ends[k] - begin);
       if (const char* mapped = s.bin->data()) {
         sink(mapped + local * item, n);
@@ -149,37 +158,41 @@ bool Exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
-// Compares each chunk of `file`, a mapped local file, with its checksum in
-// `want`, the file's manifest entry; DataLoss names the file and the first
-// chunk that differs. The sizes agree (the open checked them) and so do the
-// chunk counts (Manifest::Parse checked one checksum per chunk).
-// Cancelled as soon as `cancel` (may be null) is raised: a dataset of
-// terabytes takes long to read.
-Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes,
-                    const std::atomic<bool>* cancel) {
-  ChunkHasher hasher(chunk_bytes);
-  for (uint64_t offset = 0; offset < file.size(); offset += chunk_bytes) {
-    if (cancel != nullptr && cancel->load()) {
-      return CancelledError(file.name() + ": verify_on_open cancelled");
-    }
-    hasher.Update(
-        std::string_view(file.data() + offset, std::min(chunk_bytes, file.size() - offset)));
+}  // namespace
+
+Status Dataset::Impl::ApplySplit(const DatasetOptions& options) {
+  if (options.split.empty() && options.split_index == 0) return Status::Ok();
+  TOKPACK_ASSIGN_OR_RETURN(const SplitSpec spec,
+                           ParseSplitPart(options.split, options.split_index));
+  const size_t part = static_cast<size_t>(options.split_index);
+  const uint64_t item = TokenDtypeSize(manifest.dtype);
+  uint64_t tokens = 0, documents = 0, largest = 0;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    Shard& s = shards[k];
+    const uint64_t entries = s.view.sequence_count();
+    // Documents are contiguous in the .bin (the index rules), so a range of
+    // them is a range of tokens.
+    const auto token_at = [&](uint64_t e) {
+      return e < entries ? static_cast<uint64_t>(s.view.pointer(e)) / item : s.view.tokens();
+    };
+    const DocumentRange r = SplitRange(spec, part, entries);
+    s.first_entry = r.begin;
+    s.token_base = token_at(r.begin);
+    s.first_token = tokens;
+    s.first_document = documents;
+    ShardInfo& info = manifest.shards[k];
+    info.tokens = token_at(r.end) - s.token_base;
+    info.documents = r.end - r.begin;
+    tokens += info.tokens;
+    documents += info.documents;
+    token_ends[k] = tokens;
+    doc_ends[k] = documents;
+    largest = std::max(largest, entries);
   }
-  const FileDigest got = hasher.Finish();
-  for (size_t k = 0; k < got.chunk_xxh3.size() && k < want.chunk_xxh3.size(); ++k) {
-    if (got.chunk_xxh3[k] != want.chunk_xxh3[k]) {
-      const uint64_t offset = k * chunk_bytes;
-      return DataLossError(
-          file.name() + ": chunk " + std::to_string(k) + " (bytes " + std::to_string(offset) +
-          ".." + std::to_string(offset + std::min(chunk_bytes, want.bytes - offset)) +
-          ") has checksum " + HashToHex(got.chunk_xxh3[k]) + ", manifest.json says " +
-          HashToHex(want.chunk_xxh3[k]) + ": the file is damaged");
-    }
-  }
+  if (documents == 0) return EmptyPartError(path, options.split, part, shards.size(), largest);
+  fingerprint = SplitFingerprint(fingerprint, spec, part);
   return Status::Ok();
 }
-
-}  // namespace
 
 StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
                                                  const StorageOptions& storage,
@@ -189,6 +202,7 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
     TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
     TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenRemoteDataset(path, *remote));
     ds->impl_->cache_bytes = storage.cache_bytes;
+    TOKPACK_RETURN_IF_ERROR(ds->impl_->ApplySplit(options));
     return ds;
   }
   TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenDatasetWith(path, OpenMappedFile));
@@ -209,6 +223,7 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
           VerifyChunks(*d.shards[k].bin, info.bin, d.manifest.chunk_bytes, cancel));
     }
   }
+  TOKPACK_RETURN_IF_ERROR(ds->impl_->ApplySplit(options));
   return ds;
 }
 
@@ -335,6 +350,7 @@ uint64_t Dataset::num_documents() const {
 }
 size_t Dataset::num_shards() const { return impl_->shards.size(); }
 uint64_t Dataset::fingerprint() const { return impl_->fingerprint; }
+uint64_t Dataset::shard_token_offset(size_t k) const { return impl_->shards[k].token_base; }
 
 Status Dataset::ReadTokens(uint64_t begin, uint64_t count, int32_t* out, ReadStats* stats) const {
   return impl_->Read(begin, count, out, stats);
@@ -351,8 +367,8 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count, int64_t step,
   for (size_t k = d.ShardOfToken(begin); k < d.shards.size() && d.shards[k].first_token < end;
        ++k) {
     const Impl::Shard& s = d.shards[k];
-    const uint64_t a = std::max(begin, s.first_token) - s.first_token;
-    const uint64_t b = std::min(end, d.token_ends[k]) - s.first_token;
+    const uint64_t a = std::max(begin, s.first_token) - s.first_token + s.token_base;
+    const uint64_t b = std::min(end, d.token_ends[k]) - s.first_token + s.token_base;
     s.bin->Prefetch(a * item, (b - a) * item, step, stats);
   }
 }
@@ -372,19 +388,20 @@ void Dataset::DocumentStarts(uint64_t begin, uint64_t end, std::vector<uint64_t>
   for (size_t k = d.ShardOfToken(begin); k < d.shards.size(); ++k) {
     const Impl::Shard& s = d.shards[k];
     if (s.first_token >= end) break;
-    const int64_t item = TokenDtypeSize(d.manifest.dtype);
-    const int64_t lo = static_cast<int64_t>(begin > s.first_token ? begin - s.first_token : 0);
+    const uint64_t item = TokenDtypeSize(d.manifest.dtype);
+    const uint64_t lo = s.token_base + (begin > s.first_token ? begin - s.first_token : 0);
+    const uint64_t entries = s.first_entry + (d.doc_ends[k] - s.first_document);
     // Binary search over the unaligned pointer array for the first start >= lo.
-    uint64_t a = 0, b = s.view.sequence_count();
+    uint64_t a = s.first_entry, b = entries;
     while (a < b) {
       uint64_t mid = (a + b) / 2;
-      if (s.view.pointer(mid) / item < lo)
+      if (static_cast<uint64_t>(s.view.pointer(mid)) / item < lo)
         a = mid + 1;
       else
         b = mid;
     }
-    for (uint64_t i = a; i < s.view.sequence_count(); ++i) {
-      const uint64_t t = s.first_token + static_cast<uint64_t>(s.view.pointer(i) / item);
+    for (uint64_t i = a; i < entries; ++i) {
+      const uint64_t t = s.first_token + s.view.pointer(i) / item - s.token_base;
       if (t >= end) return;
       // Empty sequences share their start with the next one; report it once.
       if (starts->empty() || starts->back() != t) starts->push_back(t);
@@ -400,8 +417,8 @@ Status Dataset::DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) c
   }
   size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
   const Impl::Shard& s = d.shards[k];
-  const uint64_t local = i - s.first_document;
-  *offset = s.first_token + s.view.pointer(local) / TokenDtypeSize(d.manifest.dtype);
+  const uint64_t local = i - s.first_document + s.first_entry;
+  *offset = s.first_token + s.view.pointer(local) / TokenDtypeSize(d.manifest.dtype) - s.token_base;
   *length = static_cast<uint64_t>(s.view.length(local));
   return Status::Ok();
 }
@@ -419,7 +436,7 @@ StatusOr<Dataset::TokenView> Dataset::DocumentView(uint64_t i) const {
     return FailedPreconditionError(s.bin->name() + " is not memory-resident; use ReadTokens");
   }
   TokenView view;
-  view.data = base + (offset - s.first_token) * TokenDtypeSize(d.manifest.dtype);
+  view.data = base + (offset - s.first_token + s.token_base) * TokenDtypeSize(d.manifest.dtype);
   view.length = length;
   return view;
 }

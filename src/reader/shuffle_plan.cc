@@ -34,7 +34,8 @@ RemoteData Remote(const std::vector<Loader::Source>& sources) {
     const uint64_t cache = s.dataset->cache_bytes();
     if (!s.dataset->remote() || cache == 0) continue;
     const Manifest& m = s.dataset->manifest();
-    for (const ShardInfo& shard : m.shards) r.bin_bytes += shard.bin.bytes;
+    // What the source reads: its shards' .bin files, or a split's ranges of them.
+    for (const ShardInfo& shard : m.shards) r.bin_bytes += shard.tokens * TokenDtypeSize(m.dtype);
     r.cache_bytes = r.cache_bytes == 0 ? cache : std::min(r.cache_bytes, cache);
     r.chunk_bytes = std::max(r.chunk_bytes, m.chunk_bytes);
     r.chunk_sum += m.chunk_bytes;
@@ -53,15 +54,16 @@ double FullShuffleAmplification(const RemoteData& r, const LoaderOptions& o, uin
 StatusOr<std::shared_ptr<const WindowOrder>> MakeWindowOrder(const Dataset& d,
                                                              const LoaderOptions& o,
                                                              uint64_t stream) {
-  std::vector<uint64_t> shard_tokens;
-  for (const ShardInfo& shard : d.manifest().shards) shard_tokens.push_back(shard.tokens);
+  std::vector<WindowOrder::ShardRange> shards;
+  for (size_t k = 0; k < d.num_shards(); ++k) {
+    shards.push_back({d.shard_token_offset(k), d.manifest().shards[k].tokens});
+  }
   const uint64_t chunk = d.manifest().chunk_bytes;
   const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(d.dtype()));
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
   const uint64_t units =
       static_cast<uint64_t>(o.window_chunks) / WindowOrder::UnitChunks(chunk, item, L);
-  auto order =
-      std::make_shared<const WindowOrder>(shard_tokens, chunk, item, L, units, o.seed, stream);
+  auto order = std::make_shared<const WindowOrder>(shards, chunk, item, L, units, o.seed, stream);
   if (order->size() == 0) {
     return OutOfRangeError("seq_len " + std::to_string(L) + " leaves '" + d.path() +
                            "' no sample wholly inside one shard's fetch unit of " +
