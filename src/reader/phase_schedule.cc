@@ -1,8 +1,10 @@
 #include "reader/phase_schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace tokpack {
 
@@ -24,10 +26,18 @@ std::vector<uint64_t> MixtureState::Totals(size_t sources) const {
 
 std::string FormatWeight(double v) {
   if (v == 0) return "0";  // -0 too: "-0" would read back as the integer 0.
-  char buf[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";  // Messages only.
+  char buf[40];
+  int digits = 1;  // The fewest significant digits that read back as v.
+  for (; digits < 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
     if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
+  const int exponent = std::atoi(std::strchr(buf, 'e') + 1);
+  // Plain decimals where they are short, as Python's repr: 90, 0.9, 1e-05.
+  if (exponent >= -4 && exponent < 16) {
+    std::snprintf(buf, sizeof(buf), "%.*f", std::max(0, digits - 1 - exponent), v);
   }
   return buf;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 namespace tokpack {
 namespace {
@@ -123,7 +124,16 @@ TEST(PhaseSchedule, WeightsPrintInTheShortestFormThatReadsBack) {
   EXPECT_EQ(FormatWeight(0.1 + 0.2), "0.30000000000000004");
   EXPECT_EQ(FormatWeight(1), "1");
   EXPECT_EQ(FormatWeight(-0.0), "0");
+  EXPECT_EQ(FormatWeight(90), "90");
+  EXPECT_EQ(FormatWeight(1234.5), "1234.5");
+  EXPECT_EQ(FormatWeight(1e-5), "1e-05");
   EXPECT_EQ(FormatWeight(1e-300), "1e-300");
+  EXPECT_EQ(FormatWeight(2e16), "2e+16");
+  EXPECT_EQ(FormatWeight(5e-324), "5e-324");
+  EXPECT_EQ(FormatWeight(-HUGE_VAL), "-inf");
+  for (double v : {0.1, 1.0 / 3, 2.0 / 3, 1e-7, 123456789.123, 1e300, 0.7, 0.3}) {
+    EXPECT_EQ(std::strtod(FormatWeight(v).c_str(), nullptr), v) << FormatWeight(v);
+  }
   EXPECT_EQ(FormatWeights({0.9, 0.1}), "[0.9, 0.1]");
   EXPECT_EQ(FormatPhases({{0, {0.9, 0.1}}, {9000, {0.5, 0.5}}}),
             "[(0, [0.9, 0.1]), (9000, [0.5, 0.5])]");
