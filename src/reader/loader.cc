@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -422,9 +421,10 @@ class LoaderImpl : public Loader {
   int64_t consume_step_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
-  // The cursor after the last batch handed out. Written only by Next() and
-  // LoadState(), which run on the consumer's thread (one at a time), and read
-  // by nothing else: SaveState() and Step(), on that thread too, need no lock.
+  // The cursor after the last batch handed out. Written only (under mu) by
+  // Next(), LoadState() and SetPhases(), which run on the consumer's thread
+  // (one at a time): SaveState() and Step(), on that thread too, need no
+  // lock; Stats() takes mu.
   MixtureState consumer_state_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
