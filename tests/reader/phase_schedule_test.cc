@@ -26,7 +26,9 @@ std::vector<uint64_t> DrawAndCheckPrefixes(PhaseSchedule* s,
     for (size_t k = 0; k < phases[j].weights.size(); ++k) {
       const double share = phases[j].weights[k] / sum * static_cast<double>(q);
       worst = std::max(worst, std::fabs(static_cast<double>(state.phases[j][k]) - share));
-      if (phases[j].weights[k] == 0) EXPECT_EQ(state.phases[j][k], 0u) << "phase " << j;
+      if (phases[j].weights[k] == 0) {
+        EXPECT_EQ(state.phases[j][k], 0u) << "phase " << j;
+      }
     }
   }
   EXPECT_LE(worst, 1.0) << FormatPhases(phases);
