@@ -113,7 +113,7 @@ class LoaderImpl : public Loader {
 
   Status LoadState(const std::string& state) override {
     TOKPACK_ASSIGN_OR_RETURN(MixtureState saved, Now().Resume(state, phases_, GlobalBatch()));
-    Restart(std::move(saved), phases_);
+    Restart(saved, phases_);
     return Status::Ok();
   }
 
@@ -162,11 +162,13 @@ class LoaderImpl : public Loader {
 
   // Continues at `state` (the consumer's, or a loaded cursor's) with
   // `phases`: the batches planned for the old state are dropped, and the
-  // schedule restarts there.
-  void Restart(MixtureState state, std::vector<MixturePhase> phases) {
-    const uint64_t position = state.Position();
+  // schedule restarts there. The consumer's state is the schedule's after
+  // the reset: phases whose steps an elastic resume skipped have begun.
+  void Restart(const MixtureState& at, std::vector<MixturePhase> phases) {
     PhaseSchedule schedule(phases, GlobalBatch());
-    schedule.Reset(state);
+    schedule.Reset(at);
+    MixtureState state = schedule.state();
+    const uint64_t position = schedule.position();
     uint64_t ticket = 0, generation = 0;
     {
       std::lock_guard<std::mutex> lock(pipeline_->mu);

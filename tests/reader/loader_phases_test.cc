@@ -141,6 +141,13 @@ TEST_F(LoaderPhasesTest, ResumeAcrossAPhaseBoundaryFromFourRanksToTwo) {
     ASSERT_TRUE(two.back()->LoadState(state).ok());
     EXPECT_EQ(two.back()->Step(), 10);
   }
+  // Saved before a batch, the cursor has step 10 and lists phase 1 as begun
+  // (at 60, no draws yet), so it loads into the same loader again.
+  const std::string at_load = two[0]->SaveState();
+  EXPECT_NE(at_load.find("{\"start_step\":6,\"weights\":[0.2,0.8],\"counts\":[0,0]}"),
+            std::string::npos)
+      << at_load;
+  EXPECT_TRUE(Make(2, phases, Opts(3, 0, 2))->LoadState(at_load).ok());
   Rows got;
   for (int s = 0; s < 8; ++s) {
     for (auto& l : two) {
@@ -153,6 +160,42 @@ TEST_F(LoaderPhasesTest, ResumeAcrossAPhaseBoundaryFromFourRanksToTwo) {
   EXPECT_EQ(stats.phases[1].start_step, 6);
   EXPECT_EQ(stats.phases[1].start_position, 60u);
   EXPECT_EQ(stats.phases[1].samples, (std::vector<uint64_t>{10, 38}));
+}
+
+TEST_F(LoaderPhasesTest, ResumeOnMoreRanksKeepsThePhaseTheRunBegan) {
+  // Two ranks of 3 begin phase 1 at step 7 (position 42) and save at 60,
+  // step 10; four ranks of 3 continue from step ceil(60 / 12) = 5 < 7, still
+  // in phase 1, which the run began.
+  const std::vector<MixturePhase> phases = {{0, {0.7, 0.3}}, {7, {0.2, 0.8}}};
+  const Rows reference = Take(Make(2, phases, Opts(6)).get(), 18);
+  std::vector<std::unique_ptr<Loader>> two;
+  for (int r = 0; r < 2; ++r) two.push_back(Make(2, phases, Opts(3, r, 2)));
+  for (auto& l : two) Take(l.get(), 10);
+  const std::string state = two[0]->SaveState();
+  Rows got;
+  std::vector<std::unique_ptr<Loader>> four;
+  for (int r = 0; r < 4; ++r) {
+    four.push_back(Make(2, phases, Opts(3, r, 4)));
+    ASSERT_TRUE(four.back()->LoadState(state).ok());
+  }
+  EXPECT_EQ(four[0]->Step(), 5);
+  // Its cursor lists phase 1 (start_step 7) at step 5, and loads again.
+  const std::string at_load = four[0]->SaveState();
+  EXPECT_NE(at_load.find("\"step\":5,"), std::string::npos) << at_load;
+  EXPECT_TRUE(Make(2, phases, Opts(3, 0, 4))->LoadState(at_load).ok()) << at_load;
+  for (int s = 0; s < 4; ++s) {
+    for (auto& l : four) {
+      for (auto& row : Take(l.get(), 1)) got.push_back(row);
+    }
+  }
+  EXPECT_EQ(got, Slice(reference, 60, 108));
+  // A phase the saving run did not have before its step 10 is refused,
+  // even at a step the new numbering has not reached.
+  Status s =
+      Make(2, {{0, {0.7, 0.3}}, {7, {0.2, 0.8}}, {9, {0, 1}}}, Opts(3, 0, 4))->LoadState(state);
+  EXPECT_NE(s.message().find("phase 2 (start_step 9) with weights [0, 1] starts before step 10"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST_F(LoaderPhasesTest, AChangedFuturePhaseAppliesExactlyAtItsStep) {
