@@ -234,7 +234,9 @@ class Loader {
   virtual StatusOr<std::shared_ptr<const Batch>> Next(double timeout_seconds) = 0;
 
   // The cursor after the last batch returned by Next(): a versioned JSON
-  // string under 1 KiB, independent of rank, world size and batch size.
+  // string (about 250 bytes for one dataset and phase, a few dozen more per
+  // dataset or phase begun), independent of rank, world size and batch
+  // size (docs/reader.md).
   virtual std::string SaveState() const = 0;
   // Continues from a saved cursor: the next batch starts at its position.
   // The loader's phases that start before the cursor's step must be the

@@ -165,6 +165,33 @@ TEST_F(RemoteDatasetTest, LoaderStatsAreThisLoadersOwn) {
   EXPECT_EQ((*first)->Stats().cache_hits, done.cache_hits);
 }
 
+TEST_F(RemoteDatasetTest, TheLookaheadFollowsThePhases) {
+  HttpTestServer server(root_.path());
+  auto a = Dataset::Open(server.url() + "/a", Storage("a"));
+  auto b = Dataset::Open(server.url() + "/b", Storage("b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  LoaderOptions o;
+  o.seq_len = 32;
+  o.batch_size = 2;
+  o.shuffle = ShuffleMode::kNone;
+  o.prefetch = 4;
+  o.lookahead_steps = 16;
+  // Only b from step 6 on. Without a Next(), the planners fill the ring
+  // with steps 0-3 (a only), and the lookahead grows to 4 steps past them:
+  // into phase 1, so b's first chunk is asked for before any row needs it.
+  auto l = Loader::Create({*a, *b}, {{0, {1, 0}}, {6, {0, 1}}}, o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const std::string b_bin = "/b/" + manifest_b_.shards[0].path + ".bin";
+  EXPECT_FALSE(server.AwaitRanges(b_bin, 1, kDeadline).empty()) << "b was never prefetched";
+  for (int step = 0; step < 8; ++step) {
+    auto batch = (*l)->Next();
+    ASSERT_TRUE(batch.ok() && *batch);
+    const int64_t first = static_cast<const int64_t*>((*batch)->inputs())[0];
+    // In stream order: a's samples 2k, 2k+1 at step k, then b's from its first.
+    EXPECT_EQ(first, step < 6 ? TokenAt(step * 64, 1) : TokenAt((step - 6) * 64, 2)) << step;
+  }
+}
+
 TEST_F(RemoteDatasetTest, DestroyingADatasetWithPrefetchesInFlightJoinsItsThreads) {
   HttpTestServer server(root_.path(), std::chrono::milliseconds(100));
   const int threads_before = ThreadsOfThisProcess();

@@ -1,0 +1,165 @@
+#include "reader/phase_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+namespace tokpack {
+namespace {
+
+// Draws `n` positions and checks, over every prefix of every phase, that
+// each source's draws in the phase stay within one of its weight's share of
+// the phase; returns how many positions each phase drew.
+std::vector<uint64_t> DrawAndCheckPrefixes(PhaseSchedule* s,
+                                           const std::vector<MixturePhase>& phases, uint64_t n) {
+  std::vector<uint64_t> lengths;
+  double worst = 0;
+  for (uint64_t p = 0; p < n; ++p) {
+    s->Next();
+    const MixtureState& state = s->state();
+    const size_t j = state.phases.size() - 1;
+    lengths.resize(j + 1, 0);
+    const uint64_t q = ++lengths[j];
+    double sum = 0;
+    for (double w : phases[j].weights) sum += w;
+    for (size_t k = 0; k < phases[j].weights.size(); ++k) {
+      const double share = phases[j].weights[k] / sum * static_cast<double>(q);
+      worst = std::max(worst, std::fabs(static_cast<double>(state.phases[j][k]) - share));
+      if (phases[j].weights[k] == 0) {
+        EXPECT_EQ(state.phases[j][k], 0u) << "phase " << j;
+      }
+    }
+  }
+  EXPECT_LE(worst, 1.0) << FormatPhases(phases);
+  return lengths;
+}
+
+TEST(PhaseSchedule, EveryPrefixOfOnePhaseStaysWithinOneDrawOfTheWeights) {
+  const std::vector<std::vector<double>> cases = {
+      {1}, {0.7, 0.3}, {1, 1, 1}, {0.5, 0.25, 0.125, 0.125}, {3, 1e-3}, {0.31, 0.29, 0.4}};
+  for (const auto& weights : cases) {
+    PhaseSchedule s({{0, weights}}, 8);
+    DrawAndCheckPrefixes(&s, {{0, weights}}, 200000);
+  }
+}
+
+TEST(PhaseSchedule, EveryPrefixOfEveryPhaseStaysWithinOneDrawOfItsWeights) {
+  // Global batch 10: phase j starts at position 10 * start_step.
+  const std::vector<std::vector<MixturePhase>> cases = {
+      {{0, {0.9, 0.1}}, {3000, {0.5, 0.5}}, {9000, {0.1, 0.9}}},
+      // Sources joining (weight 0 first) and leaving (weight 0 later).
+      {{0, {0.7, 0.3, 0}}, {2500, {0.4, 0, 0.6}}, {7000, {0, 1, 0}}, {9000, {1, 1, 1}}},
+      {{0, {1, 0, 0, 0}},
+       {1, {0, 1, 0, 0}},
+       {2, {0.25, 0.25, 0.25, 0.25}},
+       {5000, {3, 1e-3, 0, 2}}},
+  };
+  for (const auto& phases : cases) {
+    PhaseSchedule s(phases, 10);
+    const std::vector<uint64_t> lengths = DrawAndCheckPrefixes(&s, phases, 120000);
+    ASSERT_EQ(lengths.size(), phases.size());
+    for (size_t j = 0; j + 1 < phases.size(); ++j) {
+      EXPECT_EQ(lengths[j],
+                10 * static_cast<uint64_t>(phases[j + 1].start_step - phases[j].start_step))
+          << "phase " << j;
+    }
+  }
+}
+
+TEST(PhaseSchedule, APhaseDrawsWhatAFreshScheduleOfItsWeightsDraws) {
+  // No catch-up: after 9,000 positions at 0.9 / 0.1, the phase at 0.1 / 0.9
+  // does not make up for the earlier phase's shares; its first positions
+  // are those of a run that began with its weights.
+  PhaseSchedule changed({{0, {0.9, 0.1}}, {900, {0.1, 0.9}}}, 10);
+  for (int p = 0; p < 9000; ++p) changed.Next();
+  EXPECT_EQ(changed.totals(), (std::vector<uint64_t>{8100, 900}));
+  PhaseSchedule fresh({{0, {0.1, 0.9}}}, 10);
+  for (int p = 0; p < 1000; ++p) ASSERT_EQ(changed.Next(), fresh.Next()) << p;
+  EXPECT_EQ(changed.state().phases[1], (std::vector<uint64_t>{100, 900}));
+  EXPECT_EQ(changed.totals(), (std::vector<uint64_t>{8200, 1800}));
+}
+
+TEST(PhaseSchedule, ResetContinuesTheSameSequence) {
+  const std::vector<MixturePhase> phases = {{0, {0.6, 0.3, 0.1}}, {100, {0, 0.5, 0.5}}};
+  PhaseSchedule a(phases, 8);
+  for (int i = 0; i < 776; ++i) a.Next();  // A batch boundary: 97 steps of 8.
+  PhaseSchedule b(phases, 8);
+  b.Reset(a.state());
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(a.Next(), b.Next());
+  EXPECT_EQ(a.state().phases, b.state().phases);
+}
+
+TEST(PhaseSchedule, AfterAResetPhasesNotBegunStartAtTheBatchesOfTheNewGlobalBatch) {
+  const std::vector<MixturePhase> phases = {{0, {1, 0}}, {12, {0, 1}}, {13, {1, 1}}, {20, {1, 0}}};
+  PhaseSchedule saved(phases, 12);
+  for (int p = 0; p < 60; ++p) saved.Next();  // Step 5 of 12 positions.
+  // Global batch 5: ceil(60 / 5) = 12, so phase 1 would start now but phase
+  // 2's step 13 is one batch on; phase 3 at 60 + (20 - 12) * 5.
+  PhaseSchedule shrunk(phases, 5);
+  shrunk.Reset(saved.state());
+  EXPECT_EQ(shrunk.state().phases.size(), 1u);  // Step 12 is the next batch's.
+  for (int p = 0; p < 5; ++p) EXPECT_EQ(shrunk.Next(), 1u) << p;
+  EXPECT_EQ(shrunk.state().phases.size(), 2u);
+  for (int p = 0; p < 35; ++p) shrunk.Next();
+  EXPECT_EQ(shrunk.state().phases[2], (std::vector<uint64_t>{18, 17}));
+  EXPECT_EQ(shrunk.Next(), 0u);
+  EXPECT_EQ(shrunk.state().phases.size(), 4u);
+  // Global batch 4: ceil(60 / 4) = 15 is past steps 12 and 13: both begin
+  // at 60, phase 1 with no draws, and phase 2 draws.
+  PhaseSchedule smaller(phases, 4);
+  smaller.Reset(saved.state());
+  EXPECT_EQ(smaller.state().phases.size(), 3u);
+  smaller.Next();
+  smaller.Next();
+  EXPECT_EQ(smaller.state().phases[1], (std::vector<uint64_t>{0, 0}));
+  EXPECT_EQ(smaller.state().phases[2], (std::vector<uint64_t>{1, 1}));
+  // Phase 3 at 60 + (20 - 15) * 4.
+  for (int p = 2; p < 20; ++p) smaller.Next();
+  EXPECT_EQ(smaller.state().phases.size(), 3u);
+  smaller.Next();
+  EXPECT_EQ(smaller.state().phases.size(), 4u);
+}
+
+TEST(PhaseSchedule, WeightsPrintInTheShortestFormThatReadsBack) {
+  EXPECT_EQ(FormatWeight(0.9), "0.9");
+  EXPECT_EQ(FormatWeight(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(FormatWeight(1), "1");
+  EXPECT_EQ(FormatWeight(-0.0), "0");
+  EXPECT_EQ(FormatWeight(90), "90");
+  EXPECT_EQ(FormatWeight(1234.5), "1234.5");
+  EXPECT_EQ(FormatWeight(1e-5), "1e-05");
+  EXPECT_EQ(FormatWeight(1e-300), "1e-300");
+  EXPECT_EQ(FormatWeight(2e16), "2e+16");
+  EXPECT_EQ(FormatWeight(5e-324), "5e-324");
+  EXPECT_EQ(FormatWeight(-HUGE_VAL), "-inf");
+  for (double v : {0.1, 1.0 / 3, 2.0 / 3, 1e-7, 123456789.123, 1e300, 0.7, 0.3}) {
+    EXPECT_EQ(std::strtod(FormatWeight(v).c_str(), nullptr), v) << FormatWeight(v);
+  }
+  EXPECT_EQ(FormatWeights({0.9, 0.1}), "[0.9, 0.1]");
+  EXPECT_EQ(FormatPhases({{0, {0.9, 0.1}}, {9000, {0.5, 0.5}}}),
+            "[(0, [0.9, 0.1]), (9000, [0.5, 0.5])]");
+}
+
+TEST(PhaseSchedule, InvalidPhaseListsAreRefusedNamingThePhase) {
+  const std::vector<std::string> names = {"web", "code"};
+  const auto refused = [&](const std::vector<MixturePhase>& phases, const std::string& needle) {
+    Status s = CheckPhases(phases, names);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << FormatPhases(phases);
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  EXPECT_TRUE(CheckPhases({{0, {0.9, 0.1}}, {9000, {0, 1}}}, names).ok());
+  refused({}, "at least one phase");
+  refused({{5, {1, 1}}}, "phase 0 (start_step 5): the first phase must start at step 0");
+  refused({{0, {1, 1}}, {9000, {1, 1}}, {9000, {1, 2}}},
+          "phase 2 (start_step 9000) must start after phase 1 (start_step 9000)");
+  refused({{0, {1, 1}}, {10, {1}}}, "phase 1 (start_step 10) has 1 weights for 2 datasets");
+  refused({{0, {1, 1}}, {10, {0.9, -0.1}}},
+          "phase 1 (start_step 10): the weight of 'code' is -0.1");
+  refused({{0, {1, std::nan("")}}}, "the weight of 'code' is nan");
+  refused({{0, {0, 0}}}, "phase 0 (start_step 0): every weight is 0");
+  refused({{0, {1e308, 1e308}}}, "add up past the double range");
+}
+
+}  // namespace
+}  // namespace tokpack
