@@ -189,9 +189,10 @@ StatusOr<MixtureFile> ReadMixtureFile(const std::string& path) {
 StatusOr<Mixture> OpenMixtureFile(const std::string& path, const StorageOptions& storage) {
   TOKPACK_ASSIGN_OR_RETURN(MixtureFile file, ReadMixtureFile(path));
   Mixture m;
-  for (const std::string& location : file.locations) {
-    TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, Dataset::Open(location, storage));
-    m.datasets.push_back(std::move(ds));
+  for (size_t s = 0; s < file.locations.size(); ++s) {
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(file.locations[s], storage);
+    if (!ds.ok()) return ds.status().WithContext(path + ": source '" + file.names[s] + "'");
+    m.datasets.push_back(*std::move(ds));
   }
   m.names = std::move(file.names);
   m.phases = std::move(file.phases);
