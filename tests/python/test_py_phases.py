@@ -264,3 +264,24 @@ def test_phase_sources_reference_is_the_documented_rule():
     # where its deficit first leads.
     got = phase_sources([0.9, 0.1], 20)
     assert got.count(1) == 2 and got[5] == 1 and got[15] == 1
+
+
+def test_the_documented_annealing_run_resumes_across_its_phase(sources, tmp_path):
+    from doc_examples import doc_example
+
+    def example(name):
+        code = doc_example("python.md", name)
+        for n, path in sources.items():
+            code = code.replace(f'"data/{n}"', repr(path))
+        return code
+
+    first = run_python(example("annealing-train"), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert json.loads((tmp_path / "ckpt.json").read_text())["step"] == 40
+    second = run_python(example("annealing-resume"), cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    lines = second.stdout.splitlines()
+    assert lines[0] == "50 {'web': 40, 'code': 16, 'math': 24}"
+    # 40 steps at 0.9/0.1, then 10 at 0.5/0.2/0.3: 320 + 80 samples in all.
+    counts = {name: n for name, n, _ in eval(lines[1])}
+    assert counts == {"web": 288 + 40, "code": 32 + 16, "math": 24}
