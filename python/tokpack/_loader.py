@@ -258,15 +258,21 @@ class Loader:
         if self._core.forked:
             raise RuntimeError(_FORK_MESSAGE)
         text = state if isinstance(state, str) else json.dumps(dict(state))
-        if phases is None:
-            self._core.load_state(text)
-            return
         before = self._core.phases
-        self.set_phases(phases)
+        if phases is not None:
+            self.set_phases(phases)
         try:
             self._core.load_state(text)
-        except BaseException:
-            self._core.set_phases(before)
+        except BaseException as e:
+            if phases is not None:
+                self._core.set_phases(before)
+            if isinstance(e, ValueError):
+                try:
+                    begun = _phases.cursor_phases(json.loads(text))
+                except ValueError:
+                    begun = []
+                if _phases.changed(begun, self._core.phases):
+                    raise ValueError(f"{e}{_phases.resume_hint(begun, self._names)}") from None
             raise
 
     # Mixture phases -----------------------------------------------------
@@ -288,7 +294,13 @@ class Loader:
         if self._core.forked:
             raise RuntimeError(_FORK_MESSAGE)
         core = _phases.parse_for(self._names, self._datasets, phases)
-        self._core.set_phases(core)
+        try:
+            self._core.set_phases(core)
+        except ValueError as e:
+            begun = [p for p in self._core.phases if p[0] < self.step]
+            if _phases.changed(begun, core):
+                raise ValueError(f"{e}{_phases.resume_hint(begun, self._names)}") from None
+            raise
 
     def start_phase(self, weights: Mapping[Any, float]) -> int:
         """Starts a phase with these weights at the next batch (at

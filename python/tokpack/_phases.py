@@ -183,6 +183,35 @@ def parse_for(names: Sequence[str], locations: Sequence[PathLike],
     return _parse(phases, table, add=False)
 
 
+def resume_hint(begun: Sequence[CorePhase], names: Sequence[str]) -> str:
+    """The phases a run began, by this loader's names: what to pass to
+    resume it (the core's message lists weights in dataset order)."""
+    phases = ", ".join(
+        f"({start}, {format_weights({n: w for n, w in zip(names, weights) if w})})"
+        for start, weights in begun)
+    return f"; by this loader's source names: phases=[{phases}, ...]"
+
+
+def changed(begun: Sequence[CorePhase], phases: Sequence[CorePhase]) -> bool:
+    """True if `phases` do not start with the begun ones (a begun phase may
+    list fewer sources: the loader's extra ones are absent from it)."""
+    if len(phases) < len(begun):
+        return bool(begun)
+    for (k, w), (k2, w2) in zip(begun, phases):
+        if k != k2 or list(w) != list(w2[:len(w)]) or any(w2[len(w):]):
+            return True
+    return False
+
+
+def cursor_phases(state: Any) -> List[CorePhase]:
+    """The begun phases of a saved cursor, or [] if it has none readable."""
+    try:
+        return [(int(p["start_step"]), [float(w) for w in p["weights"]])
+                for p in state["phases"]]
+    except (KeyError, TypeError, ValueError):
+        return []
+
+
 def named(core: Sequence[CorePhase], names: Sequence[str]) -> List[Tuple[int, Dict[str, float]]]:
     return [(int(start), dict(zip(names, map(float, weights)))) for start, weights in core]
 

@@ -194,6 +194,9 @@ def test_a_changed_past_phase_is_refused_readably(sources):
     msg = str(e.value)
     assert "phase 1" in msg and "5" in msg and "0.5" in msg and "0.4" in msg
     assert "0.90000000000000002" not in msg and "0.40000000000000002" not in msg
+    # What to pass, by the loader's names.
+    assert ("phases=[(0, {'web': 0.9, 'code': 0.1}), (5, {'web': 0.5, 'code': 0.2, "
+            "'math': 0.3}), ...]") in msg
     # A change after the saved step is fine and applies from its step.
     later = [*PHASES[:2], (9, {"math": 1})]
     resumed = make(sources, phases=later)
@@ -285,3 +288,16 @@ def test_the_documented_annealing_run_resumes_across_its_phase(sources, tmp_path
     # 40 steps at 0.9/0.1, then 10 at 0.5/0.2/0.3: 320 + 80 samples in all.
     counts = {name: n for name, n, _ in eval(lines[1])}
     assert counts == {"web": 288 + 40, "code": 32 + 16, "math": 24}
+
+
+def test_the_integrations_pass_phases_and_named_sources_through(sources):
+    pytest.importorskip("torch")
+    pytest.importorskip("lightning.pytorch")
+    from tokpack.integrations.lightning import TokpackDataModule
+
+    dm = TokpackDataModule(sources, phases=PHASES, seq_len=SEQ, batch_size=4, shuffle=False)
+    dm.setup("fit")
+    assert dm.loader.phases == make(sources, phases=PHASES).phases
+    first = [decode(r[0], SEQ) for r in next(dm.loader)["input_ids"].tolist()]
+    assert first == expected_rows(weight_lists(PHASES), [0, 20, 48], 4,
+                                  dm.loader.samples_per_source)
