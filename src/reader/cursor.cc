@@ -3,23 +3,37 @@
 #include <simdjson.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 
-#include "tokpack/loader.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {
 namespace {
 
-std::string Double(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
-
 Status Bad(const std::string& what) {
   return InvalidArgumentError("invalid loader state: " + what);
+}
+
+bool IsHex(std::string_view s) {
+  for (char ch : s) {
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Reads a JSON array of at most Cursor::kMaxEntries numbers of type T.
+template <typename T>
+bool ReadArray(simdjson::dom::element e, std::vector<T>* out) {
+  simdjson::dom::array arr;
+  if (e.get_array().get(arr) != simdjson::SUCCESS || arr.size() > Cursor::kMaxEntries) return false;
+  for (simdjson::dom::element v : arr) {
+    T x;
+    if (v.get<T>().get(x) != simdjson::SUCCESS) return false;
+    out->push_back(x);
+  }
+  return true;
 }
 
 }  // namespace
@@ -27,17 +41,29 @@ Status Bad(const std::string& what) {
 std::string Cursor::ToJson() const {
   // Compact on purpose: the state travels inside checkpoints.
   std::string out = "{\"tokpack_cursor\":" + std::to_string(kVersion) +
-                    ",\"position\":" + std::to_string(position) +
-                    ",\"seed\":" + std::to_string(seed) +
-                    ",\"seq_len\":" + std::to_string(seq_len) + ",\"shuffle\":\"" + shuffle +
-                    "\",\"block_size\":" + std::to_string(block_size) +
-                    ",\"block_window\":" + std::to_string(block_window) +
-                    ",\"window_chunks\":" + std::to_string(window_chunks) + ",\"sources\":[";
+                    ",\"position\":" + std::to_string(position);
+  if (step >= 0) out += ",\"step\":" + std::to_string(step);
+  out += ",\"seed\":" + std::to_string(seed) + ",\"seq_len\":" + std::to_string(seq_len) +
+         ",\"shuffle\":\"" + shuffle + "\",\"block_size\":" + std::to_string(block_size) +
+         ",\"block_window\":" + std::to_string(block_window) +
+         ",\"window_chunks\":" + std::to_string(window_chunks) + ",\"sources\":[";
   for (size_t i = 0; i < sources.size(); ++i) {
     if (i) out += ',';
     out += "{\"fingerprint\":\"" + HashToHex(sources[i].fingerprint) +
-           "\",\"weight\":" + Double(sources[i].weight) +
-           ",\"consumed\":" + std::to_string(sources[i].consumed) + "}";
+           "\",\"consumed\":" + std::to_string(sources[i].consumed) + "}";
+  }
+  out += "],\"phases\":[";
+  for (size_t j = 0; j < phases.size(); ++j) {
+    if (j) out += ',';
+    out += "{\"start_step\":" + std::to_string(phases[j].start_step) + ",\"weights\":[";
+    for (size_t s = 0; s < phases[j].weights.size(); ++s) {
+      out += (s ? "," : "") + FormatWeight(phases[j].weights[s]);
+    }
+    out += "],\"counts\":[";
+    for (size_t s = 0; s < phases[j].counts.size(); ++s) {
+      out += (s ? "," : "") + std::to_string(phases[j].counts[s]);
+    }
+    out += "]}";
   }
   out += "]}";
   return out;
@@ -54,9 +80,9 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
   if (root["tokpack_cursor"].get_int64().get(version) != simdjson::SUCCESS) {
     return Bad("not a tokpack loader state (no 'tokpack_cursor' version)");
   }
-  if (version != kVersion) {
-    return Bad("version " + std::to_string(version) + " is not supported (this tokpack reads " +
-               std::to_string(kVersion) + ")");
+  if (version != 1 && version != kVersion) {
+    return Bad("version " + std::to_string(version) +
+               " is not supported (this tokpack reads 1 and " + std::to_string(kVersion) + ")");
   }
   std::string_view shuffle;
   if (root["position"].get_uint64().get(c.position) != simdjson::SUCCESS ||
@@ -66,6 +92,12 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
       root["block_size"].get_uint64().get(c.block_size) != simdjson::SUCCESS ||
       root["block_window"].get_uint64().get(c.block_window) != simdjson::SUCCESS) {
     return Bad("missing or mistyped position, seed, seq_len, shuffle or block fields");
+  }
+  // Absent from version 1 and from cursors converted from it: unknown.
+  simdjson::dom::element step;
+  if (version == kVersion && root["step"].get(step) == simdjson::SUCCESS &&
+      (step.get_int64().get(c.step) != simdjson::SUCCESS || c.step < 0)) {
+    return Bad("step is not a step number (an integer >= 0)");
   }
   // Absent from cursors made before shuffle="window".
   simdjson::dom::element window;
@@ -85,18 +117,51 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
   c.shuffle = std::string(shuffle);
   simdjson::dom::array arr;
   if (root["sources"].get_array().get(arr) != simdjson::SUCCESS) return Bad("no sources");
+  if (arr.size() > kMaxEntries) {
+    return Bad(std::to_string(arr.size()) + " sources, more than the " +
+               std::to_string(kMaxEntries) + " a loader saves");
+  }
+  Phase v1;  // Version 1: the sources' weights and counts, one phase at step 0.
   for (simdjson::dom::element e : arr) {
     Source s;
     std::string_view fp;
     if (e["fingerprint"].get_string().get(fp) != simdjson::SUCCESS || fp.size() != 16 ||
-        e["weight"].get_double().get(s.weight) != simdjson::SUCCESS ||
-        e["consumed"].get_uint64().get(s.consumed) != simdjson::SUCCESS) {
+        !IsHex(fp) || e["consumed"].get_uint64().get(s.consumed) != simdjson::SUCCESS) {
       return Bad("malformed source entry");
+    }
+    if (version == 1) {
+      double w = 0;
+      if (e["weight"].get_double().get(w) != simdjson::SUCCESS)
+        return Bad("malformed source entry");
+      v1.weights.push_back(w);
+      v1.counts.push_back(s.consumed);
     }
     s.fingerprint = std::strtoull(std::string(fp).c_str(), nullptr, 16);
     c.sources.push_back(s);
   }
+  if (version == 1) {
+    c.phases.push_back(std::move(v1));
+  } else {
+    if (root["phases"].get_array().get(arr) != simdjson::SUCCESS) return Bad("no phases");
+    if (arr.size() > kMaxEntries) {
+      return Bad(std::to_string(arr.size()) + " phases, more than the " +
+                 std::to_string(kMaxEntries) + " a loader saves");
+    }
+    for (simdjson::dom::element e : arr) {
+      Phase p;
+      simdjson::dom::element weights, counts;
+      if (e["start_step"].get_int64().get(p.start_step) != simdjson::SUCCESS ||
+          e["weights"].get(weights) != simdjson::SUCCESS ||
+          e["counts"].get(counts) != simdjson::SUCCESS || !ReadArray(weights, &p.weights) ||
+          !ReadArray(counts, &p.counts)) {
+        return Bad("malformed phase entry (phases[" + std::to_string(c.phases.size()) + "])");
+      }
+      c.phases.push_back(std::move(p));
+    }
+  }
   TOKPACK_RETURN_IF_ERROR(c.CheckReachable());
+  // Nothing begun yet: a version 1 cursor at position 0 names no phase.
+  if (version == 1 && c.position == 0) c.phases.clear();
   return c;
 }
 
@@ -105,55 +170,113 @@ Status Cursor::CheckReachable() const {
     return Bad("position " + std::to_string(position) +
                " is past the last a loader reaches (2^63 - 1)");
   }
+  if (step >= 0 && (static_cast<uint64_t>(step) > position || (step == 0) != (position == 0))) {
+    return Bad("step " + std::to_string(step) + " is not a step number of position " +
+               std::to_string(position) + " (ceil(position / global batch))");
+  }
   uint64_t sum = 0;
-  double weights = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
-    const std::string field = "sources[" + std::to_string(i) + "]";
     if (sources[i].consumed > position - sum) {  // sum <= position so far.
-      return Bad(field + ".consumed " + std::to_string(sources[i].consumed) +
+      return Bad("sources[" + std::to_string(i) + "].consumed " +
+                 std::to_string(sources[i].consumed) +
                  " takes the source counts past the position " + std::to_string(position));
     }
     sum += sources[i].consumed;
-    if (!(sources[i].weight > 0) || !std::isfinite(sources[i].weight)) {
-      return Bad(field + ".weight " + Double(sources[i].weight) + " is not positive and finite");
-    }
-    weights += sources[i].weight;
   }
   if (sum != position) {
     return Bad("the sources' consumed counts add up to " + std::to_string(sum) +
                ", not the position " + std::to_string(position));
   }
-  if (!std::isfinite(weights)) return Bad("the sources' weights add up past the double range");
-  // The schedule keeps each count within one draw of its share; the slack
-  // covers the rounding of doubles at large positions.
-  const double p = static_cast<double>(position);
-  const double slack = 2 + p * 0x1p-40;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    const double share = sources[i].weight / weights * p;
-    if (std::fabs(static_cast<double>(sources[i].consumed) - share) > slack) {
-      return Bad("sources[" + std::to_string(i) + "].consumed is " +
-                 std::to_string(sources[i].consumed) + " at position " + std::to_string(position) +
-                 ", but its weight draws about " + Double(std::round(share)) +
-                 " there: the blend schedule never reaches these counts");
+  if (position > 0 && phases.empty()) {
+    return Bad("no phases at position " + std::to_string(position));
+  }
+  std::vector<uint64_t> totals(sources.size(), 0);
+  uint64_t drawn = 0;
+  for (size_t j = 0; j < phases.size(); ++j) {
+    const std::string field = "phases[" + std::to_string(j) + "]";
+    if (j == 0 && phases[j].start_step != 0) {
+      return Bad(field + ".start_step is " + std::to_string(phases[j].start_step) +
+                 "; the first phase starts at step 0");
+    }
+    if (j > 0 && phases[j].start_step <= phases[j - 1].start_step) {
+      return Bad(field + ".start_step " + std::to_string(phases[j].start_step) +
+                 " does not follow phases[" + std::to_string(j - 1) + "].start_step " +
+                 std::to_string(phases[j - 1].start_step) + ": start steps increase");
+    }
+    if (phases[j].weights.size() != sources.size() || phases[j].counts.size() != sources.size()) {
+      return Bad(field + " has " + std::to_string(phases[j].weights.size()) + " weights and " +
+                 std::to_string(phases[j].counts.size()) + " counts for " +
+                 std::to_string(sources.size()) + " sources");
+    }
+    for (size_t s = 0; s < sources.size(); ++s) {
+      if (phases[j].counts[s] > position - drawn) {  // drawn <= position so far.
+        return Bad(field + ".counts[" + std::to_string(s) + "] " +
+                   std::to_string(phases[j].counts[s]) +
+                   " takes the phases' counts past the position " + std::to_string(position));
+      }
+      drawn += phases[j].counts[s];
+      totals[s] += phases[j].counts[s];
+    }
+    TOKPACK_RETURN_IF_ERROR(CheckPhase(j));
+  }
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (totals[s] != sources[s].consumed) {
+      return Bad("sources[" + std::to_string(s) + "].consumed is " +
+                 std::to_string(sources[s].consumed) + " at position " + std::to_string(position) +
+                 ", but its counts in the phases add up to " + std::to_string(totals[s]));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Cursor::CheckPhase(size_t j) const {
+  const Phase& phase = phases[j];
+  const std::string field = "phases[" + std::to_string(j) + "]";
+  double weights = 0;
+  uint64_t length = 0;  // No overflow: CheckReachable bounded the counts.
+  for (size_t s = 0; s < phase.weights.size(); ++s) {
+    if (!(phase.weights[s] >= 0) || !std::isfinite(phase.weights[s])) {
+      return Bad(field + ".weights[" + std::to_string(s) + "] " + FormatWeight(phase.weights[s]) +
+                 " is not finite and >= 0");
+    }
+    weights += phase.weights[s];
+    length += phase.counts[s];
+  }
+  if (!(weights > 0) || !std::isfinite(weights)) {
+    return Bad(field + ".weights " + FormatWeights(phase.weights) +
+               " do not add up to a positive finite sum");
+  }
+  // The schedule keeps each count within one draw of its share of the
+  // phase; the slack covers the rounding of doubles at large positions.
+  const double len = static_cast<double>(length);
+  const double slack = 2 + len * 0x1p-40;
+  for (size_t s = 0; s < phase.weights.size(); ++s) {
+    const double share = phase.weights[s] / weights * len;
+    const double count = static_cast<double>(phase.counts[s]);
+    if ((phase.weights[s] == 0 && phase.counts[s] != 0) || std::fabs(count - share) > slack) {
+      return Bad(field + ".counts[" + std::to_string(s) + "] is " +
+                 std::to_string(phase.counts[s]) + " in a phase of " + std::to_string(length) +
+                 " positions, but its weight " + FormatWeight(phase.weights[s]) + " draws about " +
+                 FormatWeight(std::round(share)) +
+                 " there: the phase schedule never reaches these counts");
     }
   }
   return Status::Ok();
 }
 
 Status Cursor::CheckCompatible(const Cursor& saved) const {
-  if (saved.sources.size() != sources.size()) {
-    return Bad("it has " + std::to_string(saved.sources.size()) + " sources, this loader " +
-               std::to_string(sources.size()));
-  }
-  for (size_t i = 0; i < sources.size(); ++i) {
+  for (size_t i = 0; i < saved.sources.size(); ++i) {
+    if (i >= sources.size()) {
+      return Bad("it has " + std::to_string(saved.sources.size()) + " sources, this loader " +
+                 std::to_string(sources.size()) + ": source " + std::to_string(i) +
+                 " (fingerprint " + HashToHex(saved.sources[i].fingerprint) +
+                 ") is missing; a resume may append datasets, not drop them (give a dataset "
+                 "weight 0 in a new phase instead)");
+    }
     if (saved.sources[i].fingerprint != sources[i].fingerprint) {
       return Bad("source " + std::to_string(i) + " is a different dataset (fingerprint " +
                  HashToHex(saved.sources[i].fingerprint) + ", this loader has " +
                  HashToHex(sources[i].fingerprint) + ")");
-    }
-    if (saved.sources[i].weight != sources[i].weight) {
-      return Bad("source " + std::to_string(i) + " has weight " + Double(saved.sources[i].weight) +
-                 ", this loader " + Double(sources[i].weight));
     }
   }
   if (saved.seed != seed) {
@@ -170,6 +293,47 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
                ": pass " + saved.OrderOptions() + " to resume it");
   }
   return Status::Ok();
+}
+
+Status Cursor::CheckPhases(const std::vector<MixturePhase>& loader) const {
+  const size_t n = loader.empty() ? sources.size() : loader[0].weights.size();
+  // The begun phases as the loader would list them (absent sources at 0).
+  std::vector<MixturePhase> begun;
+  for (const Phase& p : phases) {
+    begun.push_back({p.start_step, p.weights});
+    begun.back().weights.resize(n, 0);
+  }
+  const auto refuse = [&](const std::string& what) {
+    return InvalidArgumentError(
+        "at step " + std::to_string(step) + ", " + what +
+        "; phases the run began cannot change: pass phases=" + FormatPhases(begun) +
+        " (weights in dataset order), then any phases at steps >= " + std::to_string(step));
+  };
+  for (size_t j = 0; j < begun.size(); ++j) {
+    const std::string name = PhaseName(j, begun[j].start_step);
+    if (j >= loader.size()) return refuse("the run began " + name + ", which this loader lacks");
+    if (loader[j].start_step != begun[j].start_step || loader[j].weights != begun[j].weights) {
+      return refuse("the run began " + name + " with weights " + FormatWeights(begun[j].weights) +
+                    ", this loader has " + PhaseName(j, loader[j].start_step) + " with weights " +
+                    FormatWeights(loader[j].weights));
+    }
+  }
+  const size_t j = begun.size();
+  if (j < loader.size() && loader[j].start_step < step) {
+    return refuse("this loader's " + PhaseName(j, loader[j].start_step) + " with weights " +
+                  FormatWeights(loader[j].weights) + " starts before step " + std::to_string(step) +
+                  ", but the run did not begin it");
+  }
+  return Status::Ok();
+}
+
+MixtureState Cursor::State(size_t n) const {
+  MixtureState state;
+  for (const Phase& p : phases) {
+    state.phases.push_back(p.counts);
+    state.phases.back().resize(n, 0);
+  }
+  return state;
 }
 
 std::string Cursor::OrderOptions() const {

@@ -1,8 +1,11 @@
-// Cursor: the loader's resumable position as a small versioned JSON document:
-// the next global position, and per source its fingerprint, weight and number
-// of samples consumed, plus the settings that define the order (seed,
-// sequence length, shuffle mode and its block or window setting).
-// Independent of rank, world size and batch size. Plain value; not
+// Cursor: the loader's resumable position as a small versioned JSON document
+// (docs/reader.md, "The cursor"): the global position and the step number
+// of the loader that saved it, per source its fingerprint and the samples
+// consumed, per phase begun its start step, weights and the draws of each
+// source in it, plus the settings that define the order (seed, sequence
+// length, shuffle mode and its block or window setting). Independent of
+// rank, world size and batch size. Version 1 cursors (one weighted blend)
+// parse as one phase at step 0 with an unknown step. Plain value; not
 // synchronized.
 #ifndef TOKPACK_SRC_READER_CURSOR_H_
 #define TOKPACK_SRC_READER_CURSOR_H_
@@ -13,16 +16,24 @@
 #include <string_view>
 #include <vector>
 
+#include "reader/phase_schedule.h"
+#include "tokpack/loader.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
 
 struct Cursor {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
+  // At most this many sources and phases: a cursor stays small, and an
+  // untrusted one cannot ask for much memory or time.
+  static constexpr size_t kMaxEntries = 4096;
   // The largest global position a loader reaches: steps and positions are
   // signed 64-bit, and a position this far leaves 2^63 positions of room.
   static constexpr uint64_t kMaxPosition = INT64_MAX;
   uint64_t position = 0;  // Global positions consumed.
+  // The saving loader's Step(): phases starting before it had begun. -1:
+  // unknown (a version 1 cursor); the loading loader takes its own.
+  int64_t step = -1;
   uint64_t seed = 0;
   int64_t seq_len = 0;
   std::string shuffle;         // "none", "full", "block" or "window" (as resolved).
@@ -31,23 +42,43 @@ struct Cursor {
   uint64_t window_chunks = 0;  // "window" only, else 0; optional in Parse.
   struct Source {
     uint64_t fingerprint = 0;
-    double weight = 0;
-    uint64_t consumed = 0;
+    uint64_t consumed = 0;  // Over all phases.
   };
   std::vector<Source> sources;
+  struct Phase {
+    int64_t start_step = 0;
+    std::vector<double> weights;   // One per source.
+    std::vector<uint64_t> counts;  // Draws of each source in this phase.
+  };
+  // The phases begun, in order; the last is the one drawing. Their start
+  // positions are the prefix sums of their counts.
+  std::vector<Phase> phases;
 
   std::string ToJson() const;
   // Parses and validates an untrusted state: InvalidArgument naming the
-  // field when one is missing or mistyped, a weight is not positive and
-  // finite, the counts do not add up to the position without overflow, the
-  // position is past kMaxPosition, or a count is not one the blend schedule
-  // reaches at that position with these weights (within one draw of its
-  // share, see blend_schedule.h).
+  // field when one is missing or mistyped, there are more than kMaxEntries
+  // sources or phases, the phases' start steps do not increase from 0, a
+  // weight is negative or not finite, a phase's weights are all 0, a count
+  // does not add up (over sources to the position, over phases to the
+  // source's consumed) without overflow, the position is past kMaxPosition,
+  // or a phase's count is not one the phase schedule reaches (within one
+  // draw of its weight's share of the phase, 0 at weight 0; see
+  // phase_schedule.h).
   static StatusOr<Cursor> Parse(std::string_view json);
   // InvalidArgument naming the first setting in which `saved` differs from
   // this (the loader's own settings), and for the order's settings the
   // loader options that resume it; positions and counts are not compared.
+  // The loader may have more sources than `saved` (appended), not fewer.
   Status CheckCompatible(const Cursor& saved) const;
+  // InvalidArgument unless `phases` (a loader's, valid for at least as many
+  // sources as this cursor has) begins with this cursor's phases, with the
+  // same start steps and weights (sources this cursor lacks at weight 0),
+  // and has no other phase before `step`: a resume cannot change what the
+  // saved run began. The message names the phase and what resumes it.
+  Status CheckPhases(const std::vector<MixturePhase>& phases) const;
+  // The schedule state of this cursor for a loader of `sources` sources
+  // (>= this cursor's; the extra ones have no draws).
+  MixtureState State(size_t sources) const;
 
  private:
   // The loader options that make this order: shuffle="block",
@@ -55,6 +86,8 @@ struct Cursor {
   std::string OrderOptions() const;
   // Parse's checks of the numbers: the counts, position and weights.
   Status CheckReachable() const;
+  // CheckReachable's checks of phase `j`.
+  Status CheckPhase(size_t j) const;
 };
 
 }  // namespace tokpack

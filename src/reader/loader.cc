@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "reader/batch_assembler.h"
-#include "reader/blend_schedule.h"
 #include "reader/cursor.h"
 #include "reader/device_stage.h"
 #include "reader/loader_internal.h"
+#include "reader/phase_schedule.h"
 #include "reader/sample_order.h"
 #include "reader/shuffle_plan.h"
 #include "reader/slot_ring.h"
@@ -63,6 +63,13 @@ StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint6
   return limit;
 }
 
+// The datasets' names in messages.
+std::vector<std::string> Names(const std::vector<Loader::Source>& sources) {
+  std::vector<std::string> names;
+  for (const auto& s : sources) names.push_back(s.dataset->path());
+  return names;
+}
+
 // The pipeline: T assembler threads fill the host ring in step order (a
 // ticket per claimed step orders the planners); with a device stage one
 // copy thread moves each host batch, in step order, into the device ring.
@@ -72,9 +79,10 @@ class LoaderImpl : public Loader {
  public:
   // `plan`: the resolved options and each source's order; `samples`: their
   // sizes; `limit`: the global positions available in all (PositionLimit).
-  LoaderImpl(std::vector<Source> sources, ShufflePlan plan, std::vector<uint64_t> samples,
-             uint64_t limit, std::shared_ptr<DeviceStage> stage)
+  LoaderImpl(std::vector<Source> sources, std::vector<MixturePhase> phases, ShufflePlan plan,
+             std::vector<uint64_t> samples, uint64_t limit, std::shared_ptr<DeviceStage> stage)
       : sources_(std::move(sources)),
+        phases_(std::move(phases)),
         o_(plan.options),
         limit_(limit),
         orders_(std::move(plan.orders)),
@@ -82,12 +90,11 @@ class LoaderImpl : public Loader {
         pipeline_(std::make_shared<Pipeline>(
             static_cast<size_t>(o_.prefetch), stage ? static_cast<size_t>(o_.device_prefetch) : 0,
             static_cast<size_t>(std::max(1, std::min(o_.threads, o_.prefetch / 2))))),
-        schedule_(Weights()),
-        ahead_(Weights()) {
+        schedule_(phases_, GlobalBatch()),
+        ahead_(schedule_) {
     pipeline_->stage = std::move(stage);
     pipeline_->options = o_;
     for (Slot& slot : pipeline_->host.slots()) slot.rows.resize(static_cast<size_t>(o_.batch_size));
-    consumer_counts_.assign(sources_.size(), 0);
     end_step_ = EndStep(0, 0);
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
     lookahead_ = lookahead_ && o_.lookahead_steps > 0;  // 0: no hints at all.
@@ -140,50 +147,31 @@ class LoaderImpl : public Loader {
   // No lock: consumer_* are the consumer's own (see their declaration), and
   // a trainer that saves the cursor after every batch would otherwise queue
   // behind the assembler threads the batch's release just woke.
-  std::string SaveState() const override {
-    Cursor c = Settings();
-    c.position = consumer_position_;
-    for (size_t s = 0; s < sources_.size(); ++s) c.sources[s].consumed = consumer_counts_[s];
-    return c.ToJson();
-  }
+  std::string SaveState() const override { return Now().ToJson(); }
 
   Status LoadState(const std::string& state) override {
     TOKPACK_ASSIGN_OR_RETURN(Cursor saved, Cursor::Parse(state));
     TOKPACK_RETURN_IF_ERROR(Settings().CheckCompatible(saved));
-    std::vector<uint64_t> counts;
-    for (const auto& s : saved.sources) counts.push_back(s.consumed);
-    uint64_t ticket = 0, generation = 0;
-    {
-      std::lock_guard<std::mutex> lock(pipeline_->mu);
-      generation = ++generation_;
-      consumer_counts_ = counts;
-      consumer_position_ = saved.position;
-      // Steps restart at the consumer's; slots still filling for the old
-      // generation are told apart by it (FindReady, Finish).
-      plan_step_ = copy_step_ = consume_step_;
-      end_step_ = EndStep(saved.position, consume_step_);
-      ticket = next_ticket_++;
-      pipeline_->host.Reset();
-      pipeline_->device.Reset();
-    }
-    // Steps claimed before this call plan (or skip) first; steps claimed
-    // after it plan from the reset schedule.
-    {
-      std::unique_lock<std::mutex> plan(plan_mu_);
-      plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
-      schedule_.Reset(counts);
-      ahead_.Reset(counts);
-      ahead_steps_ = 0;
-      planned_generation_ = generation;
-      ++planned_tickets_;
-      plan_cv_.notify_all();
-    }
+    // A version 1 cursor does not know its step: it continues this loader's.
+    if (saved.step < 0) saved.step = StepAt(saved.position);
+    TOKPACK_RETURN_IF_ERROR(saved.CheckPhases(phases_));
+    Restart(saved.State(sources_.size()), phases_);
     return Status::Ok();
   }
 
-  int64_t Step() const override {
-    return static_cast<int64_t>((consumer_position_ + GlobalBatch() - 1) / GlobalBatch());
+  Status SetPhases(std::vector<MixturePhase> phases) override {
+    TOKPACK_RETURN_IF_ERROR(CheckPhases(phases, Names(sources_)));
+    TOKPACK_RETURN_IF_ERROR(Now().CheckPhases(phases));
+    Restart(consumer_state_, std::move(phases));
+    return Status::Ok();
   }
+
+  std::vector<MixturePhase> Phases() const override {
+    std::lock_guard<std::mutex> lock(pipeline_->mu);
+    return phases_;
+  }
+
+  int64_t Step() const override { return StepAt(consumer_position_); }
 
   int64_t RemainingSteps() const override {
     std::lock_guard<std::mutex> lock(pipeline_->mu);
@@ -200,22 +188,68 @@ class LoaderImpl : public Loader {
     s.cache_misses = c.cache_misses.load();
     s.bytes_fetched = c.bytes_fetched.load();
     s.fetch_seconds = static_cast<double>(c.fetch_micros.load()) * 1e-6;
+    MixtureStats(&s);
     return s;
   }
 
   std::vector<uint64_t> SamplesPerSource() const override { return samples_; }
-
-  Status SetPhases(std::vector<MixturePhase>) override {
-    return FailedPreconditionError("SetPhases: not yet");
-  }
-
-  std::vector<MixturePhase> Phases() const override { return {{0, Weights()}}; }
 
   const LoaderOptions& options() const override { return o_; }
 
  private:
   // The ring Next() takes batches from.
   SlotRing& Last() const { return pipeline_->stage ? pipeline_->device : pipeline_->host; }
+
+  // Continues at `state` (the consumer's, or a loaded cursor's) with
+  // `phases`: the batches planned for the old state are dropped, and the
+  // schedule restarts there.
+  void Restart(MixtureState state, std::vector<MixturePhase> phases) {
+    const uint64_t position = state.Position();
+    PhaseSchedule schedule(phases, GlobalBatch());
+    schedule.Reset(state);
+    uint64_t ticket = 0, generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(pipeline_->mu);
+      generation = ++generation_;
+      consumer_state_ = std::move(state);
+      consumer_position_ = position;
+      phases_ = std::move(phases);
+      // Steps restart at the consumer's; slots still filling for the old
+      // generation are told apart by it (FindReady, Finish).
+      plan_step_ = copy_step_ = consume_step_;
+      end_step_ = EndStep(position, consume_step_);
+      ticket = next_ticket_++;
+      pipeline_->host.Reset();
+      pipeline_->device.Reset();
+    }
+    // Steps claimed before this call plan (or skip) first; steps claimed
+    // after it plan from the reset schedule.
+    {
+      std::unique_lock<std::mutex> plan(plan_mu_);
+      plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
+      schedule_ = schedule;
+      ahead_ = std::move(schedule);
+      ahead_steps_ = 0;
+      planned_generation_ = generation;
+      ++planned_tickets_;
+      plan_cv_.notify_all();
+    }
+  }
+
+  // Under mu (or on the consumer's thread): the served mixture, global.
+  void MixtureStats(LoaderStats* s) const {
+    const std::vector<uint64_t> totals = consumer_state_.Totals(sources_.size());
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      s->sources.push_back({totals[i], totals[i] * static_cast<uint64_t>(o_.seq_len),
+                            totals[i] / samples_[i], totals[i] % samples_[i]});
+    }
+    uint64_t start = 0;
+    for (size_t j = 0; j < consumer_state_.phases.size(); ++j) {
+      const std::vector<uint64_t>& counts = consumer_state_.phases[j];
+      s->phases.push_back({phases_[j].start_step, start, phases_[j].weights, counts});
+      for (uint64_t c : counts) start += c;
+    }
+  }
 
   // timeout < 0: wait as long as it takes.
   StatusOr<std::shared_ptr<const Batch>> NextWithin(double timeout) {
@@ -243,7 +277,7 @@ class LoaderImpl : public Loader {
     const double waited = Seconds(Clock::now() - t0) + pending_wait_;
     pending_wait_ = 0;
     if (!found->status.ok()) return found->status;
-    consumer_counts_ = found->info.counts_after;
+    consumer_state_ = found->info.state_after;
     consumer_position_ = found->info.position_after;
     ++consume_step_;
     waits_.Record(waited, &stats_);
@@ -251,13 +285,12 @@ class LoaderImpl : public Loader {
     return HandOut(pipeline_, &ring, found);
   }
 
-  std::vector<double> Weights() const {
-    std::vector<double> w;
-    for (const auto& s : sources_) w.push_back(s.weight);
-    return w;
-  }
   uint64_t GlobalBatch() const {
     return static_cast<uint64_t>(o_.batch_size) * static_cast<uint64_t>(o_.world_size);
+  }
+  // The step number of the batch that starts at global position `position`.
+  int64_t StepAt(uint64_t position) const {
+    return static_cast<int64_t>(position / GlobalBatch() + (position % GlobalBatch() != 0));
   }
   // The step number at which the data ends when step `step` starts at
   // global position `position`; -1 when endless.
@@ -278,7 +311,20 @@ class LoaderImpl : public Loader {
     c.block_window = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_window) : 0;
     c.window_chunks =
         o_.shuffle == ShuffleMode::kWindow ? static_cast<uint64_t>(o_.window_chunks) : 0;
-    for (const auto& s : sources_) c.sources.push_back({s.dataset->fingerprint(), s.weight, 0});
+    for (const auto& s : sources_) c.sources.push_back({s.dataset->fingerprint(), 0});
+    return c;
+  }
+
+  // The cursor after the last batch handed out. On the consumer's thread.
+  Cursor Now() const {
+    Cursor c = Settings();
+    c.position = consumer_position_;
+    c.step = Step();
+    const std::vector<uint64_t> totals = consumer_state_.Totals(sources_.size());
+    for (size_t s = 0; s < sources_.size(); ++s) c.sources[s].consumed = totals[s];
+    for (size_t j = 0; j < consumer_state_.phases.size(); ++j) {
+      c.phases.push_back({phases_[j].start_step, phases_[j].weights, consumer_state_.phases[j]});
+    }
     return c;
   }
 
@@ -306,9 +352,7 @@ class LoaderImpl : public Loader {
     const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(ahead_steps_), GlobalBatch());
     const uint64_t target = ahead > limit_ - std::min(limit_, position) ? limit_ : position + ahead;
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
-    if (ahead_.position() < position) {
-      ahead_.Reset(schedule_.counts());  // Fell behind (or first use): catch up.
-    }
+    if (ahead_.position() < position) ahead_ = schedule_;  // Fell behind (or first use).
     while (ahead_.position() < target && !stopping_.load(std::memory_order_relaxed)) {
       // Step boundaries lie at `position` + k * GlobalBatch() (also after an
       // elastic resume, whose positions need not be multiples of it).
@@ -316,7 +360,7 @@ class LoaderImpl : public Loader {
       const uint64_t j = past % GlobalBatch();
       const size_t s = ahead_.Next();
       if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
-        const uint64_t sample = orders_[s].Sample(ahead_.counts()[s] - 1);
+        const uint64_t sample = orders_[s].Sample(ahead_.totals()[s] - 1);
         const int64_t step = slot.info.global_step + 1 + static_cast<int64_t>(past / GlobalBatch());
         sources_[s].dataset->Prefetch(sample * L, L + 1, step, read_stats_);
       }
@@ -333,10 +377,10 @@ class LoaderImpl : public Loader {
       const size_t s = schedule_.Next();
       if (j >= first && j < last) {
         slot.rows[j - first] = {static_cast<uint32_t>(s),
-                                orders_[s].Sample(schedule_.counts()[s] - 1)};
+                                orders_[s].Sample(schedule_.totals()[s] - 1)};
       }
     }
-    slot.info.counts_after = schedule_.counts();
+    slot.info.state_after = schedule_.state();
     slot.info.position_after = schedule_.position();
     slot.info.global_step = static_cast<int64_t>((slot.info.position_after - 1) / GlobalBatch());
     return true;
@@ -430,6 +474,9 @@ class LoaderImpl : public Loader {
   }
 
   std::vector<Source> sources_;
+  // The mixture, begun phases then those to come; changed by SetPhases()
+  // (under mu, on the consumer's thread).
+  std::vector<MixturePhase> phases_;
   LoaderOptions o_;       // As resolved by PlanShuffle.
   const uint64_t limit_;  // Global positions available in all; UINT64_MAX: endless.
   std::vector<SampleOrder> orders_;
@@ -441,8 +488,8 @@ class LoaderImpl : public Loader {
   // tickets under mu and run in ticket order.
   std::mutex plan_mu_;
   std::condition_variable plan_cv_;
-  BlendSchedule schedule_;
-  BlendSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
+  PhaseSchedule schedule_;
+  PhaseSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
   bool lookahead_ = false;
   int64_t ahead_steps_ = 0;          // Current lookahead, growing to lookahead_steps.
   uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
@@ -459,7 +506,7 @@ class LoaderImpl : public Loader {
   // The cursor after the last batch handed out. Written only by Next() and
   // LoadState(), which run on the consumer's thread (one at a time), and read
   // by nothing else: SaveState() and Step(), on that thread too, need no lock.
-  std::vector<uint64_t> consumer_counts_;
+  MixtureState consumer_state_;
   uint64_t consumer_position_ = 0;
   LoaderStats stats_;
   // This loader's remote traffic; shared with the prefetches it queued.
@@ -470,27 +517,42 @@ class LoaderImpl : public Loader {
   std::vector<std::thread> threads_;
 };
 
-Status Validate(const std::vector<Loader::Source>& sources, const LoaderOptions& o) {
+Status Validate(const std::vector<Loader::Source>& sources, const std::vector<MixturePhase>& phases,
+                const LoaderOptions& o) {
   if (sources.empty()) return InvalidArgumentError("a loader needs at least one dataset");
   TOKPACK_RETURN_IF_ERROR(o.Validate());
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!sources[i].dataset) {
       return InvalidArgumentError("source " + std::to_string(i) + " is null");
     }
-    if (!(sources[i].weight > 0) || !std::isfinite(sources[i].weight)) {
-      return InvalidArgumentError("weight of '" + sources[i].dataset->path() +
-                                  "' must be positive and finite");
-    }
   }
-  return Status::Ok();
+  return CheckPhases(phases, Names(sources));
 }
 
-}  // namespace
+// The datasets as sources (their weights: the first phase's, which the
+// shuffle plan and assembler do not read).
+std::vector<Loader::Source> AsSources(std::vector<std::shared_ptr<Dataset>> datasets,
+                                      const std::vector<MixturePhase>& phases) {
+  std::vector<Loader::Source> sources;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    const bool weighted = !phases.empty() && i < phases[0].weights.size();
+    sources.push_back({std::move(datasets[i]), weighted ? phases[0].weights[i] : 0.0});
+  }
+  return sources;
+}
 
-StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sources,
-                                               const LoaderOptions& options,
-                                               std::shared_ptr<DeviceStage> stage) {
-  TOKPACK_RETURN_IF_ERROR(Validate(sources, options));
+// The sources' weights as one phase at step 0.
+std::vector<MixturePhase> OnePhase(const std::vector<Loader::Source>& sources) {
+  MixturePhase phase;
+  for (const auto& s : sources) phase.weights.push_back(s.weight);
+  return {phase};
+}
+
+StatusOr<std::unique_ptr<Loader>> Make(std::vector<Loader::Source> sources,
+                                       std::vector<MixturePhase> phases,
+                                       const LoaderOptions& options,
+                                       std::shared_ptr<DeviceStage> stage) {
+  TOKPACK_RETURN_IF_ERROR(Validate(sources, phases, options));
   if (stage) {
     // The device stage copies compact windows: one token size for all.
     for (const auto& s : sources) {
@@ -507,32 +569,39 @@ StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sourc
   TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples));
   // Once per run, not once per rank.
   if (!plan.notice.empty() && options.rank == 0) std::fprintf(stderr, "%s\n", plan.notice.c_str());
-  auto loader = std::make_unique<LoaderImpl>(std::move(sources), std::move(plan),
+  auto loader = std::make_unique<LoaderImpl>(std::move(sources), std::move(phases), std::move(plan),
                                              std::move(samples), limit, std::move(stage));
   TOKPACK_RETURN_IF_ERROR(loader->Start());
   return std::unique_ptr<Loader>(std::move(loader));
 }
 
+}  // namespace
+
+StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sources,
+                                               const LoaderOptions& options,
+                                               std::shared_ptr<DeviceStage> stage) {
+  std::vector<MixturePhase> phases = OnePhase(sources);
+  return Make(std::move(sources), std::move(phases), options, std::move(stage));
+}
+
 StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
                                                  const LoaderOptions& options) {
-  TOKPACK_RETURN_IF_ERROR(Validate(sources, options));
-  std::shared_ptr<DeviceStage> stage;
-  if (options.device.is_cuda()) {
-    const size_t item = static_cast<size_t>(TokenDtypeSize(sources[0].dataset->dtype()));
-    TOKPACK_ASSIGN_OR_RETURN(stage, DeviceStage::Create(options, item));
-  }
-  return CreateLoader(std::move(sources), options, std::move(stage));
+  std::vector<std::shared_ptr<Dataset>> datasets;
+  for (auto& s : sources) datasets.push_back(std::move(s.dataset));
+  return Create(std::move(datasets), OnePhase(sources), options);
 }
 
 StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<std::shared_ptr<Dataset>> datasets,
                                                  std::vector<MixturePhase> phases,
                                                  const LoaderOptions& options) {
-  if (phases.size() != 1 || phases[0].weights.size() != datasets.size()) {
-    return FailedPreconditionError("phases: not yet");
+  std::vector<Source> sources = AsSources(std::move(datasets), phases);
+  TOKPACK_RETURN_IF_ERROR(Validate(sources, phases, options));
+  std::shared_ptr<DeviceStage> stage;
+  if (options.device.is_cuda()) {
+    const size_t item = static_cast<size_t>(TokenDtypeSize(sources[0].dataset->dtype()));
+    TOKPACK_ASSIGN_OR_RETURN(stage, DeviceStage::Create(options, item));
   }
-  std::vector<Source> sources;
-  for (size_t i = 0; i < datasets.size(); ++i) sources.push_back({datasets[i], phases[0].weights[i]});
-  return Create(std::move(sources), options);
+  return Make(std::move(sources), std::move(phases), options, std::move(stage));
 }
 
 }  // namespace tokpack

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "reader/phase_schedule.h"
 #include "tokpack/loader.h"
 
 namespace tokpack {
@@ -43,7 +44,7 @@ struct BatchArrays {
 struct StepInfo {
   int64_t global_step = 0;
   uint64_t position_after = 0;
-  std::vector<uint64_t> counts_after;
+  MixtureState state_after;
 };
 
 struct Slot {

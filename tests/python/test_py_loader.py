@@ -148,7 +148,7 @@ def test_blending_from_a_dict_follows_the_weights(packed, packed_small):
     counts = collections.Counter(tuple(r) in in_b for batch in loader for r in rows(batch))
     assert counts[True] == 150 and counts[False] == 350  # exact: a deterministic schedule
     state = loader.state_dict()
-    assert [s["weight"] for s in state["sources"]] == [0.7, 0.3]
+    assert [p["weights"] for p in state["phases"]] == [[0.7, 0.3]]  # printed as given
     assert [s["consumed"] for s in state["sources"]] == [350, 150]
     # a list of (path, weight) pairs is the same thing
     pairs = tokpack.Loader([(a, 0.7), (b, 0.3)], seq_len=16, batch_size=10, seed=2, max_steps=50)

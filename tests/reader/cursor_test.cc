@@ -74,13 +74,13 @@ TEST(Cursor, PositionsPastTheLastALoaderReachesAreRefused) {
 }
 
 TEST(Cursor, CountsThatIgnoreTheWeightsAreRefused) {
-  ExpectRefused(State("400", "400", "0"), "sources[0].consumed is 400 at position 400");
-  ExpectRefused(State("400", "0", "400"), "sources[0].consumed is 0 at position 400");
+  ExpectRefused(State("400", "400", "0"), "phases[0].counts[0] is 400 in a phase of 400 positions");
+  ExpectRefused(State("400", "0", "400"), "phases[0].counts[0] is 0 in a phase of 400 positions");
 }
 
-TEST(Cursor, WeightsMustBePositiveAndFinite) {
-  ExpectRefused(State("0", "0", "0", "0"), "sources[0].weight 0 is not positive");
-  ExpectRefused(State("0", "0", "0", "-2"), "sources[0].weight -2 is not positive");
+TEST(Cursor, WeightsMustBeFiniteAndNonNegative) {
+  ExpectRefused(State("0", "0", "0", "-2"), "phases[0].weights[0] -2 is not finite and >= 0");
+  ExpectRefused(State("0", "0", "0", "1e999"), "not JSON");
 }
 
 }  // namespace

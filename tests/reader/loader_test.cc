@@ -475,10 +475,11 @@ TEST_F(LoaderTest, StatesWithUnreachableNumbersAreRefusedNamingTheField) {
   // A position at the top of the range, where the next step would wrap.
   auto single = Make(Opts());
   Cursor top = *Cursor::Parse(single->SaveState());
-  top.position = top.sources[0].consumed = UINT64_MAX;
+  top.position = top.sources[0].consumed = top.phases[0].counts[0] = UINT64_MAX;
   refused(single.get(), top, "position 18446744073709551615");
   // The last position a loader reaches still loads and serves its step.
-  top.position = top.sources[0].consumed = Cursor::kMaxPosition;
+  top.position = top.sources[0].consumed = top.phases[0].counts[0] = Cursor::kMaxPosition;
+  top.step = static_cast<int64_t>((Cursor::kMaxPosition + 2) / 3);
   ASSERT_TRUE(single->LoadState(top.ToJson()).ok());
   EXPECT_EQ(single->Step(), static_cast<int64_t>((Cursor::kMaxPosition + 2) / 3));
   auto batch = single->Next();

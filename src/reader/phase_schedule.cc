@@ -1,0 +1,170 @@
+#include "reader/phase_schedule.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tokpack {
+
+uint64_t MixtureState::Position() const {
+  uint64_t p = 0;
+  for (const auto& phase : phases) {
+    for (uint64_t c : phase) p += c;
+  }
+  return p;
+}
+
+std::vector<uint64_t> MixtureState::Totals(size_t sources) const {
+  std::vector<uint64_t> totals(sources, 0);
+  for (const auto& phase : phases) {
+    for (size_t s = 0; s < phase.size() && s < sources; ++s) totals[s] += phase[s];
+  }
+  return totals;
+}
+
+std::string FormatWeight(double v) {
+  if (v == 0) return "0";  // -0 too: "-0" would read back as the integer 0.
+  char buf[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string FormatWeights(const std::vector<double>& weights) {
+  std::string out = "[";
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (i) out += ", ";
+    out += FormatWeight(weights[i]);
+  }
+  return out + "]";
+}
+
+std::string PhaseName(size_t index, int64_t start_step) {
+  return "phase " + std::to_string(index) + " (start_step " + std::to_string(start_step) + ")";
+}
+
+std::string FormatPhases(const std::vector<MixturePhase>& phases) {
+  std::string out = "[";
+  for (size_t j = 0; j < phases.size(); ++j) {
+    if (j) out += ", ";
+    out +=
+        "(" + std::to_string(phases[j].start_step) + ", " + FormatWeights(phases[j].weights) + ")";
+  }
+  return out + "]";
+}
+
+Status CheckPhases(const std::vector<MixturePhase>& phases, const std::vector<std::string>& names) {
+  if (phases.empty()) return InvalidArgumentError("a mixture needs at least one phase");
+  for (size_t j = 0; j < phases.size(); ++j) {
+    const MixturePhase& phase = phases[j];
+    const std::string name = PhaseName(j, phase.start_step);
+    if (j == 0 && phase.start_step != 0) {
+      return InvalidArgumentError(name + ": the first phase must start at step 0");
+    }
+    if (j > 0 && phase.start_step <= phases[j - 1].start_step) {
+      return InvalidArgumentError(name + " must start after " +
+                                  PhaseName(j - 1, phases[j - 1].start_step) +
+                                  ": start steps increase");
+    }
+    if (phase.weights.size() != names.size()) {
+      return InvalidArgumentError(name + " has " + std::to_string(phase.weights.size()) +
+                                  " weights for " + std::to_string(names.size()) +
+                                  " datasets: give one weight per dataset (0: absent)");
+    }
+    double sum = 0;
+    for (size_t s = 0; s < names.size(); ++s) {
+      const double w = phase.weights[s];
+      if (!(w >= 0) || !std::isfinite(w)) {
+        return InvalidArgumentError(name + ": the weight of '" + names[s] + "' is " +
+                                    FormatWeight(w) + "; weights must be finite and >= 0");
+      }
+      sum += w;
+    }
+    if (!(sum > 0)) {
+      return InvalidArgumentError(name + ": every weight is 0; a phase draws from some dataset");
+    }
+    if (!std::isfinite(sum)) {
+      return InvalidArgumentError(name + ": the weights " + FormatWeights(phase.weights) +
+                                  " add up past the double range");
+    }
+  }
+  return Status::Ok();
+}
+
+PhaseSchedule::PhaseSchedule(std::vector<MixturePhase> phases, uint64_t global_batch)
+    : phases_(std::move(phases)), global_batch_(global_batch), starts_(phases_.size(), 0) {
+  for (MixturePhase& phase : phases_) {
+    double sum = 0;
+    for (double w : phase.weights) sum += w;
+    for (double& w : phase.weights) w /= sum;
+  }
+  Reset(MixtureState{});
+}
+
+void PhaseSchedule::Reset(const MixtureState& state) {
+  const size_t sources = phases_[0].weights.size();
+  state_ = state;
+  totals_ = state_.Totals(sources);
+  position_ = state_.Position();
+  const size_t begun = state_.phases.size();
+  uint64_t start = 0;
+  for (size_t j = 0; j < begun; ++j) {
+    starts_[j] = start;
+    for (uint64_t c : state_.phases[j]) start += c;
+  }
+  const uint64_t G = global_batch_;
+  const uint64_t k0 = position_ / G + (position_ % G != 0);
+  size_t skipped = 0;  // Phases not in the state whose step has passed: begun here.
+  for (size_t j = begun; j < phases_.size(); ++j) {
+    const uint64_t step = static_cast<uint64_t>(phases_[j].start_step);
+    const uint64_t wait = step > k0 ? step - k0 : 0;
+    starts_[j] = wait > (UINT64_MAX - position_) / G ? UINT64_MAX : position_ + wait * G;
+    if (step < k0) skipped = j + 1;
+  }
+  phase_position_ = 0;
+  if (skipped > begun) {
+    Begin(skipped - 1);
+  } else if (begun > 0) {
+    for (uint64_t c : state_.phases.back()) phase_position_ += c;
+  }
+}
+
+void PhaseSchedule::Begin(size_t phase) {
+  const size_t sources = phases_[0].weights.size();
+  while (state_.phases.size() <= phase) state_.phases.emplace_back(sources, 0);
+  phase_position_ = 0;
+}
+
+size_t PhaseSchedule::Next() {
+  // Enter every phase that starts here (several when a shrunk global batch
+  // skipped their steps: the last one draws).
+  size_t next = state_.phases.size();
+  if (next < phases_.size() && starts_[next] <= position_) {
+    while (next + 1 < phases_.size() && starts_[next + 1] <= position_) ++next;
+    Begin(next);
+  }
+  const std::vector<double>& weights = phases_[state_.phases.size() - 1].weights;
+  std::vector<uint64_t>& counts = state_.phases.back();
+  size_t best = 0;
+  double best_deficit = 0;
+  bool found = false;
+  const double q = static_cast<double>(phase_position_ + 1);
+  for (size_t s = 0; s < weights.size(); ++s) {
+    if (weights[s] == 0) continue;  // Absent from this phase.
+    const double deficit = weights[s] * q - static_cast<double>(counts[s]);
+    if (!found || deficit > best_deficit) {
+      best = s;
+      best_deficit = deficit;
+      found = true;
+    }
+  }
+  ++counts[best];
+  ++totals_[best];
+  ++position_;
+  ++phase_position_;
+  return best;
+}
+
+}  // namespace tokpack
