@@ -276,7 +276,8 @@ def test_the_documented_annealing_run_resumes_across_its_phase(sources, tmp_path
         code = doc_example("python.md", name)
         for n, path in sources.items():
             code = code.replace(f'"data/{n}"', repr(path))
-        return code
+        assert "seq_len=512" in code
+        return code.replace("seq_len=512", f"seq_len={SEQ}")  # the test's sources are small
 
     first = run_python(example("annealing-train"), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -285,9 +286,9 @@ def test_the_documented_annealing_run_resumes_across_its_phase(sources, tmp_path
     assert second.returncode == 0, second.stderr
     lines = second.stdout.splitlines()
     assert lines[0] == "50 {'web': 40, 'code': 16, 'math': 24}"
-    # 40 steps at 0.9/0.1, then 10 at 0.5/0.2/0.3: 320 + 80 samples in all.
+    # 50 steps at 0.9/0.1 (40 before the checkpoint), then 10 at 0.5/0.2/0.3.
     counts = {name: n for name, n, _ in eval(lines[1])}
-    assert counts == {"web": 288 + 40, "code": 32 + 16, "math": 24}
+    assert counts == {"web": 360 + 40, "code": 40 + 16, "math": 24}
 
 
 def test_the_integrations_pass_phases_and_named_sources_through(sources):
