@@ -214,8 +214,8 @@ void PrintMixtureSummary(const std::vector<std::string>& names, const LoaderStat
   for (size_t s = 0; s < stats.sources.size() && s < names.size(); ++s) {
     const SourceStats& x = stats.sources[s];
     std::printf(
-        "source %s: samples %llu, tokens %llu, epochs %s (completed %llu, %llu "
-        "samples into the next)\n",
+        "source %s: samples %llu, tokens %llu, epochs %s (%llu completed, %llu "
+        "samples into the current one)\n",
         names[s].c_str(), static_cast<unsigned long long>(x.samples),
         static_cast<unsigned long long>(x.tokens), Epochs(x.samples, samples_per_source[s]).c_str(),
         static_cast<unsigned long long>(x.epochs_completed),

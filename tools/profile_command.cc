@@ -398,7 +398,8 @@ Runner AddProfileCommand(CLI::App* app) {
   app->add_option("dataset", a->dataset, "Dataset directory, Megatron prefix or URL");
   app->add_option("--phases", a->phases_file,
                   "A JSON file of named sources and the phases that weight them, instead of "
-                  "the dataset (docs/cli.md)");
+                  "the dataset (docs/cli.md)")
+      ->type_name("FILE");
   app->add_option("--step-time", a->step_time, "Simulated training step, e.g. 100ms, 0.5s")
       ->default_val("100ms");
   // The loader's own options, from its table; threads and prefetch are

@@ -147,7 +147,8 @@ Runner AddSampleCommand(CLI::App* app) {
                   "Dataset directories or Megatron prefixes, each optionally DIR:WEIGHT");
   app->add_option("--phases", a->phases_file,
                   "A JSON file of named sources and the phases that weight them, instead of "
-                  "the datasets (docs/cli.md)");
+                  "the datasets (docs/cli.md)")
+      ->type_name("FILE");
   // Batches are printed from host memory: the device options do not apply.
   a->apply_flags = AddOptionFlags<LoaderOptions>(app, LoaderOptions::Describe(),
                                                  {"device", "device_prefetch", "dtype"});

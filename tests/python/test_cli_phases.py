@@ -47,7 +47,7 @@ def test_sample_follows_the_phases_and_summarizes_the_counts(run_tokpack, phases
     for k, name in enumerate(NAMES):
         n = sum(1 for s, _ in got if s == k)
         line = f"source {name}: samples {n}, tokens {n * SEQ}, epochs {n / per_epoch[k]:.4f} " \
-               f"(completed {n // per_epoch[k]}, {n % per_epoch[k]} samples into the next)"
+               f"({n // per_epoch[k]} completed, {n % per_epoch[k]} samples into the current one)"
         assert line in summary
     bounds = [0, 20, 48, 60]
     for j, p in enumerate(PHASES):
