@@ -38,6 +38,28 @@ bool ReadArray(simdjson::dom::element e, std::vector<T>* out) {
 
 }  // namespace
 
+Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sources,
+                  const std::vector<MixturePhase>& phases, const MixtureState& state) {
+  Cursor c;
+  c.seed = o.seed;
+  c.seq_len = o.seq_len;
+  c.shuffle = std::get<std::string>(*o.Get("shuffle"));
+  c.block_size = o.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o.block_size) : 0;
+  c.block_window = o.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o.block_window) : 0;
+  c.window_chunks = o.shuffle == ShuffleMode::kWindow ? static_cast<uint64_t>(o.window_chunks) : 0;
+  c.position = state.Position();
+  const uint64_t global = static_cast<uint64_t>(o.batch_size) * static_cast<uint64_t>(o.world_size);
+  c.step = static_cast<int64_t>(c.position / global + (c.position % global != 0));
+  const std::vector<uint64_t> totals = state.Totals(sources.size());
+  for (size_t s = 0; s < sources.size(); ++s) {
+    c.sources.push_back({sources[s].dataset->fingerprint(), totals[s]});
+  }
+  for (size_t j = 0; j < state.phases.size(); ++j) {
+    c.phases.push_back({phases[j].start_step, phases[j].weights, state.phases[j]});
+  }
+  return c;
+}
+
 std::string Cursor::ToJson() const {
   // Compact on purpose: the state travels inside checkpoints.
   std::string out = "{\"tokpack_cursor\":" + std::to_string(kVersion) +
@@ -327,11 +349,20 @@ Status Cursor::CheckPhases(const std::vector<MixturePhase>& loader) const {
   return Status::Ok();
 }
 
-MixtureState Cursor::State(size_t n) const {
+StatusOr<MixtureState> Cursor::Resume(std::string_view json,
+                                      const std::vector<MixturePhase>& loader,
+                                      uint64_t global_batch) const {
+  TOKPACK_ASSIGN_OR_RETURN(Cursor saved, Parse(json));
+  TOKPACK_RETURN_IF_ERROR(CheckCompatible(saved));
+  if (saved.step < 0) {
+    saved.step =
+        static_cast<int64_t>(saved.position / global_batch + (saved.position % global_batch != 0));
+  }
+  TOKPACK_RETURN_IF_ERROR(saved.CheckPhases(loader));
   MixtureState state;
-  for (const Phase& p : phases) {
+  for (const Phase& p : saved.phases) {
     state.phases.push_back(p.counts);
-    state.phases.back().resize(n, 0);
+    state.phases.back().resize(sources.size(), 0);
   }
   return state;
 }

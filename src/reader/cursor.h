@@ -54,6 +54,11 @@ struct Cursor {
   // positions are the prefix sums of their counts.
   std::vector<Phase> phases;
 
+  // The cursor of a loader with (resolved) options `o`, these sources and
+  // phases, at `state`; its step is ceil(position / global batch).
+  static Cursor Of(const LoaderOptions& o, const std::vector<Loader::Source>& sources,
+                   const std::vector<MixturePhase>& phases, const MixtureState& state);
+
   std::string ToJson() const;
   // Parses and validates an untrusted state: InvalidArgument naming the
   // field when one is missing or mistyped, there are more than kMaxEntries
@@ -76,9 +81,13 @@ struct Cursor {
   // and has no other phase before `step`: a resume cannot change what the
   // saved run began. The message names the phase and what resumes it.
   Status CheckPhases(const std::vector<MixturePhase>& phases) const;
-  // The schedule state of this cursor for a loader of `sources` sources
-  // (>= this cursor's; the extra ones have no draws).
-  MixtureState State(size_t sources) const;
+  // For a loader whose cursor of now is this one (Of()), with `phases` and
+  // global batch `global_batch`: parses `json` and checks it (Parse,
+  // CheckCompatible, CheckPhases; a version 1 cursor takes this loader's
+  // step at its position), then returns the schedule state to continue
+  // from, with no draws for the sources the saved run did not have.
+  StatusOr<MixtureState> Resume(std::string_view json, const std::vector<MixturePhase>& phases,
+                                uint64_t global_batch) const;
 
  private:
   // The loader options that make this order: shuffle="block",

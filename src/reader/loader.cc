@@ -26,43 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// a * b, or UINT64_MAX where it would overflow.
-uint64_t SaturatingMul(uint64_t a, uint64_t b) {
-  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
-// The global positions the options allow in all: UINT64_MAX when endless.
-// epochs and max_steps may be up to 2^63 each, so the products are checked:
-// a limit past Cursor::kMaxPosition is refused naming the option rather
-// than taken for "endless" (or a wrapped step count).
-StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint64_t>& samples) {
-  uint64_t limit = UINT64_MAX;
-  const auto too_far = [](const std::string& what) {
-    return InvalidArgumentError(what +
-                                " is more than the 2^63 - 1 positions a loader reaches; "
-                                "use 0 for an endless loader");
-  };
-  if (o.epochs > 0) {
-    uint64_t total = 0;
-    for (uint64_t n : samples) total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
-    limit = SaturatingMul(static_cast<uint64_t>(o.epochs), total);
-    if (limit > Cursor::kMaxPosition) {
-      return too_far("epochs " + std::to_string(o.epochs) + " times " + std::to_string(total) +
-                     " samples per epoch");
-    }
-  }
-  if (o.max_steps > 0) {
-    const uint64_t global = static_cast<uint64_t>(o.batch_size) * o.world_size;
-    const uint64_t steps = SaturatingMul(static_cast<uint64_t>(o.max_steps), global);
-    if (steps > Cursor::kMaxPosition) {
-      return too_far("max_steps " + std::to_string(o.max_steps) + " times " +
-                     std::to_string(global) + " samples per step (batch_size * world_size)");
-    }
-    limit = std::min(limit, steps);
-  }
-  return limit;
-}
-
 // The datasets' names in messages.
 std::vector<std::string> Names(const std::vector<Loader::Source>& sources) {
   std::vector<std::string> names;
@@ -150,12 +113,8 @@ class LoaderImpl : public Loader {
   std::string SaveState() const override { return Now().ToJson(); }
 
   Status LoadState(const std::string& state) override {
-    TOKPACK_ASSIGN_OR_RETURN(Cursor saved, Cursor::Parse(state));
-    TOKPACK_RETURN_IF_ERROR(Settings().CheckCompatible(saved));
-    // A version 1 cursor does not know its step: it continues this loader's.
-    if (saved.step < 0) saved.step = StepAt(saved.position);
-    TOKPACK_RETURN_IF_ERROR(saved.CheckPhases(phases_));
-    Restart(saved.State(sources_.size()), phases_);
+    TOKPACK_ASSIGN_OR_RETURN(MixtureState saved, Now().Resume(state, phases_, GlobalBatch()));
+    Restart(std::move(saved), phases_);
     return Status::Ok();
   }
 
@@ -171,7 +130,9 @@ class LoaderImpl : public Loader {
     return phases_;
   }
 
-  int64_t Step() const override { return StepAt(consumer_position_); }
+  int64_t Step() const override {
+    return static_cast<int64_t>((consumer_position_ + GlobalBatch() - 1) / GlobalBatch());
+  }
 
   int64_t RemainingSteps() const override {
     std::lock_guard<std::mutex> lock(pipeline_->mu);
@@ -188,7 +149,7 @@ class LoaderImpl : public Loader {
     s.cache_misses = c.cache_misses.load();
     s.bytes_fetched = c.bytes_fetched.load();
     s.fetch_seconds = static_cast<double>(c.fetch_micros.load()) * 1e-6;
-    MixtureStats(&s);
+    AddMixtureStats(consumer_state_, phases_, samples_, o_.seq_len, &s);
     return s;
   }
 
@@ -236,21 +197,6 @@ class LoaderImpl : public Loader {
     }
   }
 
-  // Under mu (or on the consumer's thread): the served mixture, global.
-  void MixtureStats(LoaderStats* s) const {
-    const std::vector<uint64_t> totals = consumer_state_.Totals(sources_.size());
-    for (size_t i = 0; i < sources_.size(); ++i) {
-      s->sources.push_back({totals[i], totals[i] * static_cast<uint64_t>(o_.seq_len),
-                            totals[i] / samples_[i], totals[i] % samples_[i]});
-    }
-    uint64_t start = 0;
-    for (size_t j = 0; j < consumer_state_.phases.size(); ++j) {
-      const std::vector<uint64_t>& counts = consumer_state_.phases[j];
-      s->phases.push_back({phases_[j].start_step, start, phases_[j].weights, counts});
-      for (uint64_t c : counts) start += c;
-    }
-  }
-
   // timeout < 0: wait as long as it takes.
   StatusOr<std::shared_ptr<const Batch>> NextWithin(double timeout) {
     std::unique_lock<std::mutex> lock(pipeline_->mu);
@@ -288,10 +234,6 @@ class LoaderImpl : public Loader {
   uint64_t GlobalBatch() const {
     return static_cast<uint64_t>(o_.batch_size) * static_cast<uint64_t>(o_.world_size);
   }
-  // The step number of the batch that starts at global position `position`.
-  int64_t StepAt(uint64_t position) const {
-    return static_cast<int64_t>(position / GlobalBatch() + (position % GlobalBatch() != 0));
-  }
   // The step number at which the data ends when step `step` starts at
   // global position `position`; -1 when endless.
   int64_t EndStep(uint64_t position, int64_t step) const {
@@ -302,31 +244,8 @@ class LoaderImpl : public Loader {
   // Under mu: whether local step `step` lies past the end of the data.
   bool PastEnd(int64_t step) const { return end_step_ >= 0 && step >= end_step_; }
 
-  Cursor Settings() const {
-    Cursor c;
-    c.seed = o_.seed;
-    c.seq_len = o_.seq_len;
-    c.shuffle = std::get<std::string>(*o_.Get("shuffle"));
-    c.block_size = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_size) : 0;
-    c.block_window = o_.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o_.block_window) : 0;
-    c.window_chunks =
-        o_.shuffle == ShuffleMode::kWindow ? static_cast<uint64_t>(o_.window_chunks) : 0;
-    for (const auto& s : sources_) c.sources.push_back({s.dataset->fingerprint(), 0});
-    return c;
-  }
-
   // The cursor after the last batch handed out. On the consumer's thread.
-  Cursor Now() const {
-    Cursor c = Settings();
-    c.position = consumer_position_;
-    c.step = Step();
-    const std::vector<uint64_t> totals = consumer_state_.Totals(sources_.size());
-    for (size_t s = 0; s < sources_.size(); ++s) c.sources[s].consumed = totals[s];
-    for (size_t j = 0; j < consumer_state_.phases.size(); ++j) {
-      c.phases.push_back({phases_[j].start_step, phases_[j].weights, consumer_state_.phases[j]});
-    }
-    return c;
-  }
+  Cursor Now() const { return Cursor::Of(o_, sources_, phases_, consumer_state_); }
 
   // Under plan_mu_, after `slot` was planned: hints the chunks of its own
   // rows (the prefetch threads fetch them side by side while its assembler

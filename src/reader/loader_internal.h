@@ -4,6 +4,7 @@
 #ifndef TOKPACK_SRC_READER_LOADER_INTERNAL_H_
 #define TOKPACK_SRC_READER_LOADER_INTERNAL_H_
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -11,6 +12,18 @@
 #include "tokpack/loader.h"
 
 namespace tokpack {
+
+// a * b, or UINT64_MAX where it would overflow.
+inline uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+// The global positions the options allow in all, for sources of `samples`
+// positions per epoch: UINT64_MAX when endless. epochs and max_steps may be
+// up to 2^63 each, so the products are checked: a limit past
+// Cursor::kMaxPosition is refused naming the option rather than taken for
+// "endless" (or a wrapped step count).
+StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint64_t>& samples);
 
 // `stage` null: batches stay on the CPU.
 StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sources,

@@ -1,10 +1,13 @@
 // LoaderOptions' table: the one declaration of each loader option (name,
 // type, default, validation, doc line). The CLI flags, the Python keyword
 // arguments and the stubs are made from it.
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
 #include "common/option_table.h"
+#include "reader/cursor.h"
+#include "reader/loader_internal.h"
 #include "tokpack/loader.h"
 
 namespace tokpack {
@@ -133,6 +136,34 @@ Status LoaderOptions::Validate() const {
     return InvalidArgumentError("batch_size * seq_len must be below 2^31");
   }
   return Status::Ok();
+}
+
+StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint64_t>& samples) {
+  uint64_t limit = UINT64_MAX;
+  const auto too_far = [](const std::string& what) {
+    return InvalidArgumentError(what +
+                                " is more than the 2^63 - 1 positions a loader reaches; "
+                                "use 0 for an endless loader");
+  };
+  if (o.epochs > 0) {
+    uint64_t total = 0;
+    for (uint64_t n : samples) total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
+    limit = SaturatingMul(static_cast<uint64_t>(o.epochs), total);
+    if (limit > Cursor::kMaxPosition) {
+      return too_far("epochs " + std::to_string(o.epochs) + " times " + std::to_string(total) +
+                     " samples per epoch");
+    }
+  }
+  if (o.max_steps > 0) {
+    const uint64_t global = static_cast<uint64_t>(o.batch_size) * o.world_size;
+    const uint64_t steps = SaturatingMul(static_cast<uint64_t>(o.max_steps), global);
+    if (steps > Cursor::kMaxPosition) {
+      return too_far("max_steps " + std::to_string(o.max_steps) + " times " +
+                     std::to_string(global) + " samples per step (batch_size * world_size)");
+    }
+    limit = std::min(limit, steps);
+  }
+  return limit;
 }
 
 }  // namespace tokpack

@@ -93,6 +93,20 @@ Status CheckPhases(const std::vector<MixturePhase>& phases, const std::vector<st
   return Status::Ok();
 }
 
+void AddMixtureStats(const MixtureState& state, const std::vector<MixturePhase>& phases,
+                     const std::vector<uint64_t>& samples, int64_t seq_len, LoaderStats* stats) {
+  const std::vector<uint64_t> totals = state.Totals(samples.size());
+  for (size_t s = 0; s < samples.size(); ++s) {
+    stats->sources.push_back({totals[s], totals[s] * static_cast<uint64_t>(seq_len),
+                              totals[s] / samples[s], totals[s] % samples[s]});
+  }
+  uint64_t start = 0;
+  for (size_t j = 0; j < state.phases.size(); ++j) {
+    stats->phases.push_back({phases[j].start_step, start, phases[j].weights, state.phases[j]});
+    for (uint64_t c : state.phases[j]) start += c;
+  }
+}
+
 PhaseSchedule::PhaseSchedule(std::vector<MixturePhase> phases, uint64_t global_batch)
     : phases_(std::move(phases)), global_batch_(global_batch), starts_(phases_.size(), 0) {
   for (MixturePhase& phase : phases_) {

@@ -56,6 +56,13 @@ std::string FormatPhases(const std::vector<MixturePhase>& phases);
 // finite weight >= 0 per dataset, not all 0, with a finite sum.
 Status CheckPhases(const std::vector<MixturePhase>& phases, const std::vector<std::string>& names);
 
+// Adds to `stats` the mixture served up to `state` (of a loader with these
+// phases, sources of `samples` positions per epoch, and `seq_len`): per
+// source its draws, tokens and epochs, per phase begun its start, weights
+// and draws.
+void AddMixtureStats(const MixtureState& state, const std::vector<MixturePhase>& phases,
+                     const std::vector<uint64_t>& samples, int64_t seq_len, LoaderStats* stats);
+
 class PhaseSchedule {
  public:
   // `phases` passes CheckPhases; `global_batch` >= 1 resolves the start

@@ -475,6 +475,8 @@ TEST_F(LoaderTest, StatesWithUnreachableNumbersAreRefusedNamingTheField) {
   // A position at the top of the range, where the next step would wrap.
   auto single = Make(Opts());
   Cursor top = *Cursor::Parse(single->SaveState());
+  ASSERT_TRUE(top.phases.empty());  // Nothing begun at position 0.
+  top.phases = {{0, {0.7}, {0}}};
   top.position = top.sources[0].consumed = top.phases[0].counts[0] = UINT64_MAX;
   refused(single.get(), top, "position 18446744073709551615");
   // The last position a loader reaches still loads and serves its step.
