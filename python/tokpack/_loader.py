@@ -45,6 +45,11 @@ def _as_dataset(source: PathLike) -> Dataset:
 def _parse_sources(sources: Sources) -> Tuple[List[Dataset], List[float]]:
     if isinstance(sources, Mapping):
         pairs = list(sources.items())
+        named = [k for k, v in pairs if isinstance(v, (str, os.PathLike, Dataset))]
+        if named:
+            raise ValueError(f"sources maps {named[0]!r} to a dataset: a dict of names to "
+                             "datasets goes with phases=[(0, {name: weight}), ...]; without "
+                             "phases give {path: weight}")
     elif isinstance(sources, (str, os.PathLike, Dataset)):
         pairs = [(sources, 1.0)]
     else:

@@ -258,6 +258,8 @@ def test_weights_in_sources_and_phases_is_an_error(sources):
         make({sources["web"]: 0.5}, phases=[(0, {sources["web"]: 1})])
     with pytest.raises(ValueError, match="weights in the phases only"):
         make([(sources["web"], 0.5)], phases=[(0, {sources["web"]: 1})])
+    with pytest.raises(ValueError, match="goes with phases="):
+        make({"web": sources["web"]})
     with pytest.raises(TypeError, match="needs sources"):
         tokpack.Loader(seq_len=4)
 
