@@ -304,3 +304,20 @@ def test_the_integrations_pass_phases_and_named_sources_through(sources):
     first = [decode(r[0], SEQ) for r in next(dm.loader)["input_ids"].tolist()]
     assert first == expected_rows(weight_lists(PHASES), [0, 20, 48], 4,
                                   dm.loader.samples_per_source)
+
+
+def test_a_resume_may_add_a_source_for_its_new_phases(sources):
+    two = {n: sources[n] for n in ("web", "code")}
+    loader = make(two, phases=PHASES[:1])
+    head = run_rows(loader, 3)
+    state = loader.state_dict()
+    resumed = make(sources, phases=[PHASES[0], (3, {"math": 1})])
+    resumed.load_state_dict(state)
+    assert all(s == 2 for s, _ in run_rows(resumed, 2))
+    s = resumed.stats()
+    assert [x["samples"] for x in s["sources"]] == [sum(1 for x, _ in head if x == k)
+                                                   for k in (0, 1)] + [8]
+    # Fewer sources than the saved run is refused, naming what is missing.
+    with pytest.raises(ValueError, match="missing"):
+        make({"web": sources["web"]}, phases=[(0, {"web": 1})]).load_state_dict(
+            resumed.state_dict())
