@@ -273,6 +273,25 @@ std::vector<Loader::Source> Sources(const std::vector<std::shared_ptr<ForkSafe<D
   return sources;
 }
 
+// Phases from Python: (start_step, [weight per dataset]) pairs; the Python
+// layer has checked names and values, the core checks the rules again.
+std::vector<MixturePhase> PhasesArg(const py::handle& v) {
+  std::vector<MixturePhase> out;
+  size_t k = 0;
+  for (const py::handle item : py::iter(v)) {
+    const auto pair = item.cast<std::pair<py::object, std::vector<double>>>();
+    out.push_back({IntArg<int64_t>(pair.first, "phases[" + std::to_string(k++) + "].start_step"),
+                   pair.second});
+  }
+  return out;
+}
+
+py::list PhasesList(const std::vector<MixturePhase>& phases) {
+  py::list out;
+  for (const MixturePhase& p : phases) out.append(py::make_tuple(p.start_step, p.weights));
+  return out;
+}
+
 py::dict StatsDict(const LoaderStats& s) {
   py::dict d;
   d["steps"] = s.steps;
@@ -287,6 +306,25 @@ py::dict StatsDict(const LoaderStats& s) {
   d["cache_misses"] = s.cache_misses;
   d["bytes_fetched"] = s.bytes_fetched;
   d["fetch_seconds"] = s.fetch_seconds;
+  py::list sources, phases;
+  for (const SourceStats& src : s.sources) {
+    py::dict x;
+    x["samples"] = src.samples;
+    x["tokens"] = src.tokens;
+    x["epochs_completed"] = src.epochs_completed;
+    x["epoch_samples"] = src.epoch_samples;
+    sources.append(x);
+  }
+  for (const PhaseStats& p : s.phases) {
+    py::dict x;
+    x["start_step"] = p.start_step;
+    x["start_position"] = p.start_position;
+    x["weights"] = p.weights;
+    x["samples"] = p.samples;
+    phases.append(x);
+  }
+  d["sources"] = sources;
+  d["phases"] = phases;
   return d;
 }
 
@@ -656,20 +694,34 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("unk_id", [](const Tokenizer& t) { return t.info().unk_id; });
 
   py::class_<LoaderHandle>(m, "Loader")
+      // One mixture (`weights`, one per dataset) or several (`phases`).
       .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
-                       const std::vector<double>& weights, const py::kwargs& kw) {
-             std::vector<Loader::Source> sources = Sources(datasets, weights);
+                       const std::optional<std::vector<double>>& weights,
+                       const py::object& phases_arg, const py::kwargs& kw) {
+             if (weights.has_value() == !phases_arg.is_none()) {
+               ThrowStatus(InvalidArgumentError("give either weights or phases"));
+             }
+             std::vector<Loader::Source> sources;
+             std::vector<std::shared_ptr<Dataset>> plain;
+             std::vector<MixturePhase> phases;
+             if (weights) {
+               sources = Sources(datasets, *weights);
+             } else {
+               for (const auto& d : datasets) plain.push_back(d->get());
+               phases = PhasesArg(phases_arg);
+             }
              const LoaderOptions o = ParseOptions<LoaderOptions>(kw);
              auto h = std::make_unique<LoaderHandle>();
              StatusOr<std::unique_ptr<Loader>> r = std::unique_ptr<Loader>();
              {
                py::gil_scoped_release nogil;
-               r = Loader::Create(std::move(sources), o);
+               r = weights ? Loader::Create(std::move(sources), o)
+                           : Loader::Create(std::move(plain), std::move(phases), o);
              }
              h->loader = Unwrap(std::move(r));
              return h;
            }),
-           py::arg("datasets"), py::arg("weights"))
+           py::arg("datasets"), py::arg("weights") = py::none(), py::arg("phases") = py::none())
       .def(
           "next", [](LoaderHandle& h, bool capsules) { return NextBatch(h, capsules); },
           py::arg("capsules") = false)
@@ -683,6 +735,18 @@ PYBIND11_MODULE(_core, m) {
              }
              Check(s);
            })
+      .def("set_phases",
+           [](LoaderHandle& h, const py::object& phases_arg) {
+             std::vector<MixturePhase> phases = PhasesArg(phases_arg);
+             Status s;
+             {
+               py::gil_scoped_release nogil;  // As load_state: a new schedule generation.
+               s = h.loader->SetPhases(std::move(phases));
+             }
+             Check(s);
+           })
+      .def_property_readonly("phases",
+                             [](const LoaderHandle& h) { return PhasesList(h.loader->Phases()); })
       .def_property_readonly("step", [](const LoaderHandle& h) { return h.loader->Step(); })
       .def_property_readonly("remaining_steps",
                              [](const LoaderHandle& h) { return h.loader->RemainingSteps(); })

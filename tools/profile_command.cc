@@ -25,6 +25,7 @@
 #include "tokpack/loader.h"
 #include "tools/commands.h"
 #include "tools/file_util.h"
+#include "tools/mixture.h"
 #include "tools/option_flags.h"
 
 extern char** environ;
@@ -43,6 +44,7 @@ constexpr double kBudgetShareOfStep = 0.01;
 
 struct ProfileArgs {
   std::string dataset;
+  std::string phases_file;  // Instead of `dataset`.
   std::string step_time = "100ms";
   std::string threads = "1,2,4";
   std::string prefetch = "2,4,8";
@@ -62,6 +64,8 @@ struct Result {
   std::vector<double> request, ready, done;
   double wall = 0, cpu = 0;  // Seconds over the measured steps.
   double mean = 0, p50 = 0, p99 = 0, max = 0, samples_per_second = 0;
+  LoaderStats stats;  // At the end: the mixture as served.
+  std::vector<uint64_t> samples_per_source;
   double CpuPerStep() const { return cpu / static_cast<double>(request.size()); }
 };
 
@@ -110,13 +114,28 @@ double ProcessCpuSeconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
+// The positional dataset alone, or the mixture of --phases FILE.
+StatusOr<Mixture> OpenMixture(const ProfileArgs& a, const StorageOptions& storage) {
+  if (a.dataset.empty() == a.phases_file.empty()) {
+    return InvalidArgumentError(a.phases_file.empty()
+                                    ? "give the dataset to profile, or --phases FILE"
+                                    : "give the datasets in --phases " + a.phases_file +
+                                          " or as an argument, not both");
+  }
+  if (!a.phases_file.empty()) return OpenMixtureFile(a.phases_file, storage);
+  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, Dataset::Open(a.dataset, storage));
+  return Mixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}};
+}
+
 // One setting: warm-up steps, then `steps` steps of next() followed by a
 // simulated training step of `step` seconds.
-Status Measure(const ProfileArgs& a, const std::shared_ptr<Dataset>& ds, double step, Result* r) {
+Status Measure(const ProfileArgs& a, const Mixture& mix, double step, Result* r) {
   LoaderOptions o = a.o;
   o.threads = r->threads;
   o.prefetch = r->prefetch;
-  TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, Loader::Create({{ds, 1.0}}, o));
+  StatusOr<std::unique_ptr<Loader>> created = Loader::Create(mix.datasets, mix.phases, o);
+  if (!created.ok() && !a.phases_file.empty()) return created.status().WithContext(a.phases_file);
+  TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, std::move(created));
   const auto next = [&]() -> Status {
     TOKPACK_ASSIGN_OR_RETURN(auto b, loader->Next());
     if (!b) return OutOfRangeError("the dataset ended; use a smaller --steps");
@@ -152,6 +171,8 @@ Status Measure(const ProfileArgs& a, const std::shared_ptr<Dataset>& ds, double 
   r->p99 = waits[(waits.size() - 1) * 99 / 100];
   r->max = waits.back();
   r->samples_per_second = static_cast<double>(a.steps * o.batch_size) / r->wall;
+  r->stats = loader->Stats();
+  r->samples_per_source = loader->SamplesPerSource();
   return Status::Ok();
 }
 
@@ -226,11 +247,12 @@ std::string Advice(const std::vector<Result>& results, const Verdict& v, double 
   return text;
 }
 
-std::string ReportJson(const ProfileArgs& a, const std::vector<Result>& results, const Verdict& v,
-                       double step) {
+std::string ReportJson(const ProfileArgs& a, const Mixture& mix, const std::vector<Result>& results,
+                       const Verdict& v, double step) {
   JsonWriter w;
   w.BeginObject();
   w.String("dataset", a.dataset);
+  if (!a.phases_file.empty()) w.String("phases_file", a.phases_file);
   w.String("device", a.device);
   w.Double("step_seconds", step);
   w.Double("budget_seconds", v.budget);
@@ -264,6 +286,8 @@ std::string ReportJson(const ProfileArgs& a, const std::vector<Result>& results,
   w.Bool("within_budget", v.within);
   w.String("advice", Advice(results, v, step, a.device));
   w.EndObject();
+  // Every setting runs the same steps from the start: one mixture for all.
+  WriteMixtureJson(mix.names, results[0].stats, results[0].samples_per_source, &w);
   w.EndObject();
   return w.str();
 }
@@ -334,8 +358,8 @@ int Run(ProfileArgs& a, const StorageOptions& storage) {
   }
   if (Status s = a.apply_flags(&a.o); !s.ok()) return ReportError("profile", s);
   a.device = a.o.device.ToString();
-  auto ds = Dataset::Open(a.dataset, storage);
-  if (!ds.ok()) return ReportError("profile", ds.status());
+  StatusOr<Mixture> mix = OpenMixture(a, storage);
+  if (!mix.ok()) return ReportError("profile", mix.status());
   std::vector<Result> results;
   for (int t : *threads) {
     for (int p : *prefetch) {
@@ -343,18 +367,21 @@ int Run(ProfileArgs& a, const StorageOptions& storage) {
       r.threads = t;
       r.prefetch = p;
       if (!a.json) std::fprintf(stderr, "profiling threads %d, prefetch %d\n", t, p);
-      Status s = Measure(a, *ds, *step, &r);
+      Status s = Measure(a, *mix, *step, &r);
       if (!s.ok()) return ReportError("profile", s);
       results.push_back(std::move(r));
     }
   }
   const Verdict v = Decide(results, *step);
-  const std::string json = ReportJson(a, results, v, *step);
+  const std::string json = ReportJson(a, *mix, results, v, *step);
   if (a.json) {
     std::printf("%s", json.c_str());
   } else {
     PrintTable(results);
     std::printf("%s\n", Advice(results, v, *step, a.device).c_str());
+    if (!a.phases_file.empty()) {
+      PrintMixtureSummary(mix->names, results[0].stats, results[0].samples_per_source);
+    }
   }
   if (!a.plot.empty()) {
     Status s = Plot(a.plot, json);
@@ -368,7 +395,11 @@ int Run(ProfileArgs& a, const StorageOptions& storage) {
 
 Runner AddProfileCommand(CLI::App* app) {
   auto a = std::make_shared<ProfileArgs>();
-  app->add_option("dataset", a->dataset, "Dataset directory, Megatron prefix or URL")->required();
+  app->add_option("dataset", a->dataset, "Dataset directory, Megatron prefix or URL");
+  app->add_option("--phases", a->phases_file,
+                  "A JSON file of named sources and the phases that weight them, instead of "
+                  "the dataset (docs/cli.md)")
+      ->type_name("FILE");
   app->add_option("--step-time", a->step_time, "Simulated training step, e.g. 100ms, 0.5s")
       ->default_val("100ms");
   // The loader's own options, from its table; threads and prefetch are

@@ -9,6 +9,7 @@
 #include "tokpack/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/file_util.h"
+#include "tools/mixture.h"
 #include "tools/option_flags.h"
 
 namespace tokpack::cli {
@@ -16,14 +17,17 @@ namespace {
 
 struct SampleArgs {
   std::vector<std::string> datasets;  // DIR or DIR:WEIGHT
+  std::string phases_file;            // Instead of `datasets`.
   LoaderOptions o;
   std::function<Status(LoaderOptions*)> apply_flags;
   int64_t steps = 1;
   std::string state_in, state_out;
   bool decode = false;
+  bool summary = false;
 };
 
-Status ParseSource(const std::string& spec, const StorageOptions& storage, Loader::Source* out) {
+Status ParseSource(const std::string& spec, const StorageOptions& storage, Loader::Source* out,
+                   std::string* name) {
   std::string path = spec;
   double weight = 1.0;
   const size_t colon = spec.rfind(':');
@@ -41,32 +45,59 @@ Status ParseSource(const std::string& spec, const StorageOptions& storage, Loade
   }
   TOKPACK_ASSIGN_OR_RETURN(out->dataset, Dataset::Open(path, storage));
   out->weight = weight;
+  *name = path;
   return Status::Ok();
+}
+
+// The loader of the positional datasets (DIR[:WEIGHT]) or of --phases FILE,
+// and the names its summary prints.
+StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageOptions& storage,
+                                             std::vector<std::string>* names,
+                                             std::shared_ptr<Dataset>* first) {
+  if (a.datasets.empty() == a.phases_file.empty()) {
+    return InvalidArgumentError(a.phases_file.empty()
+                                    ? "give the datasets to sample, or --phases FILE"
+                                    : "give the datasets in --phases " + a.phases_file +
+                                          " or as arguments, not both");
+  }
+  if (!a.phases_file.empty()) {
+    TOKPACK_ASSIGN_OR_RETURN(Mixture mix, OpenMixtureFile(a.phases_file, storage));
+    *names = mix.names;
+    *first = mix.datasets[0];
+    StatusOr<std::unique_ptr<Loader>> loader =
+        Loader::Create(std::move(mix.datasets), std::move(mix.phases), a.o);
+    if (!loader.ok()) return loader.status().WithContext(a.phases_file);
+    return loader;
+  }
+  std::vector<Loader::Source> sources;
+  for (const std::string& spec : a.datasets) {
+    Loader::Source s;
+    names->emplace_back();
+    TOKPACK_RETURN_IF_ERROR(ParseSource(spec, storage, &s, &names->back()));
+    sources.push_back(std::move(s));
+  }
+  *first = sources[0].dataset;
+  return Loader::Create(std::move(sources), a.o);
 }
 
 int Run(SampleArgs& a, const StorageOptions& storage) {
   LoaderOptions& o = a.o;
   if (Status st = a.apply_flags(&o); !st.ok()) return ReportError("sample", st);
-  std::vector<Loader::Source> sources;
-  for (const std::string& spec : a.datasets) {
-    Loader::Source s;
-    Status st = ParseSource(spec, storage, &s);
-    if (!st.ok()) return ReportError("sample", st);
-    sources.push_back(std::move(s));
-  }
+  std::vector<std::string> names;
+  std::shared_ptr<Dataset> first;
+  auto loader = MakeLoader(a, storage, &names, &first);
+  if (!loader.ok()) return ReportError("sample", loader.status());
   std::unique_ptr<Tokenizer> tok;
   if (a.decode) {
-    const Manifest& m = sources[0].dataset->manifest();
+    const Manifest& m = first->manifest();
     if (m.tokenizer.file.empty()) {
       return ReportError("sample",
                          InvalidArgumentError("the dataset holds no tokenizer to decode with"));
     }
-    auto t = LoadDatasetTokenizer(*sources[0].dataset, storage);
+    auto t = LoadDatasetTokenizer(*first, storage);
     if (!t.ok()) return ReportError("sample", t.status());
     tok = std::move(*t);
   }
-  auto loader = Loader::Create(std::move(sources), o);
-  if (!loader.ok()) return ReportError("sample", loader.status());
   if (!a.state_in.empty()) {
     std::ifstream in(a.state_in, std::ios::binary);
     if (!in) return ReportError("sample", NotFoundError(a.state_in + " cannot be read"));
@@ -100,6 +131,9 @@ int Run(SampleArgs& a, const StorageOptions& storage) {
     Status st = WriteFileAtomically(a.state_out, (*loader)->SaveState());
     if (!st.ok()) return ReportError("sample", st);
   }
+  if (a.summary) {
+    PrintMixtureSummary(names, (*loader)->Stats(), (*loader)->SamplesPerSource());
+  }
   return 0;
 }
 
@@ -110,8 +144,11 @@ Runner AddSampleCommand(CLI::App* app) {
   LoaderOptions& o = a->o;
   o.threads = 1;
   app->add_option("datasets", a->datasets,
-                  "Dataset directories or Megatron prefixes, each optionally DIR:WEIGHT")
-      ->required();
+                  "Dataset directories or Megatron prefixes, each optionally DIR:WEIGHT");
+  app->add_option("--phases", a->phases_file,
+                  "A JSON file of named sources and the phases that weight them, instead of "
+                  "the datasets (docs/cli.md)")
+      ->type_name("FILE");
   // Batches are printed from host memory: the device options do not apply.
   a->apply_flags = AddOptionFlags<LoaderOptions>(app, LoaderOptions::Describe(),
                                                  {"device", "device_prefetch", "dtype"});
@@ -119,6 +156,9 @@ Runner AddSampleCommand(CLI::App* app) {
   app->add_option("--state-in", a->state_in, "Resume from this cursor file");
   app->add_option("--state-out", a->state_out, "Write the cursor after the last batch here");
   app->add_flag("--decode", a->decode, "Print decoded text instead of token ids");
+  app->add_flag("--summary", a->summary,
+                "After the batches, print per source the samples, tokens and epochs served "
+                "and per phase the samples of each source (global counts)");
   return [a](const StorageOptions& storage) -> int { return Run(*a, storage); };
 }
 

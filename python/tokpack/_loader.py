@@ -8,10 +8,11 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _core, _jax
+from . import _core, _jax, _phases
 from ._dataloader import refuse_auto_collation
 from ._dataset import Dataset
 from ._options import LoaderOptions
+from ._phases import Phase
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -44,6 +45,11 @@ def _as_dataset(source: PathLike) -> Dataset:
 def _parse_sources(sources: Sources) -> Tuple[List[Dataset], List[float]]:
     if isinstance(sources, Mapping):
         pairs = list(sources.items())
+        named = [k for k, v in pairs if isinstance(v, (str, os.PathLike, Dataset))]
+        if named:
+            raise ValueError(f"sources maps {named[0]!r} to a dataset: a dict of names to "
+                             "datasets goes with phases=[(0, {name: weight}), ...]; without "
+                             "phases give {path: weight}")
     elif isinstance(sources, (str, os.PathLike, Dataset)):
         pairs = [(sources, 1.0)]
     else:
@@ -115,8 +121,9 @@ class Loader:
 
     def __init__(
         self,
-        sources: Sources,
+        sources: Optional[Sources] = None,
         *args: int,
+        phases: Optional[Sequence[Phase]] = None,
         as_: Optional[str] = None,
         **options: "Unpack[LoaderOptions]",
     ) -> None:
@@ -159,8 +166,17 @@ class Loader:
             options["rank"] = default_rank
         if options.get("world_size") is None:
             options["world_size"] = default_world
-        self._datasets, self._weights = _parse_sources(sources)
-        self._core = _core.Loader([d._core for d in self._datasets], self._weights, **options)
+        if phases is None:
+            if sources is None:
+                raise TypeError("tokpack.Loader needs sources (or phases=)")
+            self._datasets, weights = _parse_sources(sources)
+            self._names = _phases.unique_names(self._datasets)
+            self._core = _core.Loader([d._core for d in self._datasets], weights, **options)
+        else:
+            locations, self._names, core_phases = _phases.resolve(sources, phases)
+            self._datasets = [_as_dataset(p) for p in locations]
+            self._core = _core.Loader([d._core for d in self._datasets], phases=core_phases,
+                                      **options)
         self._options: Dict[str, Any] = self._core.options
         self._as = as_
         self._jax: Optional[_jax.JaxBatches] = None
@@ -229,24 +245,95 @@ class Loader:
         size, so it resumes on any of them; save it from any one rank."""
         return json.loads(self._core.state())
 
-    def load_state_dict(self, state: Union[Mapping[str, Any], str]) -> None:
+    def load_state_dict(self, state: Union[Mapping[str, Any], str],
+                        phases: Optional[Sequence[Phase]] = None) -> None:
         """Continues from a saved cursor: the next batch is the one that
         followed it. ValueError when the state was made for other data, seed,
-        seq_len, shuffle mode or weights, or is not a tokpack cursor."""
+        seq_len or shuffle mode, began other phases than this loader's, or
+        is not a tokpack cursor.
+
+        With ``phases``, the loader's phases are replaced first (as
+        ``set_phases``), then the state is loaded: "resume, and change the
+        mixture from now on" in one call. The phases the saved run began
+        (those with a start_step below ``state["step"]``) must be given as
+        they were; later ones apply from their steps, e.g. ``phases=[*old,
+        (state["step"], {"web": 0.5, "math": 0.5})]`` starts a new phase with
+        the first batch after the resume. On an error the loader keeps its
+        phases and position."""
         if self._core.forked:
             raise RuntimeError(_FORK_MESSAGE)
         text = state if isinstance(state, str) else json.dumps(dict(state))
-        self._core.load_state(text)
+        before = self._core.phases
+        if phases is not None:
+            self.set_phases(phases)
+        try:
+            self._core.load_state(text)
+        except BaseException as e:
+            if phases is not None:
+                self._core.set_phases(before)
+            if isinstance(e, ValueError):
+                try:
+                    begun = _phases.cursor_phases(json.loads(text))
+                except ValueError:
+                    begun = []
+                if _phases.changed(begun, self._core.phases):
+                    raise ValueError(f"{e}{_phases.resume_hint(begun, self._names)}") from None
+            raise
+
+    # Mixture phases -----------------------------------------------------
+
+    @property
+    def phases(self) -> List[Tuple[int, Dict[str, float]]]:
+        """The mixture as ``[(start_step, {name: weight}), ...]``: the phases
+        begun, then those to come. Names are those of a ``sources`` mapping,
+        else the paths as given (a Dataset's own path). A single-mixture
+        loader has one phase at step 0."""
+        return _phases.named(self._core.phases, self._names)
+
+    def set_phases(self, phases: Sequence[Phase]) -> None:
+        """Replaces the phases from the next batch on. Phases that began
+        before ``step`` must stay as they are (ValueError naming the phase
+        otherwise); a phase at ``step`` starts with the next batch. Keys are
+        the loader's source names (or their paths or Datasets); a source
+        cannot be added to a loader that exists."""
+        if self._core.forked:
+            raise RuntimeError(_FORK_MESSAGE)
+        core = _phases.parse_for(self._names, self._datasets, phases)
+        try:
+            self._core.set_phases(core)
+        except ValueError as e:
+            begun = [p for p in self._core.phases if p[0] < self.step]
+            if _phases.changed(begun, core):
+                raise ValueError(f"{e}{_phases.resume_hint(begun, self._names)}") from None
+            raise
+
+    def start_phase(self, weights: Mapping[Any, float]) -> int:
+        """Starts a phase with these weights at the next batch (at
+        ``loader.step``), dropping phases that have not begun; returns that
+        step. The phase is recorded in the cursor like any other."""
+        step = self.step
+        begun = [p for p in self.phases if p[0] < step]
+        self.set_phases([*begun, (step, weights)])
+        return step
 
     # Introspection -----------------------------------------------------
 
-    def stats(self) -> Dict[str, float]:
+    def stats(self) -> Dict[str, Any]:
         """Data-path statistics since creation: steps served, the consumer's
         wait for data (total, mean, last, max, p50 and p99 over the last 1024
         steps, and as a fraction of wall time between the first and the
         latest next()), assembly time, bytes and throughput in samples and
         tokens per second; for remote data also the process's chunk cache
-        hits and misses, bytes fetched and seconds spent fetching."""
+        hits and misses, bytes fetched and seconds spent fetching.
+
+        And the mixture as served, for an audit: ``sources``, per source
+        ``{"name", "samples", "tokens", "epochs_completed", "epoch_samples",
+        "epochs"}`` (``epochs`` = samples / samples per epoch, so 1.5 means
+        half of its samples were seen twice), and ``phases``, per phase begun
+        ``{"start_step", "start_position", "weights": {name: w}, "samples":
+        {name: n}}``. These counts are global (all ranks' rows, not this
+        rank's) from the start of the data to the last batch returned,
+        resumes included: every rank reports the same."""
         s = self._core.stats()
         steps = s["steps"]
         elapsed = 0.0
@@ -258,6 +345,7 @@ class Loader:
         samples = steps * self.batch_size
         s["samples_per_second"] = samples / elapsed if elapsed > 0 else 0.0
         s["tokens_per_second"] = s["samples_per_second"] * self.seq_len
+        _phases.named_stats(s, self._names, self.samples_per_source)
         return s
 
     @property
@@ -299,9 +387,12 @@ class Loader:
         return str(self._options["device"])
 
     def __repr__(self) -> str:
-        names = ", ".join(f"{d.path!r}: {w:g}" for d, w in zip(self._datasets, self._weights))
+        phases = self.phases
+        mixture = (_phases.format_weights(phases[0][1]) if len(phases) == 1 else
+                   "phases=[" + ", ".join(f"({k}, {_phases.format_weights(w)})"
+                                          for k, w in phases) + "]")
         return (
-            f"tokpack.Loader({{{names}}}, seq_len={self.seq_len}, "
+            f"tokpack.Loader({mixture}, seq_len={self.seq_len}, "
             f"batch_size={self.batch_size}, rank={self.rank}/{self.world_size}, "
             f"step={self.step}, device={self.device!r}, as_={self._as!r})"
         )

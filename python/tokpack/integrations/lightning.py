@@ -118,7 +118,9 @@ class TokpackDataModule(pl.LightningDataModule):
     """A LightningDataModule over ``tokpack.Loader(sources, **options)``.
 
     ``options`` are the Loader's (seq_len, batch_size, seed, epochs,
-    max_steps, labels, ...). ``labels`` defaults to ``"next"`` (the inputs
+    max_steps, labels, phases, ...): with ``phases=`` the mixture changes
+    at given steps, and a resumed fit may pass phases that differ after the
+    checkpoint's step. ``labels`` defaults to ``"next"`` (the inputs
     shifted by one), since a LightningModule computes its loss itself;
     pass ``labels="same"`` for a model that shifts internally (Hugging Face
     causal LMs). Batches are torch tensors.
@@ -134,7 +136,7 @@ class TokpackDataModule(pl.LightningDataModule):
     ``max_epochs=-1`` to train until stopped.
     """
 
-    def __init__(self, sources: Sources, **options: Any) -> None:
+    def __init__(self, sources: Optional[Sources] = None, **options: Any) -> None:
         super().__init__()
         if "num_workers" in options:
             raise TypeError(
