@@ -94,7 +94,7 @@ Status ReadWeights(const Fields& f, const object& weights, const std::string& fi
       return f.Error(where, "is not a number");
     }
     if (!std::isfinite(w) || w < 0) {
-      return f.Error(where, "is " + FormatWeight(w) + "; weights must be finite and >= 0");
+      return f.Error(where, "is " + ShortestDouble(w) + "; weights must be finite and >= 0");
     }
     given[s] = true;
     phase->weights[s] = w;
@@ -199,15 +199,6 @@ StatusOr<Mixture> OpenMixtureFile(const std::string& path, const StorageOptions&
   return m;
 }
 
-std::string FormatWeight(double w) {
-  char buf[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof(buf), "%.*g", digits, w);
-    if (std::strtod(buf, nullptr) == w) break;
-  }
-  return buf;
-}
-
 void PrintMixtureSummary(const std::vector<std::string>& names, const LoaderStats& stats,
                          const std::vector<uint64_t>& samples_per_source) {
   std::printf("summary (global counts, all ranks, from the start of the data):\n");
@@ -225,7 +216,7 @@ void PrintMixtureSummary(const std::vector<std::string>& names, const LoaderStat
     const PhaseStats& p = stats.phases[k];
     std::string weights, samples;
     for (size_t s = 0; s < names.size() && s < p.weights.size() && s < p.samples.size(); ++s) {
-      weights += " " + names[s] + "=" + FormatWeight(p.weights[s]);
+      weights += " " + names[s] + "=" + ShortestDouble(p.weights[s]);
       samples += " " + names[s] + "=" + std::to_string(p.samples[s]);
     }
     std::printf("phase %zu: start_step %lld, start_position %llu, weights%s, samples%s\n", k,

@@ -48,9 +48,6 @@ struct Mixture {
 // Reads a phases file and opens its datasets.
 StatusOr<Mixture> OpenMixtureFile(const std::string& path, const StorageOptions& storage);
 
-// The shortest text that reads back to `w` (0.9, not 0.90000000000000002).
-std::string FormatWeight(double w);
-
 // Per source: samples, tokens, epochs (completed and as a fraction), and
 // per phase begun: its start and the samples of each source, as lines
 // starting with "source NAME:" and "phase K:" (global counts, all ranks).

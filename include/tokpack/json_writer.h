@@ -12,6 +12,11 @@
 
 namespace tokpack {
 
+// The shortest decimal text that reads back as `v`, as Python's repr writes
+// it: "0.9" (not "0.90000000000000002"), "90", "1e-05"; 0 and -0 as "0";
+// "nan", "inf", "-inf" (for messages; not JSON).
+std::string ShortestDouble(double v);
+
 class JsonWriter {
  public:
   // kIndented: one member per line, two-space indent (manifests, CLI output).

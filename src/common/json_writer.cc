@@ -1,13 +1,34 @@
 #include "tokpack/json_writer.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "common/utf8.h"
 
 namespace tokpack {
+
+std::string ShortestDouble(double v) {
+  if (v == 0) return "0";  // -0 too: "-0" would read back as the integer 0.
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";  // Messages only.
+  char buf[40];
+  int digits = 1;  // The fewest significant digits that read back as v.
+  for (; digits < 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
+  const int exponent = std::atoi(std::strchr(buf, 'e') + 1);
+  // Plain decimals where they are short, as Python's repr: 90, 0.9, 1e-05.
+  if (exponent >= -4 && exponent < 16) {
+    std::snprintf(buf, sizeof(buf), "%.*f", std::max(0, digits - 1 - exponent), v);
+  }
+  return buf;
+}
 
 void JsonWriter::Newline() {
   if (layout_ == Layout::kOneLine) return;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "tokpack/json_writer.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {
@@ -79,7 +80,7 @@ std::string Cursor::ToJson() const {
     if (j) out += ',';
     out += "{\"start_step\":" + std::to_string(phases[j].start_step) + ",\"weights\":[";
     for (size_t s = 0; s < phases[j].weights.size(); ++s) {
-      out += (s ? "," : "") + FormatWeight(phases[j].weights[s]);
+      out += (s ? "," : "") + ShortestDouble(phases[j].weights[s]);
     }
     out += "],\"counts\":[";
     for (size_t s = 0; s < phases[j].counts.size(); ++s) {
@@ -258,7 +259,7 @@ Status Cursor::CheckPhase(size_t j) const {
   uint64_t length = 0;  // No overflow: CheckReachable bounded the counts.
   for (size_t s = 0; s < phase.weights.size(); ++s) {
     if (!(phase.weights[s] >= 0) || !std::isfinite(phase.weights[s])) {
-      return Bad(field + ".weights[" + std::to_string(s) + "] " + FormatWeight(phase.weights[s]) +
+      return Bad(field + ".weights[" + std::to_string(s) + "] " + ShortestDouble(phase.weights[s]) +
                  " is not finite and >= 0");
     }
     weights += phase.weights[s];
@@ -278,8 +279,8 @@ Status Cursor::CheckPhase(size_t j) const {
     if ((phase.weights[s] == 0 && phase.counts[s] != 0) || std::fabs(count - share) > slack) {
       return Bad(field + ".counts[" + std::to_string(s) + "] is " +
                  std::to_string(phase.counts[s]) + " in a phase of " + std::to_string(length) +
-                 " positions, but its weight " + FormatWeight(phase.weights[s]) + " draws about " +
-                 FormatWeight(std::round(share)) +
+                 " positions, but its weight " + ShortestDouble(phase.weights[s]) +
+                 " draws about " + ShortestDouble(std::round(share)) +
                  " there: the phase schedule never reaches these counts");
     }
   }

