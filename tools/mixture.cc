@@ -48,6 +48,40 @@ class Fields {
   const std::string& source_;
 };
 
+// A source given as {"path": ..., "split": "949,50,1", ...}: the path, and
+// its dataset options as text, each checked here so that an error names
+// the field.
+Status ReadSourceObject(const Fields& f, const object& o, const std::string& field,
+                        std::string_view* location,
+                        std::vector<std::pair<std::string, std::string>>* options) {
+  if (o["path"].get_string().get(*location) != simdjson::SUCCESS || location->empty()) {
+    return f.Error(field + ".path", "is missing or not a path or URL (a non-empty string)");
+  }
+  DatasetOptions check;
+  for (const auto& kv : o) {
+    const std::string key(kv.key);
+    if (key == "path") continue;
+    std::string text;
+    std::string_view str;
+    int64_t i = 0;
+    bool b = false;
+    if (kv.value.get_string().get(str) == simdjson::SUCCESS) {
+      text = std::string(str);
+    } else if (kv.value.get_int64().get(i) == simdjson::SUCCESS) {
+      text = std::to_string(i);
+    } else if (kv.value.get_bool().get(b) == simdjson::SUCCESS) {
+      text = b ? "true" : "false";
+    } else {
+      return f.Error(Fields::Join(field, key), "is not a string, integer or boolean");
+    }
+    if (Status st = check.SetText(key, text); !st.ok()) {
+      return f.Error(Fields::Join(field, key), "is refused: " + st.message());
+    }
+    options->emplace_back(key, std::move(text));
+  }
+  return Status::Ok();
+}
+
 Status ReadSources(const Fields& f, const object& root, MixtureFile* out) {
   object sources;
   if (root["sources"].get_object().get(sources) != simdjson::SUCCESS) {
@@ -57,8 +91,14 @@ Status ReadSources(const Fields& f, const object& root, MixtureFile* out) {
     const std::string name(kv.key);
     const std::string field = "sources." + name;
     std::string_view location;
-    if (kv.value.get_string().get(location) != simdjson::SUCCESS || location.empty()) {
-      return f.Error(field, "is not a path or URL (a non-empty string)");
+    std::vector<std::pair<std::string, std::string>> options;
+    object o;
+    if (kv.value.get_object().get(o) == simdjson::SUCCESS) {
+      TOKPACK_RETURN_IF_ERROR(ReadSourceObject(f, o, field, &location, &options));
+    } else if (kv.value.get_string().get(location) != simdjson::SUCCESS || location.empty()) {
+      return f.Error(field,
+                     "is not a path or URL (a non-empty string) or an object {\"path\", "
+                     "dataset options}");
     }
     for (const std::string& seen : out->names) {
       if (seen == name) return f.Error(field, "is given twice");
@@ -68,6 +108,7 @@ Status ReadSources(const Fields& f, const object& root, MixtureFile* out) {
     }
     out->names.push_back(name);
     out->locations.emplace_back(location);
+    out->options.push_back(std::move(options));
   }
   if (out->names.empty()) return f.Error("sources", "is empty");
   return Status::Ok();
@@ -186,11 +227,16 @@ StatusOr<MixtureFile> ReadMixtureFile(const std::string& path) {
   return ParseMixtureJson(text, path);
 }
 
-StatusOr<Mixture> OpenMixtureFile(const std::string& path, const StorageOptions& storage) {
+StatusOr<Mixture> OpenMixtureFile(const std::string& path, const StorageOptions& storage,
+                                  const DatasetOptions& defaults) {
   TOKPACK_ASSIGN_OR_RETURN(MixtureFile file, ReadMixtureFile(path));
   Mixture m;
   for (size_t s = 0; s < file.locations.size(); ++s) {
-    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(file.locations[s], storage);
+    DatasetOptions options = defaults;
+    for (const auto& [key, text] : file.options[s]) {
+      TOKPACK_RETURN_IF_ERROR(options.SetText(key, text));  // Checked while reading.
+    }
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(file.locations[s], storage, options);
     if (!ds.ok()) return ds.status().WithContext(path + ": source '" + file.names[s] + "'");
     m.datasets.push_back(*std::move(ds));
   }

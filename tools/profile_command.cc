@@ -51,6 +51,8 @@ struct ProfileArgs {
   std::string device = "cpu";  // As the advice names it: o.device, after the flags.
   LoaderOptions o;
   std::function<Status(LoaderOptions*)> apply_flags;
+  DatasetOptions open_options;  // How the datasets are opened (split, verify_on_open).
+  std::function<Status(DatasetOptions*)> apply_open_flags;
   int steps = 50;
   int warmup = 5;
   bool json = false;
@@ -122,8 +124,9 @@ StatusOr<Mixture> OpenMixture(const ProfileArgs& a, const StorageOptions& storag
                                     : "give the datasets in --phases " + a.phases_file +
                                           " or as an argument, not both");
   }
-  if (!a.phases_file.empty()) return OpenMixtureFile(a.phases_file, storage);
-  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, Dataset::Open(a.dataset, storage));
+  if (!a.phases_file.empty()) return OpenMixtureFile(a.phases_file, storage, a.open_options);
+  TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds,
+                           Dataset::Open(a.dataset, storage, a.open_options));
   return Mixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}};
 }
 
@@ -357,6 +360,7 @@ int Run(ProfileArgs& a, const StorageOptions& storage) {
     if (!s.ok()) return ReportError("profile", s);
   }
   if (Status s = a.apply_flags(&a.o); !s.ok()) return ReportError("profile", s);
+  if (Status s = a.apply_open_flags(&a.open_options); !s.ok()) return ReportError("profile", s);
   a.device = a.o.device.ToString();
   StatusOr<Mixture> mix = OpenMixture(a, storage);
   if (!mix.ok()) return ReportError("profile", mix.status());
@@ -406,6 +410,7 @@ Runner AddProfileCommand(CLI::App* app) {
   // lists of settings to try, and the run length is --steps.
   a->apply_flags = AddOptionFlags<LoaderOptions>(app, LoaderOptions::Describe(),
                                                  {"threads", "prefetch", "epochs", "max_steps"});
+  a->apply_open_flags = AddOptionFlags<DatasetOptions>(app, DatasetOptions::Describe());
   app->add_option("--threads", a->threads, "Assembler threads to try, e.g. 1,2,4")
       ->default_val("1,2,4");
   app->add_option("--prefetch", a->prefetch, "Ring sizes to try, e.g. 2,4,8")->default_val("2,4,8");

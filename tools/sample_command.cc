@@ -20,14 +20,16 @@ struct SampleArgs {
   std::string phases_file;            // Instead of `datasets`.
   LoaderOptions o;
   std::function<Status(LoaderOptions*)> apply_flags;
+  DatasetOptions open_options;  // For every dataset (split, verify_on_open).
+  std::function<Status(DatasetOptions*)> apply_open_flags;
   int64_t steps = 1;
   std::string state_in, state_out;
   bool decode = false;
   bool summary = false;
 };
 
-Status ParseSource(const std::string& spec, const StorageOptions& storage, Loader::Source* out,
-                   std::string* name) {
+Status ParseSource(const std::string& spec, const StorageOptions& storage,
+                   const DatasetOptions& options, Loader::Source* out, std::string* name) {
   std::string path = spec;
   double weight = 1.0;
   const size_t colon = spec.rfind(':');
@@ -43,7 +45,7 @@ Status ParseSource(const std::string& spec, const StorageOptions& storage, Loade
       weight = 1.0;
     }
   }
-  TOKPACK_ASSIGN_OR_RETURN(out->dataset, Dataset::Open(path, storage));
+  TOKPACK_ASSIGN_OR_RETURN(out->dataset, Dataset::Open(path, storage, options));
   out->weight = weight;
   *name = path;
   return Status::Ok();
@@ -61,7 +63,7 @@ StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageO
                                           " or as arguments, not both");
   }
   if (!a.phases_file.empty()) {
-    TOKPACK_ASSIGN_OR_RETURN(Mixture mix, OpenMixtureFile(a.phases_file, storage));
+    TOKPACK_ASSIGN_OR_RETURN(Mixture mix, OpenMixtureFile(a.phases_file, storage, a.open_options));
     *names = mix.names;
     *first = mix.datasets[0];
     StatusOr<std::unique_ptr<Loader>> loader =
@@ -73,7 +75,7 @@ StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageO
   for (const std::string& spec : a.datasets) {
     Loader::Source s;
     names->emplace_back();
-    TOKPACK_RETURN_IF_ERROR(ParseSource(spec, storage, &s, &names->back()));
+    TOKPACK_RETURN_IF_ERROR(ParseSource(spec, storage, a.open_options, &s, &names->back()));
     sources.push_back(std::move(s));
   }
   *first = sources[0].dataset;
@@ -83,6 +85,7 @@ StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageO
 int Run(SampleArgs& a, const StorageOptions& storage) {
   LoaderOptions& o = a.o;
   if (Status st = a.apply_flags(&o); !st.ok()) return ReportError("sample", st);
+  if (Status st = a.apply_open_flags(&a.open_options); !st.ok()) return ReportError("sample", st);
   std::vector<std::string> names;
   std::shared_ptr<Dataset> first;
   auto loader = MakeLoader(a, storage, &names, &first);
@@ -152,6 +155,8 @@ Runner AddSampleCommand(CLI::App* app) {
   // Batches are printed from host memory: the device options do not apply.
   a->apply_flags = AddOptionFlags<LoaderOptions>(app, LoaderOptions::Describe(),
                                                  {"device", "device_prefetch", "dtype"});
+  // How each dataset is opened (e.g. --split 949,50,1 --split-index 1).
+  a->apply_open_flags = AddOptionFlags<DatasetOptions>(app, DatasetOptions::Describe());
   app->add_option("--steps", a->steps, "Batches to print")->capture_default_str();
   app->add_option("--state-in", a->state_in, "Resume from this cursor file");
   app->add_option("--state-out", a->state_out, "Write the cursor after the last batch here");
