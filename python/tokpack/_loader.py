@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _core, _jax, _phases
+from . import _arrays, _core, _jax, _phases
 from ._dataloader import refuse_auto_collation
 from ._dataset import Dataset
 from ._options import LoaderOptions
@@ -21,21 +20,6 @@ PathLike = Union[str, "os.PathLike[str]", Dataset]
 Sources = Union[PathLike, Sequence[PathLike], Sequence[Tuple[PathLike, float]], Mapping[Any, float]]
 
 _FORMATS = ("torch", "numpy", "jax", "dlpack")
-
-
-def _default_rank_world() -> Tuple[int, int]:
-    """torch.distributed's rank and world size when it is initialized, else
-    JAX's process index and count when jax.distributed is, else the RANK /
-    WORLD_SIZE environment variables (torchrun sets them), else 0 / 1.
-    Neither torch nor JAX is imported here: if the trainer has not imported
-    one, it has not initialized it either."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    from_jax = _jax.distributed_rank_world()
-    if from_jax is not None:
-        return from_jax
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def _as_dataset(source: PathLike) -> Dataset:
@@ -57,12 +41,6 @@ def _parse_sources(sources: Sources) -> Tuple[List[Dataset], List[float]]:
     if not pairs:
         raise ValueError("tokpack.Loader needs at least one dataset")
     return [_as_dataset(p) for p, _ in pairs], [float(w) for _, w in pairs]
-
-
-def _dtype_name(dtype: Any) -> str:
-    # Accepts "int64", numpy.int64, torch.int64 and the like.
-    name = getattr(dtype, "__name__", None) or str(dtype)
-    return name.replace("torch.", "")
 
 
 class Loader:
@@ -139,7 +117,7 @@ class Loader:
                 raise TypeError(f"tokpack.Loader got {name} twice")
             options[name] = value
         if as_ is None:
-            as_ = "torch" if _torch_available() else "numpy"
+            as_ = "torch" if _arrays.torch_available() else "numpy"
         if as_ not in _FORMATS:
             raise ValueError(f"as_ must be one of {_FORMATS}, not {as_!r}")
         # Python spellings of option values: shuffle=True/False, dtype=torch.int64,
@@ -149,10 +127,10 @@ class Loader:
         if isinstance(options.get("shuffle"), bool):
             options["shuffle"] = "auto" if options["shuffle"] else "none"
         if as_ == "jax":
-            options["dtype"] = _jax.resolve_dtype(options.get("dtype"), _dtype_name)
+            options["dtype"] = _jax.resolve_dtype(options.get("dtype"), _arrays.dtype_name)
         elif "dtype" in options:
-            options["dtype"] = _dtype_name(options["dtype"])
-        options["device"] = _core.parse_device(_device_text(options.get("device")))
+            options["dtype"] = _arrays.dtype_name(options["dtype"])
+        options["device"] = _core.parse_device(_arrays.device_text(options.get("device")))
         on_gpu = options["device"] != "cpu"
         if on_gpu and as_ == "numpy":
             raise ValueError('numpy arrays cannot hold GPU memory: use as_="torch" or "dlpack"')
@@ -161,7 +139,7 @@ class Loader:
                 'as_="jax" delivers batches in host memory only (device="cuda" with JAX is '
                 "untested): leave device out and place or shard each batch with "
                 "jax.device_put or jax.make_array_from_process_local_data (docs/jax.md)")
-        default_rank, default_world = _default_rank_world()
+        default_rank, default_world = _arrays.default_rank_world()
         if options.get("rank") is None:
             options["rank"] = default_rank
         if options.get("world_size") is None:
@@ -186,7 +164,7 @@ class Loader:
             self._convert = self._jax.convert
             self._take = self._jax.take
         else:
-            self._convert = _converter(as_)
+            self._convert = _arrays.converter(as_, Loader)
             # torch converts bare DLPack capsules fastest; device batches need
             # __dlpack__(stream) to order torch's stream, so they stay Arrays.
             capsules = as_ == "torch" and not on_gpu
@@ -422,59 +400,6 @@ _FORK_MESSAGE = (
 )
 
 
-def _device_text(device: Any) -> str:
-    """A device as text for the core's one parser. A torch.device("cuda")
-    has no index: it means torch's current device."""
-    if device is None:
-        return "cpu"
-    if not isinstance(device, str) and getattr(device, "type", None) == "cuda":
-        index = getattr(device, "index", None)
-        if index is None:
-            cuda = sys.modules.get("torch.cuda")
-            index = cuda.current_device() if cuda is not None and cuda.is_initialized() else 0
-        return f"cuda:{int(index)}"
-    return str(device)
-
-
 def cuda_available() -> bool:
     """True if this build of tokpack has CUDA and a GPU is usable here."""
     return bool(_core.cuda_available()[0])
-
-
-def _torch_available() -> bool:
-    if "torch" in sys.modules:
-        return sys.modules["torch"] is not None  # None: imports of torch are blocked
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("torch") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _converter(as_: str):
-    if as_ == "dlpack":
-        return lambda a: a
-    if as_ == "numpy":
-        import numpy as np
-
-        # The buffer protocol gives a writable array (np.from_dlpack of an
-        # unversioned capsule is read-only), which DLPack consumers such as
-        # jnp.from_dlpack then take without a copy. Its base is a memoryview
-        # of the tokpack array, which keeps the batch alive.
-        return np.asarray
-    import torch
-    import torch.utils.dlpack
-
-    _register_with_torch(torch)
-    return torch.utils.dlpack.from_dlpack
-
-
-def _register_with_torch(torch) -> None:
-    # torch's DataLoader treats IterableDatasets as streams (no sampler, no
-    # __getitem__), which is what a Loader is: registering makes
-    # DataLoader(loader, batch_size=None) pass batches through unchanged.
-    from torch.utils.data import IterableDataset
-
-    if not issubclass(Loader, IterableDataset):
-        IterableDataset.register(Loader)
