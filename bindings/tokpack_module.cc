@@ -726,15 +726,21 @@ PYBIND11_MODULE(_core, m) {
           "next", [](LoaderHandle& h, bool capsules) { return NextBatch(h, capsules); },
           py::arg("capsules") = false)
       .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
-      .def("load_state",
-           [](LoaderHandle& h, const std::string& state) {
-             Status s;
-             {
-               py::gil_scoped_release nogil;  // Waits for in-flight plans to see the change.
-               s = h.loader->LoadState(state);
-             }
-             Check(s);
-           })
+      .def(
+          "load_state",
+          [](LoaderHandle& h, const std::string& state, const py::object& phases_arg) {
+            const bool given = !phases_arg.is_none();
+            std::vector<MixturePhase> phases;
+            if (given) phases = PhasesArg(phases_arg);
+            Status s;
+            {
+              py::gil_scoped_release nogil;  // Waits for in-flight plans to see the change.
+              s = given ? h.loader->LoadState(state, std::move(phases))
+                        : h.loader->LoadState(state);
+            }
+            Check(s);
+          },
+          py::arg("state"), py::arg("phases") = py::none())
       .def("set_phases",
            [](LoaderHandle& h, const py::object& phases_arg) {
              std::vector<MixturePhase> phases = PhasesArg(phases_arg);

@@ -28,10 +28,16 @@ class Fields {
   Status Error(const std::string& field, const std::string& what) const {
     return InvalidArgumentError(source_ + ": field '" + field + "' " + what);
   }
-  // Only `allowed` keys: a misspelled one is an error, not ignored.
+  // Only `allowed` keys, each once: a misspelled or repeated one is an
+  // error, not ignored.
   Status Keys(const object& o, const std::string& field,
               const std::vector<std::string>& allowed) const {
+    std::vector<std::string_view> seen;
     for (const auto& kv : o) {
+      for (std::string_view k : seen) {
+        if (k == kv.key) return Error(Join(field, std::string(kv.key)), "is given twice");
+      }
+      seen.push_back(kv.key);
       bool known = false;
       for (const std::string& k : allowed) known = known || kv.key == k;
       if (!known) {

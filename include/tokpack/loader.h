@@ -94,9 +94,12 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   // Also produce position_ids and cu_seqlens (document boundaries).
   bool document_boundaries = false;
   // Stop after this many passes over the data (0: endless). With several
-  // sources, one pass is the sum of their sample counts.
+  // sources, one pass is the sum of the sample counts of those that some
+  // phase draws from.
   int64_t epochs = 0;
-  // Stop after this many steps from the start of the data (0: no limit).
+  // Stop when the step count reaches this (0: no limit). Steps count from
+  // the start of the data and continue across resumes, whatever the global
+  // batch of the loaders before.
   int64_t max_steps = 0;
   int threads = 2;   // Assembler threads.
   int prefetch = 4;  // Host ring depth: batches assembled ahead.
@@ -125,7 +128,9 @@ class Batch {
   virtual int64_t batch_size() const = 0;
   virtual int64_t seq_len() const = 0;
   virtual OutputDtype dtype() const = 0;
-  // Step number since the start of the data (resumes continue the count).
+  // Step number since the start of the data: one per global batch, and a
+  // resumed loader continues the count of the one that saved the cursor
+  // (also with another world size or batch size).
   virtual int64_t step() const = 0;
   virtual const void* inputs() const = 0;
   // The labels: inputs shifted by one token, or the inputs themselves
@@ -248,6 +253,10 @@ class Loader {
   // (naming the phase, its step and the setting that resumes it), or is
   // malformed.
   virtual Status LoadState(const std::string& state) = 0;
+  // As LoadState(state), continuing with `phases` instead of the loader's
+  // own (checked against the saved run only): "resume, and change the
+  // mixture from the saved step on". On an error nothing changes.
+  virtual Status LoadState(const std::string& state, std::vector<MixturePhase> phases) = 0;
   // Replaces the phases from the next batch on, as LoadState() would with
   // the cursor of now: phases that started before Step() must stay as they
   // are (InvalidArgument naming the phase otherwise). A phase at Step()

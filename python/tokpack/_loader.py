@@ -230,32 +230,28 @@ class Loader:
         seq_len or shuffle mode, began other phases than this loader's, or
         is not a tokpack cursor.
 
-        With ``phases``, the loader's phases are replaced first (as
-        ``set_phases``), then the state is loaded: "resume, and change the
-        mixture from now on" in one call. The phases the saved run began
+        With ``phases``, the loader continues with these phases instead of
+        its own: "resume, and change the mixture from the saved step on" in
+        one call, checked against the saved run only. The phases it began
         (those with a start_step below ``state["step"]``) must be given as
         they were; later ones apply from their steps, e.g. ``phases=[*old,
-        (state["step"], {"web": 0.5, "math": 0.5})]`` starts a new phase with
-        the first batch after the resume. On an error the loader keeps its
-        phases and position."""
+        (state["step"], {"web": 0.5, "math": 0.5})]`` starts a new phase
+        with the first batch after the resume (steps continue from the
+        saved one, whatever the world size). On an error the loader keeps
+        its phases and position."""
         if self._core.forked:
             raise RuntimeError(_FORK_MESSAGE)
         text = state if isinstance(state, str) else json.dumps(dict(state))
-        before = self._core.phases
-        if phases is not None:
-            self.set_phases(phases)
+        core = None if phases is None else _phases.parse_for(self._names, self._datasets, phases)
         try:
-            self._core.load_state(text)
-        except BaseException as e:
-            if phases is not None:
-                self._core.set_phases(before)
-            if isinstance(e, ValueError):
-                try:
-                    begun = _phases.cursor_phases(json.loads(text))
-                except ValueError:
-                    begun = []
-                if _phases.changed(begun, self._core.phases):
-                    raise ValueError(f"{e}{_phases.resume_hint(begun, self._names)}") from None
+            self._core.load_state(text, core)
+        except ValueError as e:
+            try:
+                begun = _phases.cursor_phases(json.loads(text))
+            except ValueError:
+                begun = []
+            if _phases.changed(begun, self._core.phases if core is None else core):
+                raise ValueError(f"{e}{_phases.resume_hint(begun, self._names)}") from None
             raise
 
     # Mixture phases -----------------------------------------------------

@@ -25,8 +25,16 @@ def _is_location(x: Any) -> bool:
     return isinstance(x, (str, os.PathLike, Dataset))
 
 
-def _name(x: PathLike) -> str:
+def _path(x: PathLike) -> str:
     return x.path if isinstance(x, Dataset) else os.fspath(x)
+
+
+def _name(x: PathLike) -> str:
+    """A source's default name: its path, and for a part of a held-out split
+    the part too ("data/web[949,50,1:1]")."""
+    if isinstance(x, Dataset) and x._options.get("split"):
+        return f"{x.path}[{x._options['split']}:{x._options.get('split_index', 0)}]"
+    return _path(x)
 
 
 def format_weights(weights: Mapping[str, float]) -> str:
@@ -86,12 +94,16 @@ class Sources:
         self.names: List[str] = []
         self._by_name: Dict[str, int] = {}
         self._by_location: Dict[Any, int] = {}  # path, or a Dataset object
+        self._shared_paths: set = set()  # Paths of several sources (parts of a split).
 
     def add(self, name: str, location: PathLike) -> None:
         if name in self._by_name:
             raise ValueError(f"source {name!r} is given twice")
         self._by_name[name] = len(self.names)
-        self._by_location.setdefault(_name(location), len(self.names))
+        path = _path(location)
+        if path in self._by_location and self.locations[self._by_location[path]] is not location:
+            self._shared_paths.add(path)
+        self._by_location.setdefault(path, len(self.names))
         if isinstance(location, Dataset):
             self._by_location.setdefault(location, len(self.names))
         self.locations.append(location)
@@ -103,7 +115,11 @@ class Sources:
         if isinstance(key, str) and key in self._by_name:
             return self._by_name[key]
         if _is_location(key):
-            probe = key if isinstance(key, Dataset) else _name(key)
+            probe = key if isinstance(key, Dataset) else _path(key)
+            if probe in self._shared_paths:
+                raise ValueError(f"{where}: {key!r} is the path of several sources "
+                                 f"{self.names}; name them (sources={{name: Dataset}}) or use "
+                                 "the Dataset objects as keys")
             if probe in self._by_location:
                 return self._by_location[probe]
             if add:

@@ -49,8 +49,7 @@ Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sou
   c.block_window = o.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o.block_window) : 0;
   c.window_chunks = o.shuffle == ShuffleMode::kWindow ? static_cast<uint64_t>(o.window_chunks) : 0;
   c.position = state.Position();
-  const uint64_t global = static_cast<uint64_t>(o.batch_size) * static_cast<uint64_t>(o.world_size);
-  c.step = static_cast<int64_t>(c.position / global + (c.position % global != 0));
+  c.step = state.step;
   const std::vector<uint64_t> totals = state.Totals(sources.size());
   for (size_t s = 0; s < sources.size(); ++s) {
     c.sources.push_back({sources[s].dataset->fingerprint(), totals[s]});
@@ -195,7 +194,7 @@ Status Cursor::CheckReachable() const {
   }
   if (step >= 0 && (static_cast<uint64_t>(step) > position || (step == 0) != (position == 0))) {
     return Bad("step " + std::to_string(step) + " is not a step number of position " +
-               std::to_string(position) + " (ceil(position / global batch))");
+               std::to_string(position) + " (0 exactly at position 0, at most one per position)");
   }
   uint64_t sum = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
@@ -241,6 +240,11 @@ Status Cursor::CheckReachable() const {
       totals[s] += phases[j].counts[s];
     }
     TOKPACK_RETURN_IF_ERROR(CheckPhase(j));
+    if (step >= 0 && phases[j].start_step >= step) {
+      return Bad(field + ".start_step " + std::to_string(phases[j].start_step) +
+                 " is not before the step " + std::to_string(step) +
+                 ": a phase that has begun started at an earlier step");
+    }
   }
   for (size_t s = 0; s < sources.size(); ++s) {
     if (totals[s] != sources[s].consumed) {
@@ -361,6 +365,7 @@ StatusOr<MixtureState> Cursor::Resume(std::string_view json,
   }
   TOKPACK_RETURN_IF_ERROR(saved.CheckPhases(loader));
   MixtureState state;
+  state.step = saved.step;
   for (const Phase& p : saved.phases) {
     state.phases.push_back(p.counts);
     state.phases.back().resize(sources.size(), 0);

@@ -55,7 +55,7 @@ struct Cursor {
   std::vector<Phase> phases;
 
   // The cursor of a loader with (resolved) options `o`, these sources and
-  // phases, at `state`; its step is ceil(position / global batch).
+  // phases, at `state` (whose step it takes).
   static Cursor Of(const LoaderOptions& o, const std::vector<Loader::Source>& sources,
                    const std::vector<MixturePhase>& phases, const MixtureState& state);
 

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "reader/shuffle_plan.h"
 #include "reader/slot_ring.h"
 #include "reader/wait_window.h"
+#include "tokpack/json_writer.h"
 
 namespace tokpack {
 namespace {
@@ -47,6 +49,7 @@ class LoaderImpl : public Loader {
         phases_(std::move(phases)),
         o_(plan.options),
         limit_(limit),
+        ahead_limit_(limit),
         orders_(std::move(plan.orders)),
         samples_(std::move(samples)),
         pipeline_(std::make_shared<Pipeline>(
@@ -111,17 +114,18 @@ class LoaderImpl : public Loader {
   // behind the assembler threads the batch's release just woke.
   std::string SaveState() const override { return Now().ToJson(); }
 
-  Status LoadState(const std::string& state) override {
-    TOKPACK_ASSIGN_OR_RETURN(MixtureState saved, Now().Resume(state, phases_, GlobalBatch()));
-    Restart(saved, phases_);
-    return Status::Ok();
+  Status LoadState(const std::string& state) override { return LoadState(state, phases_); }
+
+  Status LoadState(const std::string& state, std::vector<MixturePhase> phases) override {
+    TOKPACK_RETURN_IF_ERROR(CheckPhases(phases, Names(sources_)));
+    TOKPACK_ASSIGN_OR_RETURN(MixtureState saved, Now().Resume(state, phases, GlobalBatch()));
+    return Restart(std::move(saved), std::move(phases));
   }
 
   Status SetPhases(std::vector<MixturePhase> phases) override {
     TOKPACK_RETURN_IF_ERROR(CheckPhases(phases, Names(sources_)));
     TOKPACK_RETURN_IF_ERROR(Now().CheckPhases(phases));
-    Restart(consumer_state_, std::move(phases));
-    return Status::Ok();
+    return Restart(consumer_state_, std::move(phases));
   }
 
   std::vector<MixturePhase> Phases() const override {
@@ -129,9 +133,7 @@ class LoaderImpl : public Loader {
     return phases_;
   }
 
-  int64_t Step() const override {
-    return static_cast<int64_t>((consumer_position_ + GlobalBatch() - 1) / GlobalBatch());
-  }
+  int64_t Step() const override { return consumer_state_.step; }
 
   int64_t RemainingSteps() const override {
     std::lock_guard<std::mutex> lock(pipeline_->mu);
@@ -162,13 +164,14 @@ class LoaderImpl : public Loader {
 
   // Continues at `state` (the consumer's, or a loaded cursor's) with
   // `phases`: the batches planned for the old state are dropped, and the
-  // schedule restarts there. The consumer's state is the schedule's after
-  // the reset: phases whose steps an elastic resume skipped have begun.
-  void Restart(const MixtureState& at, std::vector<MixturePhase> phases) {
+  // schedule restarts there. InvalidArgument (and no change) when the
+  // epochs or max_steps limit from there is out of range.
+  Status Restart(MixtureState state, std::vector<MixturePhase> phases) {
+    const uint64_t position = state.Position();
+    TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit,
+                             PositionLimit(o_, samples_, phases, position, state.step));
     PhaseSchedule schedule(phases, GlobalBatch());
-    schedule.Reset(at);
-    MixtureState state = schedule.state();
-    const uint64_t position = schedule.position();
+    schedule.Reset(state);
     uint64_t ticket = 0, generation = 0;
     {
       std::lock_guard<std::mutex> lock(pipeline_->mu);
@@ -176,6 +179,7 @@ class LoaderImpl : public Loader {
       consumer_state_ = std::move(state);
       consumer_position_ = position;
       phases_ = std::move(phases);
+      limit_ = limit;
       // Steps restart at the consumer's; slots still filling for the old
       // generation are told apart by it (FindReady, Finish).
       plan_step_ = copy_step_ = consume_step_;
@@ -192,10 +196,12 @@ class LoaderImpl : public Loader {
       schedule_ = schedule;
       ahead_ = std::move(schedule);
       ahead_steps_ = 0;
+      ahead_limit_ = limit;
       planned_generation_ = generation;
       ++planned_tickets_;
       plan_cv_.notify_all();
     }
+    return Status::Ok();
   }
 
   // timeout < 0: wait as long as it takes.
@@ -270,7 +276,8 @@ class LoaderImpl : public Loader {
     ahead_steps_ = std::min<int64_t>(ahead_steps_ + 1, o_.lookahead_steps);
     const uint64_t position = slot.info.position_after;
     const uint64_t ahead = SaturatingMul(static_cast<uint64_t>(ahead_steps_), GlobalBatch());
-    const uint64_t target = ahead > limit_ - std::min(limit_, position) ? limit_ : position + ahead;
+    const uint64_t target =
+        ahead > ahead_limit_ - std::min(ahead_limit_, position) ? ahead_limit_ : position + ahead;
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
     if (ahead_.position() < position) ahead_ = schedule_;  // Fell behind (or first use).
     while (ahead_.position() < target && !stopping_.load(std::memory_order_relaxed)) {
@@ -302,7 +309,7 @@ class LoaderImpl : public Loader {
     }
     slot.info.state_after = schedule_.state();
     slot.info.position_after = schedule_.position();
-    slot.info.global_step = static_cast<int64_t>((slot.info.position_after - 1) / GlobalBatch());
+    slot.info.global_step = slot.info.state_after.step - 1;  // The step just planned.
     return true;
   }
 
@@ -397,8 +404,11 @@ class LoaderImpl : public Loader {
   // The mixture, begun phases then those to come; changed by SetPhases()
   // (under mu, on the consumer's thread).
   std::vector<MixturePhase> phases_;
-  LoaderOptions o_;       // As resolved by PlanShuffle.
-  const uint64_t limit_;  // Global positions available in all; UINT64_MAX: endless.
+  LoaderOptions o_;  // As resolved by PlanShuffle.
+  // Global positions available in all (UINT64_MAX: endless), from the
+  // phases and the step count: under mu, and a copy under plan_mu_.
+  uint64_t limit_;
+  uint64_t ahead_limit_;
   std::vector<SampleOrder> orders_;
   std::vector<uint64_t> samples_;  // Per source: positions per epoch.
   std::shared_ptr<Pipeline> pipeline_;
@@ -462,11 +472,21 @@ std::vector<Loader::Source> AsSources(std::vector<std::shared_ptr<Dataset>> data
   return sources;
 }
 
-// The sources' weights as one phase at step 0.
-std::vector<MixturePhase> OnePhase(const std::vector<Loader::Source>& sources) {
+// The sources' weights as one phase at step 0. A weighted source is drawn:
+// weight 0 would leave it out of every step (phases say when a source is
+// absent), and its samples would still count in an epoch.
+StatusOr<std::vector<MixturePhase>> OnePhase(const std::vector<Loader::Source>& sources) {
   MixturePhase phase;
-  for (const auto& s : sources) phase.weights.push_back(s.weight);
-  return {phase};
+  for (const auto& s : sources) {
+    if (s.dataset && (!(s.weight > 0) || !std::isfinite(s.weight))) {
+      return InvalidArgumentError("the weight of '" + s.dataset->path() + "' is " +
+                                  ShortestDouble(s.weight) +
+                                  "; weights must be positive and finite (a source absent "
+                                  "for a while is weight 0 in a mixture phase)");
+    }
+    phase.weights.push_back(s.weight);
+  }
+  return std::vector<MixturePhase>{phase};
 }
 
 StatusOr<std::unique_ptr<Loader>> Make(std::vector<Loader::Source> sources,
@@ -487,7 +507,7 @@ StatusOr<std::unique_ptr<Loader>> Make(std::vector<Loader::Source> sources,
   TOKPACK_ASSIGN_OR_RETURN(ShufflePlan plan, PlanShuffle(sources, options));
   std::vector<uint64_t> samples;
   for (const SampleOrder& order : plan.orders) samples.push_back(order.size());
-  TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples));
+  TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples, phases, 0, 0));
   // Once per run, not once per rank.
   if (!plan.notice.empty() && options.rank == 0) std::fprintf(stderr, "%s\n", plan.notice.c_str());
   auto loader = std::make_unique<LoaderImpl>(std::move(sources), std::move(phases), std::move(plan),
@@ -501,15 +521,16 @@ StatusOr<std::unique_ptr<Loader>> Make(std::vector<Loader::Source> sources,
 StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sources,
                                                const LoaderOptions& options,
                                                std::shared_ptr<DeviceStage> stage) {
-  std::vector<MixturePhase> phases = OnePhase(sources);
+  TOKPACK_ASSIGN_OR_RETURN(std::vector<MixturePhase> phases, OnePhase(sources));
   return Make(std::move(sources), std::move(phases), options, std::move(stage));
 }
 
 StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
                                                  const LoaderOptions& options) {
+  TOKPACK_ASSIGN_OR_RETURN(std::vector<MixturePhase> phases, OnePhase(sources));
   std::vector<std::shared_ptr<Dataset>> datasets;
   for (auto& s : sources) datasets.push_back(std::move(s.dataset));
-  return Create(std::move(datasets), OnePhase(sources), options);
+  return Create(std::move(datasets), std::move(phases), options);
 }
 
 StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<std::shared_ptr<Dataset>> datasets,

@@ -138,7 +138,9 @@ Status LoaderOptions::Validate() const {
   return Status::Ok();
 }
 
-StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint64_t>& samples) {
+StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint64_t>& samples,
+                                 const std::vector<MixturePhase>& phases, uint64_t position,
+                                 int64_t step) {
   uint64_t limit = UINT64_MAX;
   const auto too_far = [](const std::string& what) {
     return InvalidArgumentError(what +
@@ -147,21 +149,29 @@ StatusOr<uint64_t> PositionLimit(const LoaderOptions& o, const std::vector<uint6
   };
   if (o.epochs > 0) {
     uint64_t total = 0;
-    for (uint64_t n : samples) total = n > UINT64_MAX - total ? UINT64_MAX : total + n;
+    for (size_t s = 0; s < samples.size(); ++s) {
+      bool drawn = false;  // A source no phase draws adds nothing to an epoch.
+      for (const MixturePhase& phase : phases) drawn = drawn || phase.weights[s] > 0;
+      if (drawn) total = samples[s] > UINT64_MAX - total ? UINT64_MAX : total + samples[s];
+    }
     limit = SaturatingMul(static_cast<uint64_t>(o.epochs), total);
     if (limit > Cursor::kMaxPosition) {
       return too_far("epochs " + std::to_string(o.epochs) + " times " + std::to_string(total) +
                      " samples per epoch");
     }
   }
-  if (o.max_steps > 0) {
+  if (o.max_steps > step) {
     const uint64_t global = static_cast<uint64_t>(o.batch_size) * o.world_size;
-    const uint64_t steps = SaturatingMul(static_cast<uint64_t>(o.max_steps), global);
-    if (steps > Cursor::kMaxPosition) {
-      return too_far("max_steps " + std::to_string(o.max_steps) + " times " +
-                     std::to_string(global) + " samples per step (batch_size * world_size)");
+    const uint64_t left = SaturatingMul(static_cast<uint64_t>(o.max_steps - step), global);
+    if (left > Cursor::kMaxPosition - std::min(position, Cursor::kMaxPosition)) {
+      return too_far("max_steps " + std::to_string(o.max_steps) + " (from step " +
+                     std::to_string(step) + " at position " + std::to_string(position) +
+                     ") times " + std::to_string(global) +
+                     " samples per step (batch_size * world_size)");
     }
-    limit = std::min(limit, steps);
+    limit = std::min(limit, position + left);
+  } else if (o.max_steps > 0) {
+    limit = std::min(limit, position);
   }
   return limit;
 }

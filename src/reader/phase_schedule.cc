@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "tokpack/json_writer.h"
 
@@ -112,7 +113,7 @@ void PhaseSchedule::Reset(const MixtureState& state) {
   const size_t sources = phases_[0].weights.size();
   state_ = state;
   totals_ = state_.Totals(sources);
-  position_ = state_.Position();
+  position_ = anchor_ = state_.Position();
   const size_t begun = state_.phases.size();
   uint64_t start = 0;
   for (size_t j = 0; j < begun; ++j) {
@@ -120,55 +121,51 @@ void PhaseSchedule::Reset(const MixtureState& state) {
     for (uint64_t c : state_.phases[j]) start += c;
   }
   const uint64_t G = global_batch_;
-  const uint64_t k0 = position_ / G + (position_ % G != 0);
-  size_t skipped = 0;  // Phases not in the state whose step has passed: begun here.
+  const uint64_t k0 = static_cast<uint64_t>(state_.step);
   for (size_t j = begun; j < phases_.size(); ++j) {
     const uint64_t step = static_cast<uint64_t>(phases_[j].start_step);
     const uint64_t wait = step > k0 ? step - k0 : 0;
     starts_[j] = wait > (UINT64_MAX - position_) / G ? UINT64_MAX : position_ + wait * G;
-    if (step < k0) skipped = j + 1;
   }
   phase_position_ = 0;
-  if (skipped > begun) {
-    Begin(skipped - 1);
-  } else if (begun > 0) {
+  if (begun > 0) {
     for (uint64_t c : state_.phases.back()) phase_position_ += c;
   }
 }
 
-void PhaseSchedule::Begin(size_t phase) {
-  const size_t sources = phases_[0].weights.size();
-  while (state_.phases.size() <= phase) state_.phases.emplace_back(sources, 0);
-  phase_position_ = 0;
-}
-
 size_t PhaseSchedule::Next() {
-  // Enter every phase that starts here (several when a shrunk global batch
-  // skipped their steps: the last one draws).
+  // Enter the phases that start here (the last draws; several start here
+  // only when a state broke Reset's contract).
   size_t next = state_.phases.size();
   if (next < phases_.size() && starts_[next] <= position_) {
     while (next + 1 < phases_.size() && starts_[next + 1] <= position_) ++next;
-    Begin(next);
+    const size_t sources = phases_[0].weights.size();
+    while (state_.phases.size() <= next) state_.phases.emplace_back(sources, 0);
+    phase_position_ = 0;
   }
   const std::vector<double>& weights = phases_[state_.phases.size() - 1].weights;
   std::vector<uint64_t>& counts = state_.phases.back();
-  size_t best = 0;
-  double best_deficit = 0;
-  bool found = false;
+  // Earliest deadline first among the sources behind their share: the
+  // (c+1)-th draw of s is due by (c+1) / w_s. The deficits add up to 1, so
+  // one is behind; should rounding say otherwise, the first present source.
+  size_t best = SIZE_MAX, present = SIZE_MAX;
+  double deadline = 0;
   const double q = static_cast<double>(phase_position_ + 1);
   for (size_t s = 0; s < weights.size(); ++s) {
     if (weights[s] == 0) continue;  // Absent from this phase.
-    const double deficit = weights[s] * q - static_cast<double>(counts[s]);
-    if (!found || deficit > best_deficit) {
+    if (present == SIZE_MAX) present = s;
+    const double due = static_cast<double>(counts[s] + 1) / weights[s];
+    if (weights[s] * q > static_cast<double>(counts[s]) && (best == SIZE_MAX || due < deadline)) {
       best = s;
-      best_deficit = deficit;
-      found = true;
+      deadline = due;
     }
   }
+  if (best == SIZE_MAX) best = present;
   ++counts[best];
   ++totals_[best];
   ++position_;
   ++phase_position_;
+  if ((position_ - anchor_) % global_batch_ == 1 || global_batch_ == 1) ++state_.step;
   return best;
 }
 

@@ -2,20 +2,23 @@
 // when the weights change by phase (docs/reader.md, "Blending and phases").
 //
 // Phase j starts at a global position B_j and runs until the next phase's
-// start. Position q of a phase (0-based from B_j) goes to the source with
-// the largest deficit w_s*(q+1) - c_s, where the weights are the phase's,
-// normalized, and c_s counts the draws of s in this phase only; ties go to
-// the lowest index and weight-0 sources are never drawn. So every prefix of
-// every phase stays within one draw of the phase's weights (tested), and a
-// phase change takes effect at once, with no catch-up on earlier phases.
+// start. Position q of a phase (0-based from B_j) goes, among the sources
+// behind their share (w_s*(q+1) > c_s, where the weights are the phase's,
+// normalized, and c_s counts the draws of s in this phase only), to the one
+// whose next draw is due first ((c_s+1) / w_s, earliest deadline first);
+// ties go to the lowest index and weight-0 sources are never drawn. That is
+// a proportionate-fair (Pfair) schedule of one slot per position: for every
+// prefix of every phase, |c_s - w_s*q| < 1 (Baruah et al. 1996; tested), and
+// a phase change takes effect at once, with no catch-up on earlier phases.
 // Each source also keeps one total across phases: its k-th draw overall is
 // the k-th sample of its SampleOrder.
 //
-// Start positions: phases begun before a Reset keep theirs (the prefix sums
-// of their counts). A phase not yet begun at a reset to position P with
-// global batch G starts at P + max(0, start_step - ceil(P / G)) * G, the
-// first batch whose step number reaches start_step; phases sharing a start
-// position all count as begun, the last one draws. Not thread-safe.
+// Steps: the batch starting at the state's position P has step number K
+// (the state's step), and each later batch of G positions one more: steps
+// continue across resumes whatever the global batch. Start positions:
+// phases begun before a Reset keep theirs (the prefix sums of their
+// counts); a phase not yet begun starts at P + max(0, start_step - K) * G,
+// the first batch whose step number reaches start_step. Not thread-safe.
 #ifndef TOKPACK_SRC_READER_PHASE_SCHEDULE_H_
 #define TOKPACK_SRC_READER_PHASE_SCHEDULE_H_
 
@@ -33,6 +36,8 @@ namespace tokpack {
 // phase order (the last is the phase drawing now). The position is their sum.
 struct MixtureState {
   std::vector<std::vector<uint64_t>> phases;  // [phase][source]
+  // The step number of the next batch, the one starting at Position().
+  int64_t step = 0;
 
   uint64_t Position() const;
   // Draws of each source over all phases.
@@ -67,8 +72,8 @@ class PhaseSchedule {
   PhaseSchedule(std::vector<MixturePhase> phases, uint64_t global_batch);
 
   // Restarts at `state`, whose phases (with one count per source each) are a
-  // prefix of this schedule's. Phases with start_step < ceil(P / G) have
-  // begun there too (with no draws if the state has not got them).
+  // prefix of this schedule's, the phases after them starting at steps >=
+  // state.step (Cursor::CheckPhases).
   void Reset(const MixtureState& state);
 
   // The source of the next position; advances the counts.
@@ -77,12 +82,11 @@ class PhaseSchedule {
   uint64_t position() const { return position_; }
   // Draws of each source over all phases.
   const std::vector<uint64_t>& totals() const { return totals_; }
+  // Where the schedule stands; its step is the number of the next batch to
+  // begin, K + ceil((position - P) / G) after a Reset to position P, step K.
   const MixtureState& state() const { return state_; }
 
  private:
-  // Marks phases up to `phase` begun (with no draws yet).
-  void Begin(size_t phase);
-
   std::vector<MixturePhase> phases_;  // Weights normalized.
   uint64_t global_batch_;
   std::vector<uint64_t> starts_;  // Per phase: its start position.
@@ -90,6 +94,7 @@ class PhaseSchedule {
   std::vector<uint64_t> totals_;
   uint64_t position_ = 0;
   uint64_t phase_position_ = 0;  // Draws in the current phase.
+  uint64_t anchor_ = 0;          // The position of the last Reset.
 };
 
 }  // namespace tokpack

@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tokpack::Cursor known = *c;
   if (known.step < 0) known.step = static_cast<int64_t>(known.position);  // Global batch 1.
   if (!known.CheckPhases(phases).ok()) __builtin_trap();
+  state.step = known.step;
   tokpack::PhaseSchedule schedule(phases, 1 + size % 7);
   schedule.Reset(state);
   for (int i = 0; i < 64; ++i) {

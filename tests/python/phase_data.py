@@ -46,21 +46,19 @@ def decode(row_first_token, seq_len):
 
 def phase_sources(weights, length):
     """The sources of the first `length` positions of a phase: position q
-    goes to the source with the largest w_s * (q + 1) - c_s (weights
-    normalized, c_s its draws in the phase so far), ties to the lowest
-    index, weight-0 sources never."""
+    goes, among the sources behind their share (w_s * (q + 1) > c_s, weights
+    normalized, c_s its draws in the phase so far), to the one whose next
+    draw is due first ((c_s + 1) / w_s), ties to the lowest index, weight-0
+    sources never."""
     total = sum(weights)
     w = [x / total for x in weights]
     counts = [0] * len(w)
     out = []
     for q in range(length):
-        best, best_deficit = -1, -math.inf
+        best, due = -1, math.inf
         for s, ws in enumerate(w):
-            if ws == 0:
-                continue
-            deficit = ws * (q + 1) - counts[s]
-            if deficit > best_deficit:
-                best, best_deficit = s, deficit
+            if ws > 0 and ws * (q + 1) > counts[s] and (counts[s] + 1) / ws < due:
+                best, due = s, (counts[s] + 1) / ws
         counts[best] += 1
         out.append(best)
     return out

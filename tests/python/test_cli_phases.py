@@ -135,6 +135,9 @@ def test_other_phases_file_errors(tmp_path, run_tokpack, sources, phases_file):
     assert "not a JSON object" in bad(tmp_path, run_tokpack, "[1, 2]")
     err = bad(tmp_path, run_tokpack, '{"sources": {"a": "x", "a": "y"}, "phases": []}')
     assert "'sources.a' is given twice" in err
+    err = bad(tmp_path, run_tokpack, json.dumps({"sources": sources, "phases": PHASES})[:-1]
+              + ', "sources": {"web": "elsewhere"}}')
+    assert "field 'sources' is given twice" in err
     assert "field 'phases[0].weights.web'" in bad(
         tmp_path, run_tokpack, {"sources": sources,
                                 "phases": [{"start_step": 0, "weights": {"web": -1}}]},

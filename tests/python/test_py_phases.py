@@ -136,9 +136,10 @@ def test_resume_across_a_phase_boundary_at_world_size_4_then_2_is_identical(sour
         assert out[0][i] + out[1][i] == reference[4 + i].tolist()
 
 
-def test_resume_with_a_smaller_global_batch_applies_later_phases_by_the_rule(sources):
-    # Saved at position 24 with G = 8 (step 3); resumed with G' = 4: step 6, so
-    # phase 1 (step 5) starts at once and phase 2 (step 12) 6 steps later.
+def test_resume_with_a_smaller_global_batch_continues_the_steps(sources):
+    # Saved at position 24 with G = 8 (step 3); resumed with G' = 4, the step
+    # count continues at 3, so phase 1 (step 5) starts two batches of 4 on,
+    # at 32, and phase 2 (step 12) nine batches on, at 60.
     first = make(sources, phases=PHASES, batch_size=8)
     head = run_rows(first, 3)
     state = first.state_dict()
@@ -146,16 +147,21 @@ def test_resume_with_a_smaller_global_batch_applies_later_phases_by_the_rule(sou
     other = make(sources, phases=PHASES, batch_size=2, world_size=2, rank=1)
     resumed.load_state_dict(state)
     other.load_state_dict(state)
-    assert resumed.step == 6
+    assert resumed.step == 3
     tail = []
     for _ in range(20):
         tail += run_rows(resumed, 1) + run_rows(other, 1)
-    starts = [0, 24, 24 + 6 * 4]
+    assert resumed.step == 23
+    starts = [0, 24 + 2 * 4, 24 + 9 * 4]
     want = expected_rows(weight_lists(PHASES), starts, 24 + 80, first.samples_per_source)
     assert head + tail == want
     s = resumed.stats()
     assert [p["start_position"] for p in s["phases"]] == starts
-    assert [sum(p["samples"].values()) for p in s["phases"]] == [24, 24, 104 - 48]
+    assert [sum(p["samples"].values()) for p in s["phases"]] == [32, 28, 104 - 60]
+    # A phase started "now" after the resume begins with the next batch.
+    fresh = make(sources, phases=PHASES, batch_size=2, world_size=2, rank=0)
+    fresh.load_state_dict(state, phases=[*PHASES[:1], (3, {"math": 1.0})])
+    assert all(src == 2 for src, _ in run_rows(fresh, 1))
 
 
 def test_start_phase_and_load_state_dict_with_phases(sources):
@@ -265,10 +271,10 @@ def test_weights_in_sources_and_phases_is_an_error(sources):
 
 
 def test_phase_sources_reference_is_the_documented_rule():
-    # The Python copy of the rule used above: 0.9/0.1 draws code at q = 5 and 15,
-    # where its deficit first leads.
+    # The Python copy of the rule used above: 0.9/0.1 draws code at q = 9 and 19,
+    # when web is not behind its share and code's draw is due.
     got = phase_sources([0.9, 0.1], 20)
-    assert got.count(1) == 2 and got[5] == 1 and got[15] == 1
+    assert got.count(1) == 2 and got[9] == 1 and got[19] == 1
 
 
 def test_the_documented_annealing_run_resumes_across_its_phase(sources, tmp_path):

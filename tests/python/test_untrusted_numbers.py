@@ -133,7 +133,7 @@ def test_a_pickled_dataset_is_not_verified_again_in_each_worker(copy_of_packed):
 @pytest.mark.parametrize("option", ["max_steps", "epochs"])
 def test_step_limits_that_pass_the_position_range_are_refused_naming_the_option(packed, option):
     # Before: 2^62 steps of 8 wrapped past 2^64 and len() said "endless".
-    with pytest.raises(ValueError, match=f"{option} 4611686018427387904 times"):
+    with pytest.raises(ValueError, match=f"{option} 4611686018427387904 .*times"):
         tokpack.Loader(packed[0], seq_len=16, batch_size=8, as_="numpy", **{option: 2**62})
     loader = tokpack.Loader(packed[0], seq_len=16, batch_size=1, max_steps=2**62, as_="numpy")
     assert len(loader) == 2**62

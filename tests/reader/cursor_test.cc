@@ -105,6 +105,11 @@ TEST(Cursor, MalformedOrUnreachablePhasesAreRefusedNamingTheField) {
                    "100,40"),
                 "sources[0].consumed is 100 at position 140, but its counts in the phases add up "
                 "to 110");
+  // A phase listed as begun must start before the step (a forged far-future
+  // phase would otherwise draw at once).
+  ExpectRefused(V2("[{\"start_step\":0,\"weights\":[0.9,0.1],\"counts\":[90,10]},"
+                   "{\"start_step\":14,\"weights\":[0.5,0.5],\"counts\":[20,20]}]"),
+                "phases[1].start_step 14 is not before the step 14");
 }
 
 TEST(Cursor, MalformedFieldsStepsAndSizesAreRefused) {

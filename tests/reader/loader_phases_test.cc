@@ -131,23 +131,18 @@ TEST_F(LoaderPhasesTest, ResumeAcrossAPhaseBoundaryFromFourRanksToTwo) {
     ASSERT_TRUE(again->LoadState(state).ok());
     EXPECT_EQ(Take(again.get(), 5), Slice(want[r], 15, 30)) << "rank " << r;
   }
-  // Two ranks of 3: position 60 is step ceil(60 / 6) = 10 >= 6, so phase 1
-  // starts at once, at 60, as in a run whose global batch of 12 started it
-  // at step 5 (the reference: one rank of 12).
-  const Rows reference = Take(Make(2, {{0, {0.7, 0.3}}, {5, {0.2, 0.8}}}, Opts(12)).get(), 9);
+  // Two ranks of 3: the steps continue at 5, so phase 1 starts one batch of
+  // 6 on, at 66, as in a run of global batch 6 whose phase 1 is at step 11
+  // (the reference: one rank of 6).
+  const Rows reference = Take(Make(2, {{0, {0.7, 0.3}}, {11, {0.2, 0.8}}}, Opts(6)).get(), 18);
   std::vector<std::unique_ptr<Loader>> two;
   for (int r = 0; r < 2; ++r) {
     two.push_back(Make(2, phases, Opts(3, r, 2)));
     ASSERT_TRUE(two.back()->LoadState(state).ok());
-    EXPECT_EQ(two.back()->Step(), 10);
+    EXPECT_EQ(two.back()->Step(), 5);
   }
-  // Saved before a batch, the cursor has step 10 and lists phase 1 as begun
-  // (at 60, no draws yet), so it loads into the same loader again.
-  const std::string at_load = two[0]->SaveState();
-  EXPECT_NE(at_load.find("{\"start_step\":6,\"weights\":[0.2,0.8],\"counts\":[0,0]}"),
-            std::string::npos)
-      << at_load;
-  EXPECT_TRUE(Make(2, phases, Opts(3, 0, 2))->LoadState(at_load).ok());
+  // Saved before a batch, the cursor is the one loaded.
+  EXPECT_EQ(two[0]->SaveState(), state);
   Rows got;
   for (int s = 0; s < 8; ++s) {
     for (auto& l : two) {
@@ -155,19 +150,25 @@ TEST_F(LoaderPhasesTest, ResumeAcrossAPhaseBoundaryFromFourRanksToTwo) {
     }
   }
   EXPECT_EQ(got, Slice(reference, 60, 108));
+  EXPECT_EQ(two[0]->Step(), 13);
   const LoaderStats stats = two[1]->Stats();
   ASSERT_EQ(stats.phases.size(), 2u);
   EXPECT_EQ(stats.phases[1].start_step, 6);
-  EXPECT_EQ(stats.phases[1].start_position, 60u);
-  EXPECT_EQ(stats.phases[1].samples, (std::vector<uint64_t>{10, 38}));
+  EXPECT_EQ(stats.phases[1].start_position, 66u);
+  std::vector<uint64_t> drawn(2, 0);
+  for (size_t src : Sources(Slice(reference, 66, 108))) ++drawn[src];
+  EXPECT_EQ(stats.phases[1].samples, drawn);
 }
 
-TEST_F(LoaderPhasesTest, ResumeOnMoreRanksKeepsThePhaseTheRunBegan) {
+TEST_F(LoaderPhasesTest, ResumeOnMoreRanksContinuesTheStepCount) {
   // Two ranks of 3 begin phase 1 at step 7 (position 42) and save at 60,
-  // step 10; four ranks of 3 continue from step ceil(60 / 12) = 5 < 7, still
-  // in phase 1, which the run began.
-  const std::vector<MixturePhase> phases = {{0, {0.7, 0.3}}, {7, {0.2, 0.8}}};
-  const Rows reference = Take(Make(2, phases, Opts(6)).get(), 18);
+  // step 10; four ranks of 3 continue at step 10 (not ceil(60 / 12) = 5:
+  // the count never goes back), in phase 1, and begin phase 2 at step 12.
+  const std::vector<MixturePhase> phases = {{0, {0.7, 0.3}}, {7, {0.2, 0.8}}, {12, {1, 1}}};
+  // The reference: one rank of 6 to position 60, then global batch 12
+  // from step 10, so phase 2 at 60 + 2 * 12 = 84 = step 14 of 6.
+  const Rows reference =
+      Take(Make(2, {{0, {0.7, 0.3}}, {7, {0.2, 0.8}}, {14, {1, 1}}}, Opts(6)).get(), 18);
   std::vector<std::unique_ptr<Loader>> two;
   for (int r = 0; r < 2; ++r) two.push_back(Make(2, phases, Opts(3, r, 2)));
   for (auto& l : two) Take(l.get(), 10);
@@ -178,24 +179,37 @@ TEST_F(LoaderPhasesTest, ResumeOnMoreRanksKeepsThePhaseTheRunBegan) {
     four.push_back(Make(2, phases, Opts(3, r, 4)));
     ASSERT_TRUE(four.back()->LoadState(state).ok());
   }
-  EXPECT_EQ(four[0]->Step(), 5);
-  // Its cursor lists phase 1 (start_step 7) at step 5, and loads again.
-  const std::string at_load = four[0]->SaveState();
-  EXPECT_NE(at_load.find("\"step\":5,"), std::string::npos) << at_load;
-  EXPECT_TRUE(Make(2, phases, Opts(3, 0, 4))->LoadState(at_load).ok()) << at_load;
+  EXPECT_EQ(four[0]->Step(), 10);
   for (int s = 0; s < 4; ++s) {
     for (auto& l : four) {
       for (auto& row : Take(l.get(), 1)) got.push_back(row);
     }
   }
   EXPECT_EQ(got, Slice(reference, 60, 108));
-  // A phase the saving run did not have before its step 10 is refused,
-  // even at a step the new numbering has not reached.
+  EXPECT_EQ(four[0]->Step(), 14);
+  EXPECT_EQ(four[0]->Stats().phases.at(2).start_position, 84u);
+  // A phase the saving run did not have before its step 10 is refused.
   Status s =
       Make(2, {{0, {0.7, 0.3}}, {7, {0.2, 0.8}}, {9, {0, 1}}}, Opts(3, 0, 4))->LoadState(state);
   EXPECT_NE(s.message().find("phase 2 (start_step 9) with weights [0, 1] starts before step 10"),
             std::string::npos)
       << s.message();
+}
+
+TEST_F(LoaderPhasesTest, MaxStepsCountsTheStepsOfTheWholeRunAcrossAnElasticResume) {
+  LoaderOptions o = Opts(3, 0, 2);
+  o.max_steps = 12;
+  auto first = Make(2, {{0, {0.5, 0.5}}}, o);
+  Take(first.get(), 4);
+  o.world_size = 4;  // Global batch 12 from step 4: 8 steps left.
+  auto second = Make(2, {{0, {0.5, 0.5}}}, o);
+  ASSERT_TRUE(second->LoadState(first->SaveState()).ok());
+  EXPECT_EQ(second->RemainingSteps(), 8);
+  Take(second.get(), 8);
+  auto end = second->Next();
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(*end, nullptr);
+  EXPECT_EQ(second->Step(), 12);
 }
 
 TEST_F(LoaderPhasesTest, AChangedFuturePhaseAppliesExactlyAtItsStep) {
@@ -351,12 +365,43 @@ TEST_F(LoaderPhasesTest, StatsCountWhatWasServedPerSourceAndPhaseAcrossResumes) 
   EXPECT_EQ(r.phases[1].start_position, 100u);
 }
 
-TEST_F(LoaderPhasesTest, EpochsCountAllDatasetsWhateverThePhases) {
+TEST_F(LoaderPhasesTest, EpochsCountTheDatasetsSomePhaseDraws) {
   LoaderOptions o = Opts(10);
   o.epochs = 1;
-  auto l = Make(2, {{0, {0.9, 0.1}}, {10, {0, 1}}}, o);
+  // c is in no phase: its samples are not part of an epoch.
+  auto l = Make(3, {{0, {0.9, 0.1, 0}}, {10, {0, 1, 0}}}, o);
   const auto n = l->SamplesPerSource();
   EXPECT_EQ(l->RemainingSteps(), static_cast<int64_t>((n[0] + n[1]) / 10));
+  // A phase set later that draws c makes the epoch longer.
+  ASSERT_TRUE(l->SetPhases({{0, {0.9, 0.1, 0}}, {10, {0, 1, 1}}}).ok());
+  EXPECT_EQ(l->RemainingSteps(), static_cast<int64_t>((n[0] + n[1] + n[2]) / 10));
+}
+
+TEST_F(LoaderPhasesTest, ASingleMixtureRefusesAWeightOfZero) {
+  auto l = Loader::Create({{ds_[0], 1.0}, {ds_[1], 0.0}}, Opts(4));
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("is 0; weights must be positive and finite"),
+            std::string::npos)
+      << l.status().ToString();
+}
+
+TEST_F(LoaderPhasesTest, LoadStateWithPhasesIsCheckedAgainstTheSavedRunOnly) {
+  const std::vector<MixturePhase> phases = {{0, {0.9, 0.1}}, {5, {0.5, 0.5}}};
+  auto early = Make(2, phases, Opts(4));
+  Take(early.get(), 3);
+  const std::string state = early->SaveState();  // Step 3: phase 1 not begun.
+  auto late = Make(2, phases, Opts(4));
+  Take(late.get(), 10);  // This loader began phase 1 itself.
+  const std::vector<MixturePhase> changed = {{0, {0.9, 0.1}}, {5, {0, 1}}};
+  ASSERT_TRUE(late->LoadState(state, changed).ok());
+  EXPECT_EQ(late->Step(), 3);
+  EXPECT_EQ(late->Phases()[1].weights, (std::vector<double>{0, 1}));
+  Take(late.get(), 2);
+  for (size_t src : Sources(Take(late.get(), 2))) EXPECT_EQ(src, 1u);
+  // A refused load changes nothing.
+  EXPECT_FALSE(late->LoadState(state, {{0, {0.5, 0.5}}}).ok());
+  EXPECT_EQ(late->Step(), 7);
+  EXPECT_EQ(late->Phases()[1].weights, (std::vector<double>{0, 1}));
 }
 
 }  // namespace

@@ -430,7 +430,8 @@ TEST_F(LoaderTest, StepLimitsPastTheReachablePositionsAreRefusedNamingTheOption)
     EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument) << option << " " << value;
     EXPECT_NE(l.status().message().find(needle), std::string::npos) << l.status().ToString();
   };
-  refused("max_steps", int64_t{1} << 62, "max_steps 4611686018427387904 times 3 samples per step");
+  refused("max_steps", int64_t{1} << 62,
+          "max_steps 4611686018427387904 (from step 0 at position 0) times 3 samples per step");
   refused("max_steps", INT64_MAX, "max_steps 9223372036854775807");
   refused("epochs", int64_t{1} << 62, "epochs 4611686018427387904 times");
   refused("epochs", INT64_MAX, "epochs 9223372036854775807");
