@@ -1,4 +1,4 @@
-// Plan files on real datasets: the packed view tiles the stream, files are
+// Plan files on real datasets: the packing plan tiles the stream, files are
 // byte-identical for any thread count, damaged or stale ones are rebuilt
 // (or refused) and never used, read-only and remote datasets keep theirs in
 // the cache, split parts get their own, and of two processes one builds
@@ -39,10 +39,10 @@ std::shared_ptr<Dataset> Open(const std::string& path, const DatasetOptions& o =
   return ds.ok() ? *ds : nullptr;
 }
 
-std::shared_ptr<const PackedView> Plan(const Dataset& ds, const StorageOptions& storage = {},
-                                       PackingSettings s = {64, 0}, int threads = 2,
-                                       std::vector<PlanProgress>* events = nullptr) {
-  auto view = LoadOrBuildPackedView(ds, s, storage, threads, [events](const PlanProgress& p) {
+std::shared_ptr<const PackingPlan> Plan(const Dataset& ds, const StorageOptions& storage = {},
+                                        PackingSettings s = {64, 0}, int threads = 2,
+                                        std::vector<PlanProgress>* events = nullptr) {
+  auto view = LoadOrBuildPackingPlan(ds, s, storage, threads, [events](const PlanProgress& p) {
     if (events) events->push_back(p);
   });
   EXPECT_TRUE(view.ok()) << view.status().message();
@@ -56,14 +56,14 @@ size_t Built(const std::vector<PlanProgress>& events) {
 }
 
 // Every non-empty document's tokens are covered once, by pieces in order.
-void ExpectTilesTheStream(const Dataset& ds, const PackedView& v) {
+void ExpectTilesTheStream(const Dataset& ds, const PackingPlan& v) {
   std::vector<std::pair<uint64_t, uint64_t>> all;
-  std::vector<PackedView::Range> bin;
+  std::vector<PackingPlan::Range> bin;
   const uint64_t L = v.settings().seq_len;
   for (uint64_t b = 0; b < v.num_bins(); ++b) {
     v.Bin(b, &bin);
     uint64_t tokens = 0;
-    for (const PackedView::Range& r : bin) {
+    for (const PackingPlan::Range& r : bin) {
       all.emplace_back(r.begin, r.length);
       tokens += r.length;
     }
@@ -100,7 +100,7 @@ TEST(PlanFileTest, BuildsBesideTheShardsThenLoadsTheSameView) {
   auto again = Plan(*ds, {}, {64, 0}, 1, &events);
   EXPECT_EQ(Built(events), 0u);
   ASSERT_EQ(again->num_bins(), view->num_bins());
-  std::vector<PackedView::Range> a, b;
+  std::vector<PackingPlan::Range> a, b;
   for (uint64_t i = 0; i < view->num_bins(); ++i) {
     view->Bin(i, &a);
     again->Bin(i, &b);
@@ -208,14 +208,14 @@ TEST(PlanFileTest, AReadOnlyDatasetKeepsItsPlanInTheCache) {
   const int code = AsReader(dir, dir.Join("ds"), [&] {
     auto ds = Dataset::Open(dir.Join("ds"));
     if (!ds.ok()) return 2;
-    auto view = LoadOrBuildPackedView(**ds, {64, 0}, storage, 2);
+    auto view = LoadOrBuildPackingPlan(**ds, {64, 0}, storage, 2);
     if (!view.ok()) return 3;
     const std::string want = dir.Join("cache/packing/" + HashToHex((*ds)->fingerprint()) + "/");
     for (const std::string& f : (*view)->plan_files()) {
       if (f.rfind(want, 0) != 0) return 4;
     }
     // Without a cache directory there is nowhere to build: refused.
-    auto refused = LoadOrBuildPackedView(**ds, {32, 0}, StorageOptions(), 2);
+    auto refused = LoadOrBuildPackingPlan(**ds, {32, 0}, StorageOptions(), 2);
     return refused.status().code() == StatusCode::kFailedPrecondition ? 0 : 5;
   });
   EXPECT_EQ(code, 0);
@@ -233,7 +233,7 @@ TEST(PlanFileTest, ADamagedPlanInAReadOnlyDatasetIsRefusedWithoutACache) {
   const int code = AsReader(dir, dir.Join("ds"), [&] {
     auto ds = Dataset::Open(dir.Join("ds"));
     if (!ds.ok()) return 2;
-    auto view = LoadOrBuildPackedView(**ds, {64, 0}, StorageOptions(), 2);
+    auto view = LoadOrBuildPackingPlan(**ds, {64, 0}, StorageOptions(), 2);
     return view.status().code() == StatusCode::kFailedPrecondition ? 0 : 3;
   });
   ::chmod(dir.Join("ds/packing").c_str(), 0755);
@@ -291,7 +291,7 @@ TEST(PlanFileTest, OfTwoProcessesOneBuildsAndTheOtherWaitsThenLoads) {
       if (!ds.ok()) ::_exit(100);
       int built = 0;
       auto view =
-          LoadOrBuildPackedView(**ds, {64, 0}, StorageOptions(), 2, [&](const PlanProgress& p) {
+          LoadOrBuildPackingPlan(**ds, {64, 0}, StorageOptions(), 2, [&](const PlanProgress& p) {
             if (p.stage == PlanProgress::Stage::kWaiting) {
               (void)!::write(pipes[c][1], "w", 1);
             }
