@@ -33,6 +33,10 @@ class LoaderOptions(TypedDict, total=False):
     """labels: next (the token after each input, for a loss computed directly) or same (equal to input_ids, for models that shift internally such as Hugging Face causal LMs). Default: next."""
     document_boundaries: bool
     """Also return position_ids and cu_seqlens (document boundaries). Default: false."""
+    packing: Literal['concat', 'best_fit']
+    """What a sample is: concat (a window of the token stream) or best_fit (whole documents packed by best-fit decreasing, padded, labels -100 across documents). Default: concat."""
+    max_docs_per_sequence: int
+    """packing=best_fit: at most this many documents per sample (0: no cap). Default: 0."""
     epochs: int
     """Stop after this many passes over the data (0: endless). Default: 0."""
     max_steps: int
