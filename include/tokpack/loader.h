@@ -4,7 +4,9 @@
 //
 // Sample i of a dataset with sequence length L is the window of L+1 tokens at
 // stream offset i*L (inputs = first L, targets = last L; with
-// LabelsMode::kSame the targets are the inputs). Training consumes
+// LabelsMode::kSame the targets are the inputs); with Packing::kBestFit it
+// is bin i of the dataset's packing plan: whole documents, padded to L
+// (docs/reader.md, "The packed view"). Training consumes
 // global positions in order; a global batch is the next world_size*batch_size
 // positions and rank r takes its contiguous slice, so all ranks run the same
 // number of steps and a saved cursor resumes exactly, with any world size.
@@ -151,12 +153,14 @@ class Batch {
   // The labels: inputs shifted by one token, or the inputs themselves
   // (LoaderOptions::labels).
   virtual const void* targets() const = 0;
-  // With document_boundaries, else null: int32 [batch_size, seq_len]
-  // positions restarting at 0 at each document start (and at each row).
+  // With document_boundaries (always with packing), else null: int32
+  // [batch_size, seq_len] positions restarting at 0 at each document start
+  // (and at each row; packed: at each piece and at the padding).
   virtual const int32_t* position_ids() const = 0;
   // With document_boundaries, else null: int32 offsets into the flattened
   // [batch_size * seq_len] inputs where segments start, then the total; a
-  // row start is always a segment start (flash-attention's cu_seqlens).
+  // row start is always a segment start (flash-attention's cu_seqlens);
+  // packed, each piece and the padding are segments.
   virtual const int32_t* cu_seqlens() const = 0;
   virtual int64_t num_cu_seqlens() const = 0;
 

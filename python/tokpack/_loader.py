@@ -60,7 +60,9 @@ class Loader:
     - with ``document_boundaries=True`` also ``position_ids`` (int32,
       ``[batch_size, seq_len]``, restarting at each document) and
       ``cu_seqlens`` (int32 offsets of segments in the flattened batch, then
-      the total, as flash-attention's varlen kernels take them).
+      the total, as flash-attention's varlen kernels take them); always with
+      ``packing="best_fit"``, whose samples are padded bins of whole documents
+      with ``labels`` -100 across documents and on padding (docs/python.md).
 
     Lifetime rule: a batch's memory stays valid and unchanged for as long as
     any tensor (or view) of that batch is alive, even after the loader is
