@@ -153,3 +153,23 @@ def test_docs_packed_varlen_example_runs(packed):
     code = doc_example("python.md", "packed-varlen").replace('"data/web"', repr(packed[0]))
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_plan_made_ahead_by_tokpack_pack_is_loaded_not_rebuilt(tmp_path, packed_small,
+                                                                  run_tokpack):
+    import shutil
+    data = tmp_path / "data"
+    shutil.copytree(packed_small[0], data)
+    run_tokpack("pack", data, "--seq-len", "48", "--max-docs-per-sequence", "3")
+    code = textwrap.dedent(f"""
+        import tokpack
+        loader = tokpack.Loader({str(data)!r}, seq_len=48, batch_size=2, packing="best_fit",
+                                max_docs_per_sequence=3, max_steps=2, as_="numpy")
+        print(sum(1 for _ in loader))
+    """)
+    proc = run_python(code)
+    assert proc.returncode == 0 and proc.stdout.strip() == "2", proc.stderr
+    assert "planned" not in proc.stderr and "rebuilding" not in proc.stderr, proc.stderr
+    # Other settings are another plan: the loader builds it, saying so.
+    proc = run_python(code.replace("max_docs_per_sequence=3", "max_docs_per_sequence=0"))
+    assert proc.returncode == 0 and "planned" in proc.stderr, proc.stderr
