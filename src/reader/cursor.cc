@@ -11,10 +11,6 @@
 namespace tokpack {
 namespace {
 
-Status Bad(const std::string& what) {
-  return InvalidArgumentError("invalid loader state: " + what);
-}
-
 bool IsHex(std::string_view s) {
   for (char ch : s) {
     if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) {
@@ -38,6 +34,10 @@ bool ReadArray(simdjson::dom::element e, std::vector<T>* out) {
 }
 
 }  // namespace
+
+Status Cursor::Bad(const std::string& what) {
+  return InvalidArgumentError("invalid loader state: " + what);
+}
 
 Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sources,
                   const std::vector<MixturePhase>& phases, const MixtureState& state) {
@@ -314,111 +314,6 @@ Status Cursor::CheckPhase(size_t j) const {
     }
   }
   return Status::Ok();
-}
-
-Status Cursor::CheckCompatible(const Cursor& saved) const {
-  for (size_t i = 0; i < saved.sources.size(); ++i) {
-    if (i >= sources.size()) {
-      return Bad("it has " + std::to_string(saved.sources.size()) + " sources, this loader " +
-                 std::to_string(sources.size()) + ": source " + std::to_string(i) +
-                 " (fingerprint " + HashToHex(saved.sources[i].fingerprint) +
-                 ") is missing; a resume may append datasets, not drop them (give a dataset "
-                 "weight 0 in a new phase instead)");
-    }
-    if (saved.sources[i].fingerprint != sources[i].fingerprint) {
-      return Bad("source " + std::to_string(i) + " is a different dataset (fingerprint " +
-                 HashToHex(saved.sources[i].fingerprint) + ", this loader has " +
-                 HashToHex(sources[i].fingerprint) + ")");
-    }
-  }
-  if (saved.seed != seed) {
-    return Bad("it was made with seed " + std::to_string(saved.seed) + ", this loader uses " +
-               std::to_string(seed));
-  }
-  if (saved.seq_len != seq_len) {
-    return Bad("it was made with seq_len " + std::to_string(saved.seq_len) + ", this loader uses " +
-               std::to_string(seq_len));
-  }
-  if (saved.packing != packing || saved.max_docs_per_sequence != max_docs_per_sequence) {
-    return Bad("it was made with " + saved.PackingOptions() + ", this loader uses " +
-               PackingOptions() + ": pass " + saved.PackingOptions() +
-               " to resume it (the samples are other ones)");
-  }
-  if (saved.shuffle != shuffle || saved.block_size != block_size ||
-      saved.block_window != block_window || saved.window_chunks != window_chunks) {
-    return Bad("it was made with " + saved.OrderOptions() + ", this loader uses " + OrderOptions() +
-               ": pass " + saved.OrderOptions() + " to resume it");
-  }
-  return Status::Ok();
-}
-
-Status Cursor::CheckPhases(const std::vector<MixturePhase>& loader) const {
-  const size_t n = loader.empty() ? sources.size() : loader[0].weights.size();
-  // The begun phases as the loader would list them (absent sources at 0).
-  std::vector<MixturePhase> begun;
-  for (const Phase& p : phases) {
-    begun.push_back({p.start_step, p.weights});
-    begun.back().weights.resize(n, 0);
-  }
-  const auto refuse = [&](const std::string& what) {
-    return InvalidArgumentError(
-        "at step " + std::to_string(step) + ", " + what +
-        "; phases the run began cannot change: pass phases=" + FormatPhases(begun) +
-        " (weights in dataset order), then any phases at steps >= " + std::to_string(step));
-  };
-  for (size_t j = 0; j < begun.size(); ++j) {
-    const std::string name = PhaseName(j, begun[j].start_step);
-    if (j >= loader.size()) return refuse("the run began " + name + ", which this loader lacks");
-    if (loader[j].start_step != begun[j].start_step || loader[j].weights != begun[j].weights) {
-      return refuse("the run began " + name + " with weights " + FormatWeights(begun[j].weights) +
-                    ", this loader has " + PhaseName(j, loader[j].start_step) + " with weights " +
-                    FormatWeights(loader[j].weights));
-    }
-  }
-  const size_t j = begun.size();
-  if (j < loader.size() && loader[j].start_step < step) {
-    return refuse("this loader's " + PhaseName(j, loader[j].start_step) + " with weights " +
-                  FormatWeights(loader[j].weights) + " starts before step " + std::to_string(step) +
-                  ", but the run did not begin it");
-  }
-  return Status::Ok();
-}
-
-StatusOr<MixtureState> Cursor::Resume(std::string_view json,
-                                      const std::vector<MixturePhase>& loader,
-                                      uint64_t global_batch) const {
-  TOKPACK_ASSIGN_OR_RETURN(Cursor saved, Parse(json));
-  TOKPACK_RETURN_IF_ERROR(CheckCompatible(saved));
-  if (saved.step < 0) {
-    saved.step =
-        static_cast<int64_t>(saved.position / global_batch + (saved.position % global_batch != 0));
-  }
-  TOKPACK_RETURN_IF_ERROR(saved.CheckPhases(loader));
-  MixtureState state;
-  state.step = saved.step;
-  for (const Phase& p : saved.phases) {
-    state.phases.push_back(p.counts);
-    state.phases.back().resize(sources.size(), 0);
-  }
-  return state;
-}
-
-std::string Cursor::PackingOptions() const {
-  std::string out = "packing=\"" + packing + "\"";
-  if (packing == "best_fit") {
-    out += ", max_docs_per_sequence=" + std::to_string(max_docs_per_sequence);
-  }
-  return out;
-}
-
-std::string Cursor::OrderOptions() const {
-  std::string out = "shuffle=\"" + shuffle + "\"";
-  if (shuffle == "block") {
-    out += ", block_size=" + std::to_string(block_size) +
-           ", block_window=" + std::to_string(block_window);
-  }
-  if (shuffle == "window") out += ", window_chunks=" + std::to_string(window_chunks);
-  return out;
 }
 
 }  // namespace tokpack

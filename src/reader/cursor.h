@@ -95,6 +95,8 @@ struct Cursor {
                                 uint64_t global_batch) const;
 
  private:
+  // InvalidArgument "invalid loader state: <what>".
+  static Status Bad(const std::string& what);
   // The loader options that make this order: shuffle="block",
   // block_size=64, block_window=16.
   std::string OrderOptions() const;

@@ -35,7 +35,9 @@ void ExpectInvariant(const std::vector<uint64_t>& lengths, int64_t L, int64_t ca
     uint64_t tokens = 0;
     const uint64_t size = plan->bin_offsets[b + 1] - plan->bin_offsets[b];
     ASSERT_GT(size, 0u);
-    if (cap > 0) ASSERT_LE(size, static_cast<uint64_t>(cap));
+    if (cap > 0) {
+      ASSERT_LE(size, static_cast<uint64_t>(cap));
+    }
     for (uint64_t i = plan->bin_offsets[b]; i < plan->bin_offsets[b + 1]; ++i) {
       const PieceRef p = plan->items[i];
       ASSERT_TRUE(seen.insert({p.document, p.piece}).second);
