@@ -50,6 +50,9 @@ echo "== remote (loopback S3), tokenizers, Parquet inputs (.venv: moto, tokenize
 .venv/bin/python bench/tokenizer_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/parquet_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 
+echo "== best-fit packing: plan time and memory for 10M documents, padding against OLMo-core, packed vs concat loader (.venv: ai2-olmo-core, optional)"
+.venv/bin/python bench/packing_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
+
 echo "== memory: peak RSS of a build on a 100 MB and a 1 GB JSONL line (.venv: tokenizers)"
 .venv/bin/python bench/memory_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 
