@@ -35,7 +35,7 @@ writes the manifest over it. The loader's dataset holds random tokens.
 """
 import argparse
 import json
-import os
+import resource
 import shutil
 import struct
 import subprocess
@@ -130,6 +130,7 @@ def child_olmo(a):
     t0 = time.perf_counter()
     from olmo_core.data.utils import InstancePacker
     t_import = time.perf_counter() - t0
+    import_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # torch, numpy: KiB.
     L, fragment = a["seq_len"], a["strategy"] == "fragment"
     bins = tokens = items = 0
     t0 = time.perf_counter()
@@ -152,7 +153,7 @@ def child_olmo(a):
         tokens += total
         items += len(piece_lens)
     return {"bins": bins, "tokens": tokens, "pieces": items, "seconds": time.perf_counter() - t0,
-            "pack_seconds": pack_s, "import_seconds": t_import,
+            "pack_seconds": pack_s, "import_seconds": t_import, "import_rss_kb": import_rss,
             "padding_fraction": 1 - tokens / (bins * L) if bins else 0.0}
 
 
@@ -339,7 +340,8 @@ def main():
                 f"{r['padding_fraction']:.4%} | {r['pieces']:,} | "
                 f"{median([x['seconds'] for x in o]):.1f} (packing "
                 f"{median([x['pack_seconds'] for x in o]):.1f}) | "
-                f"{median([x['maxrss_kb'] for x in o]) / 1024:,.0f} | |")
+                f"{median([x['maxrss_kb'] for x in o]) / 1024:,.0f} (after the import: "
+                f"{median([x['import_rss_kb'] for x in o]) / 1024:,.0f}) | |")
     plan_table = "\n".join(rows)
 
     base = load_res.get("concat", [])
@@ -412,6 +414,7 @@ best-fit-decreasing packer (segment tree over remaining capacities) that its
 longer than L (the same L-token pieces as tokpack's) and its default `truncate`
 (the rest of a long document is dropped); time of the whole process's work
 (reading the lengths, the pieces, packing; {olmo_rounds} round(s)), packing alone
+in parentheses; its peak RSS includes the import of olmo_core (torch), given
 in parentheses. Padding fraction = padding tokens / (bins x L).
 
 {plan_table}
