@@ -47,6 +47,15 @@ enum class ShuffleMode {
 
 enum class OutputDtype { kInt32, kInt64 };
 
+// What a sample is (docs/reader.md, "The packed view").
+enum class Packing {
+  kConcat,   // The window of L + 1 tokens at stream offset i * L.
+  kBestFit,  // Bin i of the source's best-fit-decreasing plan: whole
+             // documents (pieces of L tokens for longer ones), padded to L,
+             // with labels ignored (-100) across document edges and
+             // position_ids/cu_seqlens per document.
+};
+
 // What a batch's labels hold. Both modes read the same samples in the same
 // order; only the labels array differs.
 enum class LabelsMode {
@@ -91,8 +100,12 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   int64_t window_chunks = 0;
   OutputDtype dtype = OutputDtype::kInt64;
   LabelsMode labels = LabelsMode::kNext;
-  // Also produce position_ids and cu_seqlens (document boundaries).
+  // Also produce position_ids and cu_seqlens (document boundaries). Always
+  // on with Packing::kBestFit (options() shows it resolved).
   bool document_boundaries = false;
+  Packing packing = Packing::kConcat;
+  // kBestFit: at most this many pieces per sample (0: no cap).
+  int64_t max_docs_per_sequence = 0;
   // Stop after this many passes over the data (0: endless). With several
   // sources, one pass is the sum of the sample counts of those that some
   // phase draws from.
@@ -112,7 +125,9 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   int device_prefetch = 3;  // With a CUDA device: device ring depth.
 
   // CheckFields(), then what one field cannot check alone (rank <
-  // world_size, the batch size limit); Loader::Create calls it.
+  // world_size, the batch size limit, max_docs_per_sequence only with
+  // best_fit, best_fit not with shuffle="window" or a CUDA device);
+  // Loader::Create calls it.
   Status Validate() const;
 };
 

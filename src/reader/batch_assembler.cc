@@ -3,6 +3,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "reader/packed_rows.h"
+
 namespace tokpack {
 namespace {
 
@@ -79,7 +81,8 @@ void HostLayout::Place(char* memory, bool boundaries, Slot* slot) const {
 
 namespace {
 
-Status ReadRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
+Status ReadRows(const std::vector<Loader::Source>& sources,
+                const std::vector<std::shared_ptr<const PackedView>>& views, const LoaderOptions& o,
                 const HostLayout& layout, ReadStats* stats, Slot& slot) {
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
   const size_t shift = o.labels == LabelsMode::kNext ? 1 : 0;
@@ -88,6 +91,11 @@ Status ReadRows(const std::vector<Loader::Source>& sources, const LoaderOptions&
   for (size_t b = 0; b < slot.rows.size(); ++b) {
     const Dataset& ds = *sources[slot.rows[b].first].dataset;
     const uint64_t a = slot.rows[b].second * L;
+    if (!views.empty()) {
+      TOKPACK_RETURN_IF_ERROR(
+          FillPackedRow(ds, *views[slot.rows[b].first], slot.rows[b].second, o, b, out, stats));
+      continue;
+    }
     if (layout.compact) {
       const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
       TOKPACK_RETURN_IF_ERROR(
@@ -106,13 +114,15 @@ Status ReadRows(const std::vector<Loader::Source>& sources, const LoaderOptions&
 
 }  // namespace
 
-Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
-                    const HostLayout& layout, ReadStats* stats, Slot& slot) {
-  if (stats == nullptr) return ReadRows(sources, o, layout, nullptr, slot);
+Status AssembleRows(const std::vector<Loader::Source>& sources,
+                    const std::vector<std::shared_ptr<const PackedView>>& views,
+                    const LoaderOptions& o, const HostLayout& layout, ReadStats* stats,
+                    Slot& slot) {
+  if (stats == nullptr) return ReadRows(sources, views, o, layout, nullptr, slot);
   // Counted per batch, not per row: `stats` is shared by every assembler
   // thread, and an atomic add per warm row would contend on its cache line.
   ReadStats batch;
-  const Status s = ReadRows(sources, o, layout, &batch, slot);
+  const Status s = ReadRows(sources, views, o, layout, &batch, slot);
   stats->cache_hits += batch.cache_hits;
   stats->cache_misses += batch.cache_misses;
   stats->bytes_fetched += batch.bytes_fetched;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "reader/packed_view.h"
 #include "reader/slot_ring.h"
 #include "tokpack/loader.h"
 #include "tokpack/storage.h"
@@ -26,10 +27,12 @@ struct HostLayout {
   void Place(char* memory, bool boundaries, Slot* slot) const;
 };
 
-// Fills slot.arrays for slot.rows, counting remote reads into `stats`.
-// Reuses thread-local scratch: no allocation in steady state.
-Status AssembleRows(const std::vector<Loader::Source>& sources, const LoaderOptions& o,
-                    const HostLayout& layout, ReadStats* stats, Slot& slot);
+// Fills slot.arrays for slot.rows, counting remote reads into `stats`:
+// windows, or with `views` (packing="best_fit", one per source) packed rows
+// (packed_rows.h). Reuses thread-local scratch: no allocation in steady state.
+Status AssembleRows(const std::vector<Loader::Source>& sources,
+                    const std::vector<std::shared_ptr<const PackedView>>& views,
+                    const LoaderOptions& o, const HostLayout& layout, ReadStats* stats, Slot& slot);
 
 }  // namespace tokpack
 

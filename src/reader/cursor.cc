@@ -48,6 +48,9 @@ Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sou
   c.block_size = o.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o.block_size) : 0;
   c.block_window = o.shuffle == ShuffleMode::kBlock ? static_cast<uint64_t>(o.block_window) : 0;
   c.window_chunks = o.shuffle == ShuffleMode::kWindow ? static_cast<uint64_t>(o.window_chunks) : 0;
+  c.packing = std::get<std::string>(*o.Get("packing"));
+  c.max_docs_per_sequence =
+      o.packing == Packing::kBestFit ? static_cast<uint64_t>(o.max_docs_per_sequence) : 0;
   c.position = state.Position();
   c.step = state.step;
   const std::vector<uint64_t> totals = state.Totals(sources.size());
@@ -68,7 +71,13 @@ std::string Cursor::ToJson() const {
   out += ",\"seed\":" + std::to_string(seed) + ",\"seq_len\":" + std::to_string(seq_len) +
          ",\"shuffle\":\"" + shuffle + "\",\"block_size\":" + std::to_string(block_size) +
          ",\"block_window\":" + std::to_string(block_window) +
-         ",\"window_chunks\":" + std::to_string(window_chunks) + ",\"sources\":[";
+         ",\"window_chunks\":" + std::to_string(window_chunks);
+  // Concat cursors stay as they were before packing existed.
+  if (packing != "concat") {
+    out += ",\"packing\":\"" + packing +
+           "\",\"max_docs_per_sequence\":" + std::to_string(max_docs_per_sequence);
+  }
+  out += ",\"sources\":[";
   for (size_t i = 0; i < sources.size(); ++i) {
     if (i) out += ',';
     out += "{\"fingerprint\":\"" + HashToHex(sources[i].fingerprint) +
@@ -137,6 +146,22 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
   LoaderOptions names;
   if (Status s = names.Set("shuffle", std::string(shuffle)); !s.ok()) return Bad(s.message());
   c.shuffle = std::string(shuffle);
+  // Absent from cursors made before packing (and from concat ones).
+  simdjson::dom::element packing, max_docs;
+  if (root["packing"].get(packing) == simdjson::SUCCESS) {
+    std::string_view mode;
+    if (packing.get_string().get(mode) != simdjson::SUCCESS) return Bad("packing is not a string");
+    if (Status s = names.Set("packing", std::string(mode)); !s.ok()) return Bad(s.message());
+    c.packing = std::string(mode);
+  }
+  if (root["max_docs_per_sequence"].get(max_docs) == simdjson::SUCCESS &&
+      (max_docs.get_uint64().get(c.max_docs_per_sequence) != simdjson::SUCCESS ||
+       c.max_docs_per_sequence > INT32_MAX ||
+       (c.max_docs_per_sequence > 0 && c.packing != "best_fit"))) {
+    return Bad(
+        "max_docs_per_sequence is not a cap a loader saves (an integer up to 2^31 - 1, "
+        "0 unless packing is \"best_fit\")");
+  }
   simdjson::dom::array arr;
   if (root["sources"].get_array().get(arr) != simdjson::SUCCESS) return Bad("no sources");
   if (arr.size() > kMaxEntries) {
@@ -314,6 +339,11 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
     return Bad("it was made with seq_len " + std::to_string(saved.seq_len) + ", this loader uses " +
                std::to_string(seq_len));
   }
+  if (saved.packing != packing || saved.max_docs_per_sequence != max_docs_per_sequence) {
+    return Bad("it was made with " + saved.PackingOptions() + ", this loader uses " +
+               PackingOptions() + ": pass " + saved.PackingOptions() +
+               " to resume it (the samples are other ones)");
+  }
   if (saved.shuffle != shuffle || saved.block_size != block_size ||
       saved.block_window != block_window || saved.window_chunks != window_chunks) {
     return Bad("it was made with " + saved.OrderOptions() + ", this loader uses " + OrderOptions() +
@@ -371,6 +401,14 @@ StatusOr<MixtureState> Cursor::Resume(std::string_view json,
     state.phases.back().resize(sources.size(), 0);
   }
   return state;
+}
+
+std::string Cursor::PackingOptions() const {
+  std::string out = "packing=\"" + packing + "\"";
+  if (packing == "best_fit") {
+    out += ", max_docs_per_sequence=" + std::to_string(max_docs_per_sequence);
+  }
+  return out;
 }
 
 std::string Cursor::OrderOptions() const {

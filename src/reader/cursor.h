@@ -3,7 +3,8 @@
 // of the loader that saved it, per source its fingerprint and the samples
 // consumed, per phase begun its start step, weights and the draws of each
 // source in it, plus the settings that define the order (seed, sequence
-// length, shuffle mode and its block or window setting). Independent of
+// length, shuffle mode and its block or window setting, packing and its
+// max_docs_per_sequence). Independent of
 // rank, world size and batch size. Version 1 cursors (one weighted blend)
 // parse as one phase at step 0 with an unknown step. Plain value; not
 // synchronized.
@@ -40,6 +41,10 @@ struct Cursor {
   uint64_t block_size = 0;     // "block" only, else 0.
   uint64_t block_window = 0;   // "block" only, else 0.
   uint64_t window_chunks = 0;  // "window" only, else 0; optional in Parse.
+  // What a sample is: "concat" or "best_fit" (then max_docs_per_sequence,
+  // else 0). Written only for best_fit; absent (older cursors): concat.
+  std::string packing = "concat";
+  uint64_t max_docs_per_sequence = 0;
   struct Source {
     uint64_t fingerprint = 0;
     uint64_t consumed = 0;  // Over all phases.
@@ -93,6 +98,9 @@ struct Cursor {
   // The loader options that make this order: shuffle="block",
   // block_size=64, block_window=16.
   std::string OrderOptions() const;
+  // The loader options that make these samples: packing="best_fit",
+  // max_docs_per_sequence=4.
+  std::string PackingOptions() const;
   // Parse's checks of the numbers: the counts, position and weights.
   Status CheckReachable() const;
   // CheckReachable's checks of phase `j`.

@@ -51,6 +51,7 @@ class LoaderImpl : public Loader {
         limit_(limit),
         ahead_limit_(limit),
         orders_(std::move(plan.orders)),
+        views_(std::move(plan.views)),
         samples_(std::move(samples)),
         pipeline_(std::make_shared<Pipeline>(
             static_cast<size_t>(o_.prefetch), stage ? static_cast<size_t>(o_.device_prefetch) : 0,
@@ -261,13 +262,10 @@ class LoaderImpl : public Loader {
   // rank's windows come next and at which global step, so the soonest are
   // fetched first.
   void PrefetchAhead(const Slot& slot) {
-    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
     // The step's own rows, unless a full lookahead hinted them already (each
     // hint costs a lookup; in steady state, per row, the same again).
     if (ahead_steps_ < o_.lookahead_steps) {
-      for (const auto& [s, sample] : slot.rows) {
-        sources_[s].dataset->Prefetch(sample * L, L + 1, slot.info.global_step, read_stats_);
-      }
+      for (const auto& [s, sample] : slot.rows) Hint(s, sample, slot.info.global_step);
     }
     // The window opens one step per plan: at the start (and after a
     // LoadState) the first steps' chunks do not share the link with the
@@ -289,9 +287,15 @@ class LoaderImpl : public Loader {
       if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
         const uint64_t sample = orders_[s].Sample(ahead_.totals()[s] - 1);
         const int64_t step = slot.info.global_step + 1 + static_cast<int64_t>(past / GlobalBatch());
-        sources_[s].dataset->Prefetch(sample * L, L + 1, step, read_stats_);
+        Hint(s, sample, step);
       }
     }
+  }
+
+  // Under plan_mu_: tells source s's dataset that `sample` is read at `step`.
+  void Hint(size_t s, uint64_t sample, int64_t step) {
+    PrefetchSample(*sources_[s].dataset, views_.empty() ? nullptr : views_[s].get(), sample,
+                   static_cast<uint64_t>(o_.seq_len), step, read_stats_, &hint_pieces_);
   }
 
   // Under plan_mu_: plans the rows of this rank for step `slot.step`.
@@ -348,7 +352,7 @@ class LoaderImpl : public Loader {
       double took = 0;
       if (planned) {
         const auto t0 = Clock::now();
-        s = AssembleRows(sources_, o_, layout_, read_stats_.get(), *slot);
+        s = AssembleRows(sources_, views_, o_, layout_, read_stats_.get(), *slot);
         took = Seconds(Clock::now() - t0);
       }
       std::lock_guard<std::mutex> lock(pipeline_->mu);
@@ -410,7 +414,8 @@ class LoaderImpl : public Loader {
   uint64_t limit_;
   uint64_t ahead_limit_;
   std::vector<SampleOrder> orders_;
-  std::vector<uint64_t> samples_;  // Per source: positions per epoch.
+  std::vector<std::shared_ptr<const PackedView>> views_;  // packing="best_fit": per source.
+  std::vector<uint64_t> samples_;                         // Per source: positions per epoch.
   std::shared_ptr<Pipeline> pipeline_;
   HostLayout layout_;
   size_t served_bytes_ = 0;  // Per batch, for LoaderStats::bytes_served.
@@ -421,9 +426,10 @@ class LoaderImpl : public Loader {
   PhaseSchedule schedule_;
   PhaseSchedule ahead_;  // Runs lookahead_steps ahead of schedule_ (remote data).
   bool lookahead_ = false;
-  int64_t ahead_steps_ = 0;          // Current lookahead, growing to lookahead_steps.
-  uint64_t planned_tickets_ = 0;     // Tickets done; under plan_mu_.
-  uint64_t planned_generation_ = 0;  // Generation the schedule is at; under plan_mu_.
+  std::vector<TokenRange> hint_pieces_;  // Hint()'s scratch.
+  int64_t ahead_steps_ = 0;              // Current lookahead, growing to lookahead_steps.
+  uint64_t planned_tickets_ = 0;         // Tickets done; under plan_mu_.
+  uint64_t planned_generation_ = 0;      // Generation the schedule is at; under plan_mu_.
   std::atomic<bool> stopping_{false};
   // Under mu:
   uint64_t next_ticket_ = 0;
@@ -504,7 +510,8 @@ StatusOr<std::unique_ptr<Loader>> Make(std::vector<Loader::Source> sources,
       }
     }
   }
-  TOKPACK_ASSIGN_OR_RETURN(ShufflePlan plan, PlanShuffle(sources, options));
+  TOKPACK_ASSIGN_OR_RETURN(auto views, OpenPackedViews(sources, options));
+  TOKPACK_ASSIGN_OR_RETURN(ShufflePlan plan, PlanShuffle(sources, options, std::move(views)));
   std::vector<uint64_t> samples;
   for (const SampleOrder& order : plan.orders) samples.push_back(order.size());
   TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples, phases, 0, 0));

@@ -82,6 +82,16 @@ const OptionTable<O>& OptionTableOf<O>() {
       BoolOption<O>(
           "document_boundaries", "Also return position_ids and cu_seqlens (document boundaries)",
           [](auto& o) -> auto& { return o.document_boundaries; }),
+      EnumOption<O, Packing>(
+          "packing",
+          "What a sample is: concat (a window of the token stream) or best_fit (whole "
+          "documents packed by best-fit decreasing, padded, labels -100 across documents)",
+          [](auto& o) -> auto& { return o.packing; },
+          {{"concat", Packing::kConcat}, {"best_fit", Packing::kBestFit}}),
+      IntOption<O>(
+          "max_docs_per_sequence",
+          "packing=best_fit: at most this many documents per sample (0: no cap)",
+          [](auto& o) -> auto& { return o.max_docs_per_sequence; }, 0, INT32_MAX),
       IntOption<O>(
           "epochs", "Stop after this many passes over the data (0: endless)",
           [](auto& o) -> auto& { return o.epochs; }, 0, INT64_MAX),
@@ -134,6 +144,25 @@ Status LoaderOptions::Validate() const {
   }
   if (batch_size * seq_len >= (int64_t{1} << 31)) {
     return InvalidArgumentError("batch_size * seq_len must be below 2^31");
+  }
+  if (packing != Packing::kBestFit && max_docs_per_sequence != 0) {
+    return InvalidArgumentError("max_docs_per_sequence " + std::to_string(max_docs_per_sequence) +
+                                " applies only with packing=\"best_fit\"");
+  }
+  if (packing == Packing::kBestFit && shuffle == ShuffleMode::kWindow) {
+    // A window order walks fetch chunks of the stream; bins gather documents
+    // from anywhere in a shard, so they have no chunk to be read once with.
+    return InvalidArgumentError(
+        "shuffle=\"window\" does not go with packing=\"best_fit\" (bins are not windows of "
+        "fetch chunks); use shuffle=\"full\" or \"auto\" (which picks full)");
+  }
+  if (packing == Packing::kBestFit && device.is_cuda()) {
+    // The device stage widens compact windows into shifted labels; a packed
+    // row's labels and padding are made on the host.
+    return InvalidArgumentError(
+        "packing=\"best_fit\" delivers batches on device=\"cpu\" only "
+        "(move them with .to(device)), not on \"" +
+        device.ToString() + "\"");
   }
   return Status::Ok();
 }

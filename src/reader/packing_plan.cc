@@ -303,11 +303,11 @@ std::vector<uint64_t> ShardDocumentLengths(const Dataset& dataset, size_t shard)
   return lengths;
 }
 
-std::shared_ptr<const PackedView> PackedView::Make(const Dataset& dataset,
-                                                   const PackingSettings& settings,
-                                                   const std::vector<ShardPlan>& plans,
-                                                   std::vector<std::string> plan_files) {
-  std::shared_ptr<PackedView> v(new PackedView());
+std::shared_ptr<const PackingPlan> PackingPlan::Make(const Dataset& dataset,
+                                                     const PackingSettings& settings,
+                                                     const std::vector<ShardPlan>& plans,
+                                                     std::vector<std::string> plan_files) {
+  std::shared_ptr<PackingPlan> v(new PackingPlan());
   v->settings_ = settings;
   v->plan_files_ = std::move(plan_files);
   const uint64_t L = static_cast<uint64_t>(settings.seq_len);
@@ -331,14 +331,14 @@ std::shared_ptr<const PackedView> PackedView::Make(const Dataset& dataset,
   return v;
 }
 
-void PackedView::Bin(uint64_t bin, std::vector<Range>* out) const {
+void PackingPlan::Bin(uint64_t bin, std::vector<Range>* out) const {
   out->clear();
   for (uint64_t i = bin_offsets_[bin]; i < bin_offsets_[bin + 1]; ++i) {
     out->push_back({begins_[i], lengths_[i]});
   }
 }
 
-size_t PackedView::ShardOfBin(uint64_t bin) const {
+size_t PackingPlan::ShardOfBin(uint64_t bin) const {
   return std::upper_bound(shard_first_bin_.begin(), shard_first_bin_.end(), bin) -
          shard_first_bin_.begin() - 1;
 }

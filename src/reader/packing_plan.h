@@ -1,6 +1,6 @@
 // Best-fit-decreasing packing of documents into bins of L tokens: the pure
 // packer over one shard (PackShard), its checker for plans read from disk
-// (CheckShardPlan), and the whole dataset's packed view (PackedView): sample
+// (CheckShardPlan), and the whole dataset's packing plan (PackingPlan): sample
 // i of the packed stream is bin i (bins of shard 0, then shard 1, ...), and
 // a bin is a list of token ranges of the dataset's stream.
 //
@@ -106,9 +106,9 @@ Status CheckShardPlan(const std::vector<uint64_t>& lengths, const PackingSetting
 // The lengths of shard k's documents in `dataset` (its range, for a split).
 std::vector<uint64_t> ShardDocumentLengths(const Dataset& dataset, size_t shard);
 
-// The packed view of a dataset: its bins, shard by shard, as ranges of the
+// The packing plan of a dataset: its bins, shard by shard, as ranges of the
 // dataset's token stream. Immutable; safe to share between threads.
-class PackedView {
+class PackingPlan {
  public:
   // A piece as a range of the dataset's stream (length <= L).
   struct Range {
@@ -119,10 +119,10 @@ class PackedView {
   // The view of `dataset` from plans[k] for each shard k (each satisfying
   // the invariant for that shard's documents). `plan_files` says where they
   // are stored (empty when they are not).
-  static std::shared_ptr<const PackedView> Make(const Dataset& dataset,
-                                                const PackingSettings& settings,
-                                                const std::vector<ShardPlan>& plans,
-                                                std::vector<std::string> plan_files);
+  static std::shared_ptr<const PackingPlan> Make(const Dataset& dataset,
+                                                 const PackingSettings& settings,
+                                                 const std::vector<ShardPlan>& plans,
+                                                 std::vector<std::string> plan_files);
 
   // Samples of the packed stream: bins of every shard.
   uint64_t num_bins() const { return bin_offsets_.size() - 1; }
@@ -141,7 +141,7 @@ class PackedView {
   const std::vector<std::string>& plan_files() const { return plan_files_; }
 
  private:
-  PackedView() = default;
+  PackingPlan() = default;
   PackingSettings settings_;
   PackingCounts counts_;
   std::vector<uint64_t> bin_offsets_{0};  // Into begins_/lengths_.

@@ -167,11 +167,9 @@ std::vector<std::string> PlanDirectories(const Dataset& dataset, const StorageOp
   return dirs;
 }
 
-StatusOr<std::shared_ptr<const PackedView>> LoadOrBuildPackedView(const Dataset& dataset,
-                                                                  const PackingSettings& settings,
-                                                                  const StorageOptions& storage,
-                                                                  int threads,
-                                                                  const PlanProgressFn& progress) {
+StatusOr<std::shared_ptr<const PackingPlan>> LoadOrBuildPackingPlan(
+    const Dataset& dataset, const PackingSettings& settings, const StorageOptions& storage,
+    int threads, const PlanProgressFn& progress) {
   TOKPACK_RETURN_IF_ERROR(settings.Validate());
   const size_t n = dataset.num_shards();
   const std::vector<std::string> dirs = PlanDirectories(dataset, storage);
@@ -261,7 +259,7 @@ StatusOr<std::shared_ptr<const PackedView>> LoadOrBuildPackedView(const Dataset&
     };
     TOKPACK_RETURN_IF_ERROR(ParallelFor(missing.size(), threads, build));
   }
-  return PackedView::Make(dataset, settings, plans, std::move(files));
+  return PackingPlan::Make(dataset, settings, plans, std::move(files));
 }
 
 }  // namespace tokpack

@@ -1,6 +1,6 @@
 // Packing plan files: one per shard, so appending shards does not redo the
 // rest, and the one entry point the loader and the CLI call,
-// LoadOrBuildPackedView. docs/format.md, "Packing plan files", specifies
+// LoadOrBuildPackingPlan. docs/format.md, "Packing plan files", specifies
 // the bytes.
 //
 // A plan file is untrusted: it is used only when its magic, version,
@@ -65,7 +65,7 @@ StatusOr<ShardPlan> DecodePlanFile(std::string_view bytes, const std::string& na
 // set). The first writable one is where missing plans are built.
 std::vector<std::string> PlanDirectories(const Dataset& dataset, const StorageOptions& storage);
 
-// What LoadOrBuildPackedView is doing, for a progress line.
+// What LoadOrBuildPackingPlan is doing, for a progress line.
 struct PlanProgress {
   enum class Stage {
     kWaiting,     // For another process's build (the lock in `dir`).
@@ -81,13 +81,13 @@ struct PlanProgress {
 // Called from the planning threads, one call at a time.
 using PlanProgressFn = std::function<void(const PlanProgress&)>;
 
-// The packed view of `dataset` under `settings`: each shard's plan loaded
+// The packing plan of `dataset` under `settings`: each shard's plan loaded
 // from its file, or built (on `threads` threads; 0: one per core) and
 // stored where the header says, under the directory's lock. Any thread
 // count gives the same files. `storage.cancel` stops a wait for the lock.
 // InvalidArgument for bad settings; FailedPrecondition naming the
 // directories when a plan must be built and none of them is writable.
-StatusOr<std::shared_ptr<const PackedView>> LoadOrBuildPackedView(
+StatusOr<std::shared_ptr<const PackingPlan>> LoadOrBuildPackingPlan(
     const Dataset& dataset, const PackingSettings& settings, const StorageOptions& storage,
     int threads = 0, const PlanProgressFn& progress = nullptr);
 

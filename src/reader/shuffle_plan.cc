@@ -105,13 +105,17 @@ std::string WindowNotice(const RemoteData& r, const LoaderOptions& o,
 }  // namespace
 
 StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
-                                  const LoaderOptions& options) {
+                                  const LoaderOptions& options,
+                                  std::vector<std::shared_ptr<const PackedView>> views) {
   ShufflePlan plan;
   LoaderOptions& o = plan.options;
   o = options;
+  const bool packed = !views.empty();
+  o.document_boundaries = o.document_boundaries || packed;  // A packed row always has them.
   const RemoteData remote = Remote(sources);
   const bool chose = o.shuffle == ShuffleMode::kAuto;
-  if (chose) o.shuffle = remote.over() ? ShuffleMode::kWindow : ShuffleMode::kFull;
+  // Bins are not windows of fetch chunks: packed data is shuffled in full.
+  if (chose) o.shuffle = remote.over() && !packed ? ShuffleMode::kWindow : ShuffleMode::kFull;
   if (o.shuffle == ShuffleMode::kWindow && o.window_chunks == 0) {
     o.window_chunks =
         remote.cache_bytes == 0
@@ -123,7 +127,9 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
   for (size_t s = 0; s < sources.size(); ++s) {
     const Dataset& d = *sources[s].dataset;
     const uint64_t tokens = d.num_tokens();
-    const uint64_t n = tokens > 0 ? (tokens - 1) / static_cast<uint64_t>(o.seq_len) : 0;
+    const uint64_t n = packed       ? views[s]->num_bins()
+                       : tokens > 0 ? (tokens - 1) / static_cast<uint64_t>(o.seq_len)
+                                    : 0;
     if (n == 0) {
       return OutOfRangeError("seq_len " + std::to_string(o.seq_len) + " is too long for '" +
                              d.path() + "' (" + std::to_string(tokens) +
@@ -153,9 +159,9 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
     }
   }
   const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(sources[0].dataset->dtype()));
-  if (chose && remote.over()) {
+  if (chose && remote.over() && !packed) {
     plan.notice = WindowNotice(remote, o, windows, item);
-  } else if (options.shuffle == ShuffleMode::kFull && remote.over()) {
+  } else if (o.shuffle == ShuffleMode::kFull && remote.over()) {
     const double amplification = FullShuffleAmplification(remote, o, item);
     if (amplification >= 2) {
       plan.notice = "tokpack: warning: shuffle=\"full\" on remote shards (" +
@@ -163,10 +169,14 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
                     Bytes(remote.cache_bytes) + ") fetches about " +
                     std::to_string(static_cast<uint64_t>(amplification + 0.5)) +
                     " bytes per byte served (a " + Bytes(remote.chunk_bytes) +
-                    " chunk per sample that misses the cache); shuffle=\"window\" (or the "
-                    "default, \"auto\") fetches each chunk once per epoch";
+                    " chunk per sample that misses the cache); " +
+                    (packed ? std::string("packing=\"best_fit\" has no window order: raise the "
+                                          "cache limit (StorageOptions::cache_bytes)")
+                            : std::string("shuffle=\"window\" (or the default, \"auto\") "
+                                          "fetches each chunk once per epoch"));
     }
   }
+  plan.views = std::move(views);
   return plan;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "reader/packed_view.h"
 #include "reader/sample_order.h"
 #include "tokpack/loader.h"
 
@@ -23,8 +24,12 @@ struct ShufflePlan {
   // default 4 MiB chunks) of page cache.
   static constexpr int64_t kLocalWindowChunks = 64;
 
-  LoaderOptions options;            // shuffle and window_chunks resolved.
+  // shuffle and window_chunks resolved; document_boundaries on with
+  // packing="best_fit".
+  LoaderOptions options;
   std::vector<SampleOrder> orders;  // Per source, in order.
+  // packing="best_fit": per source, its bins are its samples; else empty.
+  std::vector<std::shared_ptr<const PackedView>> views;
   // One line for the user (no newline), or empty: why auto chose "window",
   // or a warning that "full" on remote data over its cache limit fetches
   // many bytes per byte served.
@@ -32,9 +37,11 @@ struct ShufflePlan {
 };
 
 // OutOfRange naming the dataset when seq_len leaves a source no sample (in
-// window mode: none wholly inside one fetch unit).
+// window mode: none wholly inside one fetch unit). `views`: OpenPackedViews'
+// (one per source with packing="best_fit"); auto then resolves to "full".
 StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
-                                  const LoaderOptions& options);
+                                  const LoaderOptions& options,
+                                  std::vector<std::shared_ptr<const PackedView>> views = {});
 
 }  // namespace tokpack
 

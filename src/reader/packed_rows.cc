@@ -1,0 +1,59 @@
+#include "reader/packed_rows.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tokpack {
+namespace {
+
+template <typename T>
+Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pad, uint64_t L,
+            bool next, size_t b, BatchArrays& out, ReadStats* stats) {
+  T* in = reinterpret_cast<T*>(out.inputs) + b * L;
+  T* labels = reinterpret_cast<T*>(out.targets) + b * L;
+  int32_t* pos = out.position_ids + b * L;
+  const int32_t row0 = static_cast<int32_t>(b * L);
+  uint64_t j = 0;
+  for (const TokenRange& p : pieces) {
+    // Untrusted plan sizes were checked on load; this guards the row anyway.
+    if (p.length == 0 || p.length > L - j) {
+      return InternalError("a packed bin of '" + ds.path() + "' holds more than seq_len " +
+                           std::to_string(L) + " tokens");
+    }
+    TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(p.begin, p.length, in + j, stats));
+    out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
+    if (next) {
+      std::memcpy(labels + j, in + j + 1, (p.length - 1) * sizeof(T));
+      labels[j + p.length - 1] = static_cast<T>(kIgnoreLabel);
+    } else {
+      std::memcpy(labels + j, in + j, p.length * sizeof(T));
+      labels[j] = static_cast<T>(kIgnoreLabel);
+    }
+    for (uint64_t k = 0; k < p.length; ++k) pos[j + k] = static_cast<int32_t>(k);
+    j += p.length;
+  }
+  if (j < L) {
+    out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
+    std::fill(in + j, in + L, static_cast<T>(pad));
+    std::fill(labels + j, labels + L, static_cast<T>(kIgnoreLabel));
+    for (uint64_t k = j; k < L; ++k) pos[k] = static_cast<int32_t>(k - j);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FillPackedRow(const Dataset& ds, const PackedView& view, uint64_t bin,
+                     const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats) {
+  thread_local std::vector<TokenRange> pieces;  // Reused: no steady-state allocation.
+  pieces.clear();
+  view.Pieces(bin, &pieces);
+  const uint64_t L = static_cast<uint64_t>(o.seq_len);
+  const bool next = o.labels == LabelsMode::kNext;
+  if (o.dtype == OutputDtype::kInt32) {
+    return Fill<int32_t>(ds, pieces, view.pad_id(), L, next, b, out, stats);
+  }
+  return Fill<int64_t>(ds, pieces, view.pad_id(), L, next, b, out, stats);
+}
+
+}  // namespace tokpack
