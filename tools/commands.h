@@ -8,6 +8,8 @@
 #include <atomic>
 #include <functional>
 
+#include "tokpack/dataset_ops.h"
+#include "tokpack/loader.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
 #include "tokpack/tokenizer.h"
@@ -32,6 +34,19 @@ Runner AddShowCommand(CLI::App* app);
 Runner AddSampleCommand(CLI::App* app);
 Runner AddPushCommand(CLI::App* app);
 Runner AddProfileCommand(CLI::App* app);
+Runner AddPackCommand(CLI::App* app);
+
+// Registers --seq-len and --max-docs-per-sequence (with `choose`, also
+// --packing) from LoaderOptions' table; the returned function, called after
+// parsing, sets those given in *options.
+std::function<Status(LoaderOptions*)> AddPackingFlags(CLI::App* app, bool choose);
+// PackDataset for `o`'s seq_len and max_docs_per_sequence, its progress
+// lines on stderr as "tokpack COMMAND: ...".
+StatusOr<PackingInfo> PackWithProgress(const Dataset& dataset, const LoaderOptions& o,
+                                       const StorageOptions& storage, int threads,
+                                       const char* command);
+// The packing numbers, as `pack` and `info --packing best_fit` print them.
+void PrintPackingInfo(const PackingInfo& info);
 
 // Registers --pattern, --special, --eos-token and --bos-token, which fill
 // `options` (the tokenizer file's kind decides which apply). Call the returned

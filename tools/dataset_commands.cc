@@ -105,17 +105,27 @@ Runner AddInfoCommand(CLI::App* app) {
   app->add_option("--split", *split,
                   "Also show the documents and tokens of each part of this held-out split "
                   "(weights such as 949,50,1; the split option of datasets)");
-  return [dir, json, split](const StorageOptions& storage) -> int {
+  auto apply_packing = AddPackingFlags(app, true);
+  return [dir, json, split, apply_packing](const StorageOptions& storage) -> int {
+    LoaderOptions o;
+    if (Status st = apply_packing(&o); !st.ok()) return ReportError("info", st);
+    if (Status st = o.Validate(); !st.ok()) return ReportError("info", st);
     StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(*dir, storage);
     if (!ds.ok()) return ReportError("info", ds.status());
     DatasetInfo info = InspectDataset(**ds);
     if (!split->empty()) {
       if (Status st = InspectSplit(**ds, *split, &info); !st.ok()) return ReportError("info", st);
     }
+    if (o.packing == Packing::kBestFit) {
+      StatusOr<PackingInfo> packing = PackWithProgress(**ds, o, storage, 0, "info");
+      if (!packing.ok()) return ReportError("info", packing.status());
+      info.packing = std::move(*packing);
+    }
     if (*json) {
       std::fputs(DatasetInfoToJson(info).c_str(), stdout);
     } else {
       PrintInfoText(info);
+      if (info.packing) PrintPackingInfo(*info.packing);
     }
     return 0;
   };

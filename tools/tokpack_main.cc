@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   add("show", "Print documents as token ids or decoded text", AddShowCommand);
   add("sample", "Print the batches a rank would train on (shuffled, resumable)", AddSampleCommand);
   add("push", "Upload a dataset to s3:// or gs:// (manifest last)", AddPushCommand);
+  add("pack", "Make a dataset's best-fit packing plan ahead of training (packing=best_fit)",
+      AddPackCommand);
   add("profile", "Simulate training: wait for data per step by loader setting, and advice",
       AddProfileCommand);
   CLI11_PARSE(app, argc, argv);

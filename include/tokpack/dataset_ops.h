@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,25 @@
 #include "tokpack/tokenizer.h"
 
 namespace tokpack {
+
+// A dataset's best-fit packing plan (docs/reader.md, "The packed view"):
+// what `tokpack pack` and `tokpack info --packing best_fit` show.
+struct PackingInfo {
+  int64_t seq_len = 0;
+  int64_t max_docs_per_sequence = 0;  // 0: no cap.
+  uint64_t bins = 0;                  // Samples of the packed view.
+  uint64_t documents = 0;             // All, empty ones included.
+  uint64_t empty_documents = 0;       // No tokens: in no bin.
+  uint64_t truncated_documents = 0;   // Longer than seq_len: split into pieces.
+  uint64_t pieces = 0;                // Documents' pieces (one per document up to seq_len).
+  uint64_t tokens = 0;
+  uint64_t padding_tokens = 0;  // bins * seq_len - tokens.
+  double padding_fraction = 0;  // padding_tokens / (bins * seq_len).
+  double mean_pieces_per_bin = 0;
+  uint64_t max_pieces_per_bin = 0;
+  std::vector<std::string> plan_files;  // One per shard.
+  uint64_t shards_built = 0;            // By this call (the rest were loaded).
+};
 
 struct DatasetInfo {
   std::string path;          // As the dataset was opened.
@@ -41,6 +61,8 @@ struct DatasetInfo {
   std::string split;
   std::string normalized_split;
   std::vector<SplitPart> split_parts;
+  // With PackDataset's result (`info --packing best_fit`).
+  std::optional<PackingInfo> packing;
 };
 
 // Summarizes an opened dataset: its manifest and document length statistics.
@@ -55,6 +77,19 @@ Status InspectSplit(const Dataset& dataset, const std::string& split, DatasetInf
 
 // `info` as one JSON object (what `tokpack info --json` prints).
 std::string DatasetInfoToJson(const DatasetInfo& info);
+
+// Loads the packing plan of `dataset` for seq_len and max_docs_per_sequence,
+// or builds and stores it (beside the shards when the dataset directory is
+// writable, else in storage.cache_dir; one process per node builds, others
+// wait), on `threads` threads (0: one per core), and returns its numbers.
+// `progress` (optional) gets one line per event (a shard built, a wait for
+// another process, a stored plan rebuilt and why), one call at a time.
+// InvalidArgument for a setting out of range; FailedPrecondition when a plan
+// must be built and nowhere is writable.
+StatusOr<PackingInfo> PackDataset(const Dataset& dataset, int64_t seq_len,
+                                  int64_t max_docs_per_sequence, const StorageOptions& storage,
+                                  int threads = 0,
+                                  const std::function<void(const std::string&)>& progress = {});
 
 // The tokenizer recorded in the dataset's manifest, loaded from the copy
 // inside the dataset (downloaded first for a remote one, with `storage`).

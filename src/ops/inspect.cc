@@ -98,6 +98,24 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
     w.EndArray();
     w.EndObject();
   }
+  if (const std::optional<PackingInfo>& p = info.packing) {
+    w.BeginObject("packing");
+    w.String("packing", "best_fit");
+    w.Int("seq_len", p->seq_len);
+    w.Int("max_docs_per_sequence", p->max_docs_per_sequence);
+    w.UInt("bins", p->bins);
+    w.UInt("documents", p->documents);
+    w.UInt("empty_documents", p->empty_documents);
+    w.UInt("truncated_documents", p->truncated_documents);
+    w.UInt("pieces", p->pieces);
+    w.UInt("tokens", p->tokens);
+    w.UInt("padding_tokens", p->padding_tokens);
+    w.Double("padding_fraction", p->padding_fraction);
+    w.Double("mean_pieces_per_bin", p->mean_pieces_per_bin);
+    w.UInt("max_pieces_per_bin", p->max_pieces_per_bin);
+    w.InlineStringArray("plan_files", p->plan_files);
+    w.EndObject();
+  }
   w.EndObject();
   return w.str();
 }
