@@ -116,6 +116,10 @@ class Dataset {
   // For a remote dataset opened by Open(), the size limit of the chunk cache
   // it reads through (StorageOptions::cache_bytes); else 0.
   uint64_t cache_bytes() const;
+  // The StorageOptions::cache_dir it was opened with (empty by Open(path)):
+  // where its remote chunks are cached, and where packing plans go when the
+  // dataset's own directory is not writable (docs/format.md).
+  const std::string& cache_dir() const;
   // False for a bare Megatron prefix: manifest() was made in memory from the
   // .idx headers (no tokenizer, no checksums).
   bool has_manifest() const;

@@ -36,6 +36,7 @@ struct Dataset::Impl {
   uint64_t fingerprint = 0;
   bool remote = false;
   uint64_t cache_bytes = 0;  // Remote: the chunk cache's limit.
+  std::string cache_dir;     // StorageOptions::cache_dir as opened.
   bool has_manifest = true;
 
   // Narrows the dataset to part options.split_index of options.split: each
@@ -202,6 +203,7 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
     TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
     TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenRemoteDataset(path, *remote));
     ds->impl_->cache_bytes = storage.cache_bytes;
+    ds->impl_->cache_dir = storage.cache_dir;
     TOKPACK_RETURN_IF_ERROR(ds->impl_->ApplySplit(options));
     return ds;
   }
@@ -223,6 +225,7 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
           VerifyChunks(*d.shards[k].bin, info.bin, d.manifest.chunk_bytes, cancel));
     }
   }
+  ds->impl_->cache_dir = storage.cache_dir;
   TOKPACK_RETURN_IF_ERROR(ds->impl_->ApplySplit(options));
   return ds;
 }
@@ -375,6 +378,7 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count, int64_t step,
 
 bool Dataset::remote() const { return impl_->remote; }
 uint64_t Dataset::cache_bytes() const { return impl_->cache_bytes; }
+const std::string& Dataset::cache_dir() const { return impl_->cache_dir; }
 bool Dataset::has_manifest() const { return impl_->has_manifest; }
 
 Status Dataset::ReadStoredTokens(uint64_t begin, uint64_t count, void* out,

@@ -46,7 +46,6 @@ Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pa
 Status FillPackedRow(const Dataset& ds, const PackedView& view, uint64_t bin,
                      const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats) {
   thread_local std::vector<TokenRange> pieces;  // Reused: no steady-state allocation.
-  pieces.clear();
   view.Pieces(bin, &pieces);
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
   const bool next = o.labels == LabelsMode::kNext;

@@ -1,14 +1,10 @@
 // PackedView: a source's samples under packing="best_fit" (docs/reader.md,
-// "The packed view"). Sample i is bin i of the source's packing plan: the
-// bins of shard 0, then of shard 1, ... (prefix sums per shard, found in
-// O(log shards)). A bin is a list of pieces, each a run of one document's
-// tokens (the whole document, or for one longer than L its
-// [p*L, min((p+1)*L, n)) piece p), in the plan's order; their lengths add up
-// to at most L, the rest of the row is padding with pad_id().
-//
-// Invariant: every non-empty document of the source is covered exactly once
-// by the pieces of all bins, pieces of a document in increasing order
-// within a shard. Immutable; thread-safe.
+// "The packed view"): sample i is bin i of the dataset's packing plan
+// (packing_plan.h: the bins of shard 0, then of shard 1, ...), a list of
+// pieces of documents whose lengths add up to at most L; the rest of the row
+// is padding with pad_id(). The loader's side of the plan: it opens the plan
+// (loading or building it, plan_file.h), knows the pad id and tells remote
+// storage which pieces come next. Immutable; thread-safe.
 #ifndef TOKPACK_SRC_READER_PACKED_VIEW_H_
 #define TOKPACK_SRC_READER_PACKED_VIEW_H_
 
@@ -16,52 +12,36 @@
 #include <memory>
 #include <vector>
 
+#include "reader/packing_plan.h"
 #include "tokpack/dataset.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
 
-// A piece: tokens [begin, begin + length) of the source's stream.
-struct TokenRange {
-  uint64_t begin = 0;
-  uint64_t length = 0;
-};
+using TokenRange = PackingPlan::Range;
 
 class PackedView {
  public:
   // The plan of `dataset` for o.seq_len and o.max_docs_per_sequence, loaded
-  // or built (and stored) as packing_plan.h says; `announce`: progress on
-  // stderr while building. OutOfRange when the dataset has no non-empty
-  // document.
-  static StatusOr<std::shared_ptr<const PackedView>> Open(std::shared_ptr<Dataset> dataset,
+  // or built where plan_file.h says (the cache: the dataset's cache_dir());
+  // `announce`: a line on stderr when it waits for another process or
+  // builds. OutOfRange when the dataset has no non-empty document.
+  static StatusOr<std::shared_ptr<const PackedView>> Open(const Dataset& dataset,
                                                           const LoaderOptions& o, bool announce);
 
-  uint64_t num_bins() const { return bin_base_.back(); }
-  // Appends the pieces of bin `bin` < num_bins() to *pieces, in row order.
-  void Pieces(uint64_t bin, std::vector<TokenRange>* pieces) const;
+  uint64_t num_bins() const { return plan_->num_bins(); }
+  // Replaces *pieces with bin `bin`'s pieces (bin < num_bins()), in row order.
+  void Pieces(uint64_t bin, std::vector<TokenRange>* pieces) const { plan_->Bin(bin, pieces); }
   // What pads a row to L: the tokenizer's pad id, else its eos id, else 0.
   int64_t pad_id() const { return pad_id_; }
 
-  // One shard's plan: bin b holds items [bin_offsets[b], bin_offsets[b+1]).
-  struct ShardBins {
-    struct Item {
-      uint64_t document = 0;  // Index in the shard (of a split: in its range).
-      uint64_t piece = 0;     // Tokens [piece * L, ...) of the document.
-    };
-    std::vector<uint64_t> bin_offsets{0};
-    std::vector<Item> items;
-  };
-
  private:
-  PackedView() = default;
+  PackedView(std::shared_ptr<const PackingPlan> plan, int64_t pad_id)
+      : plan_(std::move(plan)), pad_id_(pad_id) {}
 
-  std::shared_ptr<Dataset> dataset_;
-  uint64_t seq_len_ = 0;
-  int64_t pad_id_ = 0;
-  std::vector<ShardBins> shards_;
-  std::vector<uint64_t> bin_base_{0};  // Prefix sums of the shards' bins.
-  std::vector<uint64_t> doc_base_;     // The source's index of each shard's first document.
+  std::shared_ptr<const PackingPlan> plan_;
+  int64_t pad_id_;
 };
 
 // Tells `ds` (Dataset::Prefetch) that sample `sample` is read at step
