@@ -30,8 +30,13 @@ big dataset's .bin files are sparse (all zero tokens, no disk space): the
 .idx is written with numpy (Megatron MMIDIDX, uint16) and `tokpack import`
 writes the manifest over it. The loader's dataset holds random tokens.
 
-    .venv/bin/python bench/packing_bench.py --docs 200000 --rounds 1   # quick, ~2 minutes
-    .venv/bin/python bench/packing_bench.py --report docs/benchmarks.md  # 10M documents
+    .venv/bin/python bench/packing_bench.py --docs 200000 --rounds 1   # quick, ~1 minute
+    .venv/bin/python bench/packing_bench.py --report docs/benchmarks.md  # 10M, ~8 minutes
+
+OLMo-core pins an older torch: to keep the venv's torch, install it as
+`pip install --no-deps ai2-olmo-core` and then its light dependencies (bettermap
+cached-path dataclass-extensions importlib_resources pandas pyyaml rich
+safetensors filelock requests); only olmo_core.data.utils is used.
 """
 import argparse
 import json
