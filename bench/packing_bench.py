@@ -186,21 +186,6 @@ def child_loader(a):
             "checksum": check}
 
 
-def child_plan_py(a):
-    """The plan made on first use by tokpack.Loader (until the first batch),
-    for a tokpack without `tokpack pack`: seconds, bins. packing="concat"
-    gives the same process without a plan (the baseline of time and RSS)."""
-    t0 = time.perf_counter()
-    import tokpack
-    t_import = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    loader = tokpack.Loader(tokpack.Dataset(a["ds"]), seq_len=a["seq_len"], batch_size=1,
-                            shuffle="none", epochs=1, as_="numpy", packing=a["packing"])
-    next(iter(loader))
-    took = time.perf_counter() - t0
-    return {"seconds": took, "import_seconds": t_import, "bins": len(loader)}  # batch 1.
-
-
 def run_self(kind, a, env=None):
     return harness.run_child([sys.executable, __file__, "--child", kind, json.dumps(a)],
                              env).result
@@ -209,44 +194,21 @@ def run_self(kind, a, env=None):
 # --------------------------------------------------------------------------
 # Parent side.
 
-def have_pack_cli():
-    """Whether this tokpack has the `pack` command (the top-level help lists it)."""
-    out = subprocess.run([str(CLI), "--help"], capture_output=True, text=True).stdout
-    return any(line.split()[:1] == ["pack"] for line in out.splitlines())
-
-
-def tokpack_plan(ds, L, threads, packing="best_fit"):
-    """The plan from scratch (plan files removed first): {seconds, maxrss_kb}
-    of `tokpack pack`, or without it of a Python process whose Loader makes
-    it on first use (seconds from the Loader's creation to its first batch;
-    packing="concat": the same process without a plan)."""
+def tokpack_plan(ds, L, threads):
+    """`tokpack pack` from scratch (plan files removed first): {seconds,
+    maxrss_kb}."""
     shutil.rmtree(Path(ds) / "packing", ignore_errors=True)
-    if have_pack_cli():
-        cmd = [sys.executable, "-S", PEAK_RSS, CLI, "pack", ds, "--seq-len", L]
-        if threads:
-            cmd += ["--threads", threads]
-        child = harness.run_child(cmd)
-        return {"seconds": child.wall, "maxrss_kb": child.result["maxrss_kb"], "via": "cli"}
-    a = json.dumps({"ds": str(ds), "seq_len": L, "packing": packing})
-    child = harness.run_child([sys.executable, "-S", PEAK_RSS, sys.executable, __file__,
-                               "--child", "plan_py", a])
-    r = json.loads(child.stdout.strip().splitlines()[-2])
-    return dict(r, maxrss_kb=child.result["maxrss_kb"], via="python")
+    cmd = [sys.executable, "-S", PEAK_RSS, CLI, "pack", ds, "--seq-len", L]
+    if threads:
+        cmd += ["--threads", threads]
+    child = harness.run_child(cmd)
+    return {"seconds": child.wall, "maxrss_kb": child.result["maxrss_kb"]}
 
 
-def tokpack_info(ds, L, bins=None):
-    """`tokpack info --packing best_fit --json`; for a tokpack without it,
-    the same numbers from `bins` (the Loader's samples per epoch) and the
-    lengths: every token is in a piece, so padding = bins * L - tokens."""
-    r = subprocess.run([str(CLI), "info", str(ds), "--packing", "best_fit", "--seq-len",
-                        str(L), "--json"], capture_output=True, text=True)
-    if r.returncode == 0:
-        return dict(json.loads(r.stdout)["packing"], via="info")
-    lengths = np.concatenate(shard_lengths(ds))
-    tokens = int(lengths.sum())
-    return {"bins": bins, "pieces": int(((lengths + L - 1) // L).sum()),
-            "truncated_documents": int((lengths > L).sum()), "via": "loader",
-            "padding_fraction": 1 - tokens / (bins * L) if bins else 0.0}
+def tokpack_info(ds, L):
+    out = subprocess.run([str(CLI), "info", str(ds), "--packing", "best_fit", "--seq-len",
+                          str(L), "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["packing"]
 
 
 def plan_bytes(ds):
@@ -313,8 +275,6 @@ def main():
         L = int(L)
         if kind == "tokpack":
             return tokpack_plan(ds, L, args.threads)
-        if kind == "no-plan":
-            return tokpack_plan(ds, L, args.threads, packing="concat")
         child = harness.run_child(
             [sys.executable, __file__, "--child", "olmo",
              json.dumps({"ds": str(ds), "seq_len": L, "strategy": kind.split("-")[1]})])
@@ -323,11 +283,6 @@ def main():
     def log(r):
         return f"{r['seconds']:.1f} s, peak RSS {r['maxrss_kb'] / 1024:,.0f} MiB"
 
-    cli = have_pack_cli()
-    if not cli:
-        names.insert(0, f"no-plan:{seq_lens[0]}")
-        print("no `tokpack pack`: the plan is timed as the Loader makes it on first use",
-              file=sys.stderr)
     plan_res, plan_failed = harness.interleaved(
         [n for n in names if not n.startswith("olmo")], args.rounds, measure, log=log)
     olmo_res, olmo_failed = harness.interleaved(
@@ -335,8 +290,8 @@ def main():
     info = {}
     for L in seq_lens:
         if plan_res.get(f"tokpack:{L}"):
-            made = tokpack_plan(ds, L, args.threads)  # The plan info reads (left in place).
-            info[L] = dict(tokpack_info(ds, L, made.get("bins")), plan_bytes=plan_bytes(ds))
+            tokpack_plan(ds, L, args.threads)  # The plan info reads (left in place).
+            info[L] = dict(tokpack_info(ds, L), plan_bytes=plan_bytes(ds))
 
     # 3: the loader, packed against concat, on a dataset with real tokens.
     ll = doc_lengths(args.loader_docs, args.median, args.sigma, args.seed + 7)
@@ -344,14 +299,14 @@ def main():
                        f"-r{args.seed}", ll, 2, True, args.seed)
     Ls = args.loader_seq_len
     shutil.rmtree(lds / "packing", ignore_errors=True)
-    made = tokpack_plan(lds, Ls, args.threads)
+    tokpack_plan(lds, Ls, args.threads)
     modes = ["concat", "concat+boundaries", "best_fit"]
     load_res, load_failed = harness.interleaved(
         modes, args.loader_rounds,
         lambda m: run_self("loader", {"ds": str(lds), "seq_len": Ls, "mode": m,
                                       "steps": args.loader_steps}),
         log=lambda r: f"{r['samples_per_s']:,.0f} samples/s")
-    loader_info = tokpack_info(lds, Ls, made.get("bins"))
+    loader_info = tokpack_info(lds, Ls)
     took = time.perf_counter() - t_start
 
     # ----------------------------------------------------------------------
@@ -360,22 +315,15 @@ def main():
             "| plan time, s | peak RSS, MiB | plan files, MiB |",
             "|---:|---|---:|---:|---:|---:|---:|---:|"]
     same = {}
-    base_rss = [r["maxrss_kb"] for r in plan_res.get(f"no-plan:{seq_lens[0]}", [])]
-    no_plan = (f" (the same process without a plan: {median(base_rss) / 1024:,.0f})"
-               if base_rss else "")
-    base_s = [r["seconds"] for r in plan_res.get(f"no-plan:{seq_lens[0]}", [])]
-    no_plan_s = f" (without a plan: {median(base_s):.2f})" if base_s else ""
     for L in seq_lens:
         t = plan_res.get(f"tokpack:{L}", [])
         i = info.get(L)
         if t and i:
-            how = ("`tokpack pack`" if cli else
-                   '`tokpack.Loader(packing="best_fit")` on first use')
             rows.append(
-                f"| {L:,} | tokpack: {how} (C++, per shard) | {i['bins']:,} | "
+                f"| {L:,} | tokpack `pack` (C++, per shard) | {i['bins']:,} | "
                 f"{i['padding_fraction']:.4%} | {i['pieces']:,} ({i['truncated_documents']:,} "
-                f"documents > L) | {median([r['seconds'] for r in t]):.2f}{no_plan_s} | "
-                f"{median([r['maxrss_kb'] for r in t]) / 1024:,.0f}{no_plan} | "
+                f"documents > L) | {median([r['seconds'] for r in t]):.2f} | "
+                f"{median([r['maxrss_kb'] for r in t]) / 1024:,.0f} | "
                 f"{i['plan_bytes'] / MiB:,.1f} |")
         else:
             rows.append(f"| {L:,} | tokpack `pack` | failed: {plan_failed.get(f'tokpack:{L}')} "
@@ -436,19 +384,9 @@ def main():
             median=args.median, sigma=args.sigma, seed=args.seed, tokens=dist["tokens"],
             mean=dist["mean"], p50=dist["p50"], p99=dist["p99"], max=dist["max"],
             over=", ".join(f"{v:.1%} > {L:,}" for L, v in dist["over"].items()),
-            plan_how=(f"`tokpack pack DATASET --seq-len L` (threads: {args.threads or 'default'}),"
-                      " wall time of the process" if cli else
-                      '`tokpack.Loader(Dataset(DATASET), seq_len=L, batch_size=1, '
-                      'packing="best_fit")` making the plan on first use (this tokpack has no '
-                      '`tokpack pack` yet): seconds from creating the Loader to its first batch, '
-                      'beside the same process with `packing="concat"`'),
-            info_how=("Bins, pieces and padding from `tokpack info DATASET --packing best_fit "
-                      "--seq-len L --json`." if all(i.get("via") == "info" for i in info.values())
-                      else "Bins are the Loader's samples per epoch; padding = bins x L - tokens "
-                      "(every token is in a piece); pieces and documents > L from the lengths."),
-            rounds=args.rounds,
+            threads=args.threads or "default", rounds=args.rounds,
             olmo=f"ai2-olmo-core {olmo_version}" if olmo_version else
-            f"OLMo-core not run ({olmo_why})", olmo_rounds=args.olmo_rounds,
+            f"not run: {olmo_why}", olmo_rounds=args.olmo_rounds,
             same=", ".join(f"L={L:,}: {'yes' if v else 'NO'}" for L, v in same.items()) or "n/a",
             plan_table=plan_table, loader_table=loader_table, loader_docs=args.loader_docs,
             loader_tokens=int(ll.sum()), Ls=Ls, steps=args.loader_steps,
@@ -473,8 +411,10 @@ the plan reads only the lengths, then `tokpack import`).
 
 ### Plan time, peak memory and padding
 
-tokpack: {plan_how}, with the plan files removed before each run; the process's own
-peak RSS (`ru_maxrss`, `scripts/peak_rss.py`); median of {rounds} rounds. {info_how} OLMo-core ({olmo}):
+tokpack: `tokpack pack DATASET --seq-len L` (threads: {threads}), wall time of the
+process with the plan files removed before each run, and its own peak RSS (`ru_maxrss`,
+`scripts/peak_rss.py`); median of {rounds} rounds; bins, pieces and padding from
+`tokpack info DATASET --packing best_fit --seq-len L --json`. OLMo-core ({olmo}):
 `olmo_core.data.utils.InstancePacker(L).pack_documents(indices)`, the optimized
 best-fit-decreasing packer (segment tree over remaining capacities) that its
 `NumpyPackedFSLDataset` runs per source file, here per shard on the same lengths
@@ -509,7 +449,7 @@ the documents a window crosses, so the last column compares like with like.
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--child":
-        fn = {"olmo": child_olmo, "loader": child_loader, "plan_py": child_plan_py}[sys.argv[2]]
+        fn = {"olmo": child_olmo, "loader": child_loader}[sys.argv[2]]
         print(json.dumps(fn(json.loads(sys.argv[3]))))
     else:
         main()
