@@ -2,7 +2,7 @@
 # One command for every published benchmark: regenerates each section of
 # docs/benchmarks.md (the one report) and the PNGs beside it.
 #
-#   scripts/bench_all.sh            # ~55 minutes on 2 vCPUs once the peers are installed
+#   scripts/bench_all.sh            # ~65 minutes on 2 vCPUs once the peers are installed
 #
 # Peers are installed from PyPI into build/bench-venv only (bench/peers_bench.sh);
 # the peer comparisons' raw results go to build/bench-all/*.json. ROUNDS (default 3)
@@ -49,6 +49,9 @@ echo "== remote (loopback S3), tokenizers, Parquet inputs (.venv: moto, tokenize
 .venv/bin/python bench/shuffle_quality.py --report "$REPORT" >/dev/null
 .venv/bin/python bench/tokenizer_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/parquet_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
+
+echo "== best-fit packing: plan time and memory for 10M documents, padding against OLMo-core, packed vs concat loader (.venv: ai2-olmo-core, optional)"
+.venv/bin/python bench/packing_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 
 echo "== memory: peak RSS of a build on a 100 MB and a 1 GB JSONL line (.venv: tokenizers)"
 .venv/bin/python bench/memory_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null

@@ -1,0 +1,455 @@
+#!/usr/bin/env python3
+"""Best-fit document packing (not a test): what packing="best_fit" costs and
+what it saves, in one run.
+
+1. The plan: `tokpack pack DATASET --seq-len L` on a dataset of --docs
+   documents (default 10M) in --shards shards, for each L: wall time and
+   peak RSS (the process's own ru_maxrss, forked from a small interpreter:
+   scripts/peak_rss.py), with the plan files removed before every run.
+2. Padding: bins and padding fraction of tokpack's plan (`tokpack info
+   --packing best_fit --json`) side by side with OLMo-core's best-fit-
+   decreasing packer (olmo_core.data.utils.InstancePacker, the segment tree
+   its NumpyPackedFSLDataset uses) run on the same lengths, per shard as
+   OLMo-core packs per source file, with its "fragment" strategy for long
+   documents (the same L-token pieces as tokpack's) and, for reference, its
+   default "truncate" (the excess of a long document is dropped); its time
+   and peak RSS too. OLMo-core is optional (`pip install ai2-olmo-core` into
+   the venv that runs this); without it the column says so.
+3. Loader throughput: samples/s of tokpack.Loader with packing="best_fit"
+   against packing="concat" (and concat with document_boundaries=True, the
+   same outputs as packed rows) on one dataset of --loader-docs documents
+   with real token bytes, each run a fresh process, interleaved rounds; the
+   ratio is taken within a round. Target: best_fit >= 0.9x concat.
+
+Document lengths: lognormal, median --median tokens (default 512), sigma
+--sigma (default 1.1), rounded, at least 1, at most 1,048,576, drawn with
+numpy's default_rng(--seed): mean about 936, a long tail (10.3% of the
+documents are longer than 2048 tokens, 2.9% longer than 4096, 0.6% longer
+than 8192, p99 about 6,650). The plan reads only lengths, so the
+big dataset's .bin files are sparse (all zero tokens, no disk space): the
+.idx is written with numpy (Megatron MMIDIDX, uint16) and `tokpack import`
+writes the manifest over it. The loader's dataset holds random tokens.
+
+    .venv/bin/python bench/packing_bench.py --docs 200000 --rounds 1   # quick, ~1 minute
+    .venv/bin/python bench/packing_bench.py --report docs/benchmarks.md  # 10M, ~8 minutes
+
+OLMo-core pins an older torch: to keep the venv's torch, install it as
+`pip install --no-deps ai2-olmo-core` and then its light dependencies (bettermap
+cached-path dataclass-extensions importlib_resources pandas pyyaml rich
+safetensors filelock requests); only olmo_core.data.utils is used.
+"""
+import argparse
+import json
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import harness
+from harness import REPO, median
+
+CLI = REPO / "build" / "tokpack"
+PEAK_RSS = REPO / "scripts" / "peak_rss.py"
+IDX_MAGIC = b"MMIDIDX\x00\x00"
+MAX_DOC = 1 << 20
+BATCH = 8
+MiB = 1 << 20
+
+
+# --------------------------------------------------------------------------
+# The dataset.
+
+def doc_lengths(docs, median_len, sigma, seed):
+    """The documents' lengths (int64), deterministic for the arguments."""
+    rng = np.random.default_rng(seed)
+    x = rng.lognormal(np.log(median_len), sigma, docs)
+    return np.clip(np.rint(x), 1, MAX_DOC).astype(np.int64)
+
+
+def write_prefix(prefix, lengths, tokens=None):
+    """A Megatron uint16 .bin/.idx pair for `lengths`: the .bin is `tokens`
+    (uint16) or, without them, sparse (zeros, no blocks on disk)."""
+    pointers = np.zeros(len(lengths), np.int64)
+    np.cumsum(lengths[:-1] * 2, out=pointers[1:])
+    with open(str(prefix) + ".idx", "wb") as f:
+        f.write(IDX_MAGIC + struct.pack("<QBQQ", 1, 8, len(lengths), len(lengths) + 1))
+        f.write(lengths.astype("<i4").tobytes())
+        f.write(pointers.astype("<i8").tobytes())
+        f.write(np.arange(len(lengths) + 1, dtype="<i8").tobytes())
+    with open(str(prefix) + ".bin", "wb") as f:
+        if tokens is None:
+            f.truncate(int(lengths.sum()) * 2)
+        else:
+            f.write(tokens.astype("<u2").tobytes())
+
+
+def make_dataset(work, name, lengths, shards, real_tokens, seed):
+    """A tokpack dataset (manifest over Megatron prefixes, via `tokpack
+    import`) of the documents `lengths` in `shards` equal shards; made once
+    and reused (the directory's name holds every parameter)."""
+    ds = Path(work) / name
+    if (ds / "manifest.json").exists():
+        return ds
+    raw = Path(work) / (name + ".raw")
+    shutil.rmtree(raw, ignore_errors=True)
+    shutil.rmtree(ds, ignore_errors=True)
+    raw.mkdir(parents=True)
+    rng = np.random.default_rng(seed + 1)
+    prefixes = []
+    t0 = time.perf_counter()
+    for k, part in enumerate(np.array_split(lengths, shards)):
+        tokens = (rng.integers(1, 32000, int(part.sum()), dtype=np.uint16)
+                  if real_tokens else None)
+        prefixes.append(str(raw / f"shard-{k:05d}"))
+        write_prefix(prefixes[-1], part, tokens)
+    subprocess.run([str(CLI), "import", *prefixes, "-o", str(ds)], check=True,
+                   capture_output=True)
+    print(f"wrote {name}: {len(lengths):,} documents, {int(lengths.sum()):,} tokens in "
+          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return ds
+
+
+def shard_lengths(ds):
+    """Each shard's document lengths, read from its .idx as a reader would."""
+    m = json.loads((Path(ds) / "manifest.json").read_text())
+    out = []
+    for s in m["shards"]:
+        p = Path(s["path"])
+        p = p if p.is_absolute() else Path(ds) / p
+        buf = open(str(p) + ".idx", "rb").read()
+        (n,) = struct.unpack_from("<Q", buf, 18)
+        out.append(np.frombuffer(buf, "<i4", n, 34).astype(np.int64))
+    return out
+
+
+# --------------------------------------------------------------------------
+# Children: one measurement per process, result as one JSON line.
+
+def child_olmo(a):
+    """OLMo-core's packer over the dataset's lengths, per shard."""
+    t0 = time.perf_counter()
+    from olmo_core.data.utils import InstancePacker
+    t_import = time.perf_counter() - t0
+    import_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # torch, numpy: KiB.
+    L, fragment = a["seq_len"], a["strategy"] == "fragment"
+    bins = tokens = items = 0
+    t0 = time.perf_counter()
+    pack_s = 0.0
+    for lengths in shard_lengths(a["ds"]):
+        # The document indices OLMo-core's doc_idx_gen yields (fragment:
+        # pieces of L tokens and the remainder; truncate: the first L).
+        if fragment:
+            full = lengths // L
+            rest = lengths % L
+            piece_lens = np.concatenate([np.full(int(full.sum()), L, np.int64), rest[rest > 0]])
+        else:
+            piece_lens = np.minimum(lengths, L)
+        ends = np.cumsum(piece_lens)
+        idx = np.stack([ends - piece_lens, ends], axis=1).astype(np.uint64)
+        t1 = time.perf_counter()
+        instances, _, total = InstancePacker(L).pack_documents(idx)
+        pack_s += time.perf_counter() - t1
+        bins += len(instances)
+        tokens += total
+        items += len(piece_lens)
+    return {"bins": bins, "tokens": tokens, "pieces": items, "seconds": time.perf_counter() - t0,
+            "pack_seconds": pack_s, "import_seconds": t_import, "import_rss_kb": import_rss,
+            "padding_fraction": 1 - tokens / (bins * L) if bins else 0.0}
+
+
+def child_loader(a):
+    """Samples/s of tokpack.Loader over a["steps"] steps (after one warm-up
+    step, which opens the plan)."""
+    import tokpack
+    ds = tokpack.Dataset(a["ds"])
+    kw = dict(seq_len=a["seq_len"], batch_size=BATCH, seed=1, shuffle="full", as_="numpy",
+              max_steps=a["steps"] + 1)
+    if a["mode"] == "best_fit":
+        kw["packing"] = "best_fit"
+    elif a["mode"] == "concat+boundaries":
+        kw["document_boundaries"] = True
+    it = iter(tokpack.Loader(ds, **kw))
+    next(it)
+    check = 0
+    steps = 0
+    t0 = time.perf_counter()
+    for batch in it:
+        check += int(batch["input_ids"][0, steps % a["seq_len"]])
+        steps += 1
+    took = time.perf_counter() - t0
+    return {"samples_per_s": steps * BATCH / took, "steps": steps, "seconds": took,
+            "checksum": check}
+
+
+def run_self(kind, a, env=None):
+    return harness.run_child([sys.executable, __file__, "--child", kind, json.dumps(a)],
+                             env).result
+
+
+# --------------------------------------------------------------------------
+# Parent side.
+
+def tokpack_plan(ds, L, threads):
+    """`tokpack pack` from scratch (plan files removed first): {seconds,
+    maxrss_kb}."""
+    shutil.rmtree(Path(ds) / "packing", ignore_errors=True)
+    cmd = [sys.executable, "-S", PEAK_RSS, CLI, "pack", ds, "--seq-len", L]
+    if threads:
+        cmd += ["--threads", threads]
+    child = harness.run_child(cmd)
+    return {"seconds": child.wall, "maxrss_kb": child.result["maxrss_kb"]}
+
+
+def tokpack_info(ds, L):
+    out = subprocess.run([str(CLI), "info", str(ds), "--packing", "best_fit", "--seq-len",
+                          str(L), "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["packing"]
+
+
+def plan_bytes(ds):
+    return sum(f.stat().st_size for f in (Path(ds) / "packing").rglob("*") if f.is_file())
+
+
+def olmo_available(env_python):
+    r = subprocess.run([env_python, "-c", "import olmo_core.data.utils as u; "
+                        "u.InstancePacker; import importlib.metadata as m; "
+                        "print(m.version('ai2-olmo-core'))"], capture_output=True, text=True)
+    if r.returncode == 0:
+        return r.stdout.strip(), None
+    return None, harness.last_line(r.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=10_000_000)
+    ap.add_argument("--shards", type=int, default=16)
+    ap.add_argument("--median", type=float, default=512)
+    ap.add_argument("--sigma", type=float, default=1.1)
+    ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--seq-lens", default="2048,4096,8192")
+    ap.add_argument("--threads", type=int, default=0, help="tokpack pack --threads (0: its default)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the plan timing")
+    ap.add_argument("--olmo-rounds", type=int, default=1,
+                    help="rounds of OLMo-core's packer (pure Python: minutes at 10M)")
+    ap.add_argument("--no-olmo", action="store_true", help="skip OLMo-core's column")
+    ap.add_argument("--olmo-strategies", default="fragment,truncate",
+                    help="OLMo-core's long-document strategies to run (fragment is tokpack's)")
+    ap.add_argument("--loader-docs", type=int, default=100_000)
+    ap.add_argument("--loader-seq-len", type=int, default=2048)
+    ap.add_argument("--loader-steps", type=int, default=3000)
+    ap.add_argument("--loader-rounds", type=int, default=5)
+    ap.add_argument("--workdir", default="/tmp/tokpack-packing-bench")
+    ap.add_argument("--report", help="write the best-fit-packing section of this report")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    seq_lens = [int(x) for x in args.seq_lens.split(",") if x]
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    load_before = harness.loadavg()
+
+    key = f"{args.docs}-s{args.shards}-m{args.median:g}-g{args.sigma:g}-r{args.seed}"
+    lengths = doc_lengths(args.docs, args.median, args.sigma, args.seed)
+    dist = {"tokens": int(lengths.sum()), "mean": float(lengths.mean()),
+            "p50": int(np.percentile(lengths, 50)), "p99": int(np.percentile(lengths, 99)),
+            "max": int(lengths.max()),
+            "over": {L: float((lengths > L).mean()) for L in seq_lens}}
+    ds = make_dataset(work, f"lengths-{key}", lengths, args.shards, False, args.seed)
+    del lengths
+
+    # 1 and 2: tokpack's plan against OLMo-core's packer, interleaved per L.
+    olmo_version, olmo_why = (None, "--no-olmo") if args.no_olmo else olmo_available(
+        sys.executable)
+    if olmo_why:
+        print(f"OLMo-core's column is skipped: {olmo_why}", file=sys.stderr)
+    names = [f"tokpack:{L}" for L in seq_lens]
+    if olmo_version:
+        names += [f"olmo-{s}:{L}" for L in seq_lens for s in args.olmo_strategies.split(",") if s]
+
+    def measure(name):
+        kind, L = name.split(":")
+        L = int(L)
+        if kind == "tokpack":
+            return tokpack_plan(ds, L, args.threads)
+        child = harness.run_child(
+            [sys.executable, __file__, "--child", "olmo",
+             json.dumps({"ds": str(ds), "seq_len": L, "strategy": kind.split("-")[1]})])
+        return dict(child.result, maxrss_kb=child.usage.ru_maxrss)
+
+    def log(r):
+        return f"{r['seconds']:.1f} s, peak RSS {r['maxrss_kb'] / 1024:,.0f} MiB"
+
+    plan_res, plan_failed = harness.interleaved(
+        [n for n in names if not n.startswith("olmo")], args.rounds, measure, log=log)
+    olmo_res, olmo_failed = harness.interleaved(
+        [n for n in names if n.startswith("olmo")], args.olmo_rounds, measure, log=log)
+    info = {}
+    for L in seq_lens:
+        if plan_res.get(f"tokpack:{L}"):
+            tokpack_plan(ds, L, args.threads)  # The plan info reads (left in place).
+            info[L] = dict(tokpack_info(ds, L), plan_bytes=plan_bytes(ds))
+
+    # 3: the loader, packed against concat, on a dataset with real tokens.
+    ll = doc_lengths(args.loader_docs, args.median, args.sigma, args.seed + 7)
+    lds = make_dataset(work, f"loader-{args.loader_docs}-m{args.median:g}-g{args.sigma:g}"
+                       f"-r{args.seed}", ll, 2, True, args.seed)
+    Ls = args.loader_seq_len
+    shutil.rmtree(lds / "packing", ignore_errors=True)
+    tokpack_plan(lds, Ls, args.threads)
+    modes = ["concat", "concat+boundaries", "best_fit"]
+    load_res, load_failed = harness.interleaved(
+        modes, args.loader_rounds,
+        lambda m: run_self("loader", {"ds": str(lds), "seq_len": Ls, "mode": m,
+                                      "steps": args.loader_steps}),
+        log=lambda r: f"{r['samples_per_s']:,.0f} samples/s")
+    loader_info = tokpack_info(lds, Ls)
+    took = time.perf_counter() - t_start
+
+    # ----------------------------------------------------------------------
+    # Tables.
+    rows = ["| L | packer | bins | padding fraction | pieces (documents split at L) "
+            "| plan time, s | peak RSS, MiB | plan files, MiB |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    same = {}
+    for L in seq_lens:
+        t = plan_res.get(f"tokpack:{L}", [])
+        i = info.get(L)
+        if t and i:
+            rows.append(
+                f"| {L:,} | tokpack `pack` (C++, per shard) | {i['bins']:,} | "
+                f"{i['padding_fraction']:.4%} | {i['pieces']:,} ({i['truncated_documents']:,} "
+                f"documents > L) | {median([r['seconds'] for r in t]):.2f} | "
+                f"{median([r['maxrss_kb'] for r in t]) / 1024:,.0f} | "
+                f"{i['plan_bytes'] / MiB:,.1f} |")
+        else:
+            rows.append(f"| {L:,} | tokpack `pack` | failed: {plan_failed.get(f'tokpack:{L}')} "
+                        "| | | | | |")
+        for s in [s for s in args.olmo_strategies.split(",") if s]:
+            o = olmo_res.get(f"olmo-{s}:{L}", [])
+            if not o:
+                why = olmo_failed.get(f"olmo-{s}:{L}") or olmo_why
+                rows.append(f"| {L:,} | OLMo-core `InstancePacker`, {s} | not run: {why} "
+                            "| | | | | |")
+                continue
+            r = o[0]
+            if s == "fragment" and i:
+                same[L] = r["bins"] == i["bins"]
+            dropped = "" if s == "fragment" else (
+                f"; drops {1 - r['tokens'] / dist['tokens']:.2%} of the tokens")
+            rows.append(
+                f"| {L:,} | OLMo-core `InstancePacker`, {s}{dropped} | {r['bins']:,} | "
+                f"{r['padding_fraction']:.4%} | {r['pieces']:,} | "
+                f"{median([x['seconds'] for x in o]):.1f} (packing "
+                f"{median([x['pack_seconds'] for x in o]):.1f}) | "
+                f"{median([x['maxrss_kb'] for x in o]) / 1024:,.0f} (after the import: "
+                f"{median([x['import_rss_kb'] for x in o]) / 1024:,.0f}) | |")
+    plan_table = "\n".join(rows)
+
+    base = load_res.get("concat", [])
+    bounded = load_res.get("concat+boundaries", [])
+    lrows = ["| packing | samples/s | tokens/s (non-padding) | vs concat (same round) "
+             "| vs concat with document_boundaries (same round) |",
+             "|---|---:|---:|---:|---:|"]
+    pad = loader_info.get("padding_fraction", 0.0)
+    for m in modes:
+        rs = load_res.get(m, [])
+        if not rs:
+            lrows.append(f"| {m} | failed: {load_failed.get(m)} | | | |")
+            continue
+        sps = [r["samples_per_s"] for r in rs]
+        ratio = harness.ratio_rounds(sps, [r["samples_per_s"] for r in base])
+        ratio_b = harness.ratio_rounds(sps, [r["samples_per_s"] for r in bounded])
+        eff = (1 - pad) if m == "best_fit" else 1.0
+        label = {"concat": '`packing="concat"` (default)',
+                 "concat+boundaries": '`packing="concat"`, `document_boundaries=True`',
+                 "best_fit": '`packing="best_fit"`'}[m]
+        lrows.append(f"| {label} | {median(sps):,.0f} | {median(sps) * Ls * eff:,.0f} | "
+                     f"{harness.fmt(ratio, '{:.3f}')}x | {harness.fmt(ratio_b, '{:.3f}')}x |")
+    loader_table = "\n".join(lrows)
+    print(plan_table, loader_table, f"took {took:.0f} s", sep="\n\n")
+    results = {"dist": dist, "plan": plan_res, "olmo": olmo_res, "info": info,
+               "loader": load_res, "loader_info": loader_info, "failed":
+               {**plan_failed, **olmo_failed, **load_failed}, "seconds": took}
+    (work / f"results-{key}.json").write_text(json.dumps(results, indent=1, default=str))
+
+    if args.report:
+        quick = "" if args.docs == 10_000_000 else f" --docs {args.docs}"
+        doc = DOC.format(
+            cmd=f".venv/bin/python bench/packing_bench.py{quick} --report docs/benchmarks.md",
+            machine=harness.machine_line(), docs=args.docs, shards=args.shards,
+            median=args.median, sigma=args.sigma, seed=args.seed, tokens=dist["tokens"],
+            mean=dist["mean"], p50=dist["p50"], p99=dist["p99"], max=dist["max"],
+            over=", ".join(f"{v:.1%} > {L:,}" for L, v in dist["over"].items()),
+            threads=args.threads or "default", rounds=args.rounds,
+            olmo=f"ai2-olmo-core {olmo_version}" if olmo_version else
+            f"not run: {olmo_why}", olmo_rounds=args.olmo_rounds,
+            same=", ".join(f"L={L:,}: {'yes' if v else 'NO'}" for L, v in same.items()) or "n/a",
+            plan_table=plan_table, loader_table=loader_table, loader_docs=args.loader_docs,
+            loader_tokens=int(ll.sum()), Ls=Ls, steps=args.loader_steps,
+            loader_rounds=args.loader_rounds, loader_bins=loader_info.get("bins", 0),
+            loader_pad=pad, took=took / 60, load=f"{load_before:.1f} before, "
+            f"{harness.loadavg():.1f} after")
+        harness.write_section("best-fit-packing", doc, Path(args.report))
+
+
+DOC = """Measured with
+
+    {cmd}
+
+on {machine} (shared with other work, so noisy; 1-minute load average {load}). The
+whole run took {took:.0f} minutes.
+
+Documents: {docs:,} lengths drawn from a lognormal distribution (median {median:g} tokens,
+sigma {sigma:g}, numpy `default_rng({seed})`, rounded, clipped to [1, 1,048,576]): {tokens:,}
+tokens, mean {mean:,.0f}, p50 {p50:,}, p99 {p99:,}, max {max:,}; {over}. They are
+{shards} shards (Megatron uint16 `.bin`/`.idx` written with numpy, sparse `.bin` files:
+the plan reads only the lengths, then `tokpack import`).
+
+### Plan time, peak memory and padding
+
+tokpack: `tokpack pack DATASET --seq-len L` (threads: {threads}), wall time of the
+process with the plan files removed before each run, and its own peak RSS (`ru_maxrss`,
+`scripts/peak_rss.py`); median of {rounds} rounds; bins, pieces and padding from
+`tokpack info DATASET --packing best_fit --seq-len L --json`. OLMo-core ({olmo}):
+`olmo_core.data.utils.InstancePacker(L).pack_documents(indices)`, the optimized
+best-fit-decreasing packer (segment tree over remaining capacities) that its
+`NumpyPackedFSLDataset` runs per source file, here per shard on the same lengths
+(read from the same `.idx` files), with its `fragment` strategy for documents
+longer than L (the same L-token pieces as tokpack's) and its default `truncate`
+(the rest of a long document is dropped); time of the whole process's work
+(reading the lengths, the pieces, packing; {olmo_rounds} round(s)), packing alone
+in parentheses; its peak RSS includes the import of olmo_core (torch), given
+in parentheses. Padding fraction = padding tokens / (bins x L).
+
+{plan_table}
+
+Same number of bins as OLMo-core's with the same pieces (best-fit decreasing is
+deterministic up to ties between equal lengths or equal capacities, which do not
+change the bins' fill): {same}.
+
+### Loader throughput, packed against concat
+
+One dataset of {loader_docs:,} documents of the same distribution ({loader_tokens:,}
+random tokens, 2 shards), L = {Ls:,}, batch 8, `shuffle="full"`, seed 1, default
+threads and prefetch, `as_="numpy"`: samples/s over {steps} steps after a first one
+(the plan was made by `tokpack pack` before the rounds: {loader_bins:,} bins, padding
+{loader_pad:.4%}), each run a fresh process, {loader_rounds} rounds interleaved; the
+ratio is against `packing="concat"` in the same round, then the median. Target:
+best_fit >= 0.9x concat. A packed row carries `position_ids` and `cu_seqlens` (built per
+row from its pieces); concat with `document_boundaries=True` builds the same outputs from
+the documents a window crosses, so the last column compares like with like.
+
+{loader_table}
+"""
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "--child":
+        fn = {"olmo": child_olmo, "loader": child_loader}[sys.argv[2]]
+        print(json.dumps(fn(json.loads(sys.argv[3]))))
+    else:
+        main()
