@@ -178,7 +178,6 @@ class LoaderImpl : public Loader {
       std::lock_guard<std::mutex> lock(pipeline_->mu);
       generation = ++generation_;
       consumer_state_ = std::move(state);
-      consumer_position_ = position;
       phases_ = std::move(phases);
       limit_ = limit;
       // Steps restart at the consumer's; slots still filling for the old
@@ -232,7 +231,6 @@ class LoaderImpl : public Loader {
     pending_wait_ = 0;
     if (!found->status.ok()) return found->status;
     consumer_state_ = found->info.state_after;
-    consumer_position_ = found->info.position_after;
     ++consume_step_;
     waits_.Record(waited, &stats_);
     stats_.bytes_served += served_bytes_;
@@ -444,7 +442,6 @@ class LoaderImpl : public Loader {
   // (one at a time): SaveState() and Step(), on that thread too, need no
   // lock; Stats() takes mu.
   MixtureState consumer_state_;
-  uint64_t consumer_position_ = 0;
   LoaderStats stats_;
   // This loader's remote traffic; shared with the prefetches it queued.
   std::shared_ptr<ReadStats> read_stats_ = std::make_shared<ReadStats>();
