@@ -78,14 +78,14 @@ def training_loop(a, matmuls):
             if i == a.warmup:
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
-                wait0 = loader.stats()["wait_seconds_total"] if loader else 0.0
-            x = next(loader)["input_ids"] if loader else fixed
+                wait0 = loader.stats()["wait_seconds_total"] if loader is not None else 0.0
+            x = next(loader)["input_ids"] if loader is not None else fixed
             losses.append(train_step(x, table, w, matmuls))
             del x
         torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
         r = {"step_ms": seconds / a.steps * 1e3}
-        if loader:
+        if loader is not None:
             s = loader.stats()
             r["wait_ms_mean"] = (s["wait_seconds_total"] - wait0) / a.steps * 1e3
             r["wait_ms_max"] = s["wait_seconds_max"] * 1e3
