@@ -12,9 +12,11 @@ set -euo pipefail
 WHAT="${1:-all}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# First: without a GPU (or its driver) nothing below can run, so stop before
+# the setup and the CUDA build rather than after them.
+nvidia-smi -L
 [ "${SKIP_SETUP:-0}" = 1 ] || "$ROOT/scripts/setup.sh" test
 "$ROOT/scripts/build.sh" "$ROOT/build" -DTOKPACK_ENABLE_CUDA=ON -DTOKPACK_BUILD_TESTS=ON
-nvidia-smi -L
 
 FILTER='*DeviceLoader*'
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
