@@ -65,7 +65,8 @@ Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sou
 
 std::string Cursor::ToJson() const {
   // Compact on purpose: the state travels inside checkpoints.
-  std::string out = "{\"tokpack_cursor\":" + std::to_string(kVersion) +
+  const bool packed = packing != "concat";
+  std::string out = "{\"tokpack_cursor\":" + std::to_string(packed ? kPackedVersion : kVersion) +
                     ",\"position\":" + std::to_string(position);
   if (step >= 0) out += ",\"step\":" + std::to_string(step);
   out += ",\"seed\":" + std::to_string(seed) + ",\"seq_len\":" + std::to_string(seq_len) +
@@ -73,7 +74,7 @@ std::string Cursor::ToJson() const {
          ",\"block_window\":" + std::to_string(block_window) +
          ",\"window_chunks\":" + std::to_string(window_chunks);
   // Concat cursors stay as they were before packing existed.
-  if (packing != "concat") {
+  if (packed) {
     out += ",\"packing\":\"" + packing +
            "\",\"max_docs_per_sequence\":" + std::to_string(max_docs_per_sequence);
   }
@@ -111,9 +112,10 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
   if (root["tokpack_cursor"].get_int64().get(version) != simdjson::SUCCESS) {
     return Bad("not a tokpack loader state (no 'tokpack_cursor' version)");
   }
-  if (version != 1 && version != kVersion) {
+  if (version < 1 || version > kPackedVersion) {
     return Bad("version " + std::to_string(version) +
-               " is not supported (this tokpack reads 1 and " + std::to_string(kVersion) + ")");
+               " is not supported (this tokpack reads 1 to " + std::to_string(kPackedVersion) +
+               ")");
   }
   std::string_view shuffle;
   if (root["position"].get_uint64().get(c.position) != simdjson::SUCCESS ||
@@ -126,7 +128,7 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
   }
   // Absent from version 1 and from cursors converted from it: unknown.
   simdjson::dom::element step;
-  if (version == kVersion && root["step"].get(step) == simdjson::SUCCESS &&
+  if (version >= kVersion && root["step"].get(step) == simdjson::SUCCESS &&
       (step.get_int64().get(c.step) != simdjson::SUCCESS || c.step < 0)) {
     return Bad("step is not a step number (an integer >= 0)");
   }
@@ -153,6 +155,11 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
     if (packing.get_string().get(mode) != simdjson::SUCCESS) return Bad("packing is not a string");
     if (Status s = names.Set("packing", std::string(mode)); !s.ok()) return Bad(s.message());
     c.packing = std::string(mode);
+  }
+  if ((version == kPackedVersion) != (c.packing != "concat")) {
+    return Bad(
+        "version " + std::to_string(version) + " with packing '" + c.packing +
+        "' is not a state a loader saves (a packed state is version 3, a concat one 1 or 2)");
   }
   if (root["max_docs_per_sequence"].get(max_docs) == simdjson::SUCCESS &&
       (max_docs.get_uint64().get(c.max_docs_per_sequence) != simdjson::SUCCESS ||

@@ -25,6 +25,10 @@ namespace tokpack {
 
 struct Cursor {
   static constexpr int kVersion = 2;
+  // A packed cursor (packing != "concat") is version 3, so a tokpack from
+  // before packing, which ignores unknown fields, refuses it rather than
+  // reading counts of bins as counts of windows.
+  static constexpr int kPackedVersion = 3;
   // At most this many sources and phases: a cursor stays small, and an
   // untrusted one cannot ask for much memory or time.
   static constexpr size_t kMaxEntries = 4096;

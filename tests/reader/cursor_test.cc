@@ -140,8 +140,10 @@ TEST(Cursor, MalformedFieldsStepsAndSizesAreRefused) {
   std::string hex = V2();
   ExpectRefused(hex.replace(hex.find("00000000000000aa"), 16, "00000000000000zz"),
                 "malformed source entry");
-  std::string v3 = V2();
-  ExpectRefused(v3.replace(v3.find(":2,"), 3, ":3,"), "version 3 is not supported");
+  std::string v3 = V2();  // Version 3 is a packed state's.
+  ExpectRefused(v3.replace(v3.find(":2,"), 3, ":3,"), "version 3 with packing 'concat'");
+  std::string v4 = V2();
+  ExpectRefused(v4.replace(v4.find(":2,"), 3, ":4,"), "version 4 is not supported");
 }
 
 TEST(Cursor, WindowChunksRoundTripAndCursorsWithoutThemStillParse) {

@@ -294,6 +294,17 @@ TEST_F(LoaderPackingTest, CursorRefusesOtherPackingSettings) {
   s = packed->LoadState(old);
   EXPECT_NE(s.message().find("packing=\"concat\""), std::string::npos) << s.message();
   EXPECT_TRUE(packed->LoadState(state).ok());
+  // A packed state is version 3, so a tokpack from before packing (which
+  // reads versions 1 and 2 and ignores unknown fields) refuses it; the
+  // version and the packing fields must agree.
+  EXPECT_EQ(state.rfind("{\"tokpack_cursor\":3,", 0), 0u) << state;
+  EXPECT_EQ(old.rfind("{\"tokpack_cursor\":2,", 0), 0u) << old;
+  std::string as_v2 = state;
+  as_v2.replace(as_v2.find(":3,"), 3, ":2,");
+  EXPECT_FALSE(Cursor::Parse(as_v2).ok());
+  std::string concat_v3 = old;
+  concat_v3.replace(concat_v3.find(":2,"), 3, ":3,");
+  EXPECT_FALSE(Cursor::Parse(concat_v3).ok());
   // Untrusted fields.
   std::string bad = state;
   bad.replace(bad.find("best_fit"), 8, "best_fix");
