@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <system_error>
@@ -292,7 +293,14 @@ StatusOr<std::string> ReadDatasetFile(const std::string& dir, const std::string&
 
 Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
                            std::string_view data) {
-  const std::string tmp = JoinPath(dir, name + ".tmp");
+  // A name of this writer's own: two writers of one file (processes on
+  // nodes sharing the directory, where a lock may not reach across nodes)
+  // never write into each other's temporary file; the last rename wins.
+  static std::atomic<uint64_t> writes{0};
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string tmp = JoinPath(dir, name + ".tmp." + host + "." + std::to_string(::getpid()) +
+                                            "." + std::to_string(writes++));
   TOKPACK_ASSIGN_OR_RETURN(auto file, fs->NewWritableFile(tmp));
   Status s = file->Append(data);
   if (s.ok()) s = file->Close();

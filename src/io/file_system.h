@@ -108,7 +108,8 @@ class ReadOnlyFile {
 StatusOr<std::string> ReadDatasetFile(const std::string& dir, const std::string& name,
                                       uint64_t max_bytes, Links links);
 
-// Writes `data` to <dir>/<name> via <name>.tmp, fsync and rename.
+// Writes `data` to <dir>/<name> via a temporary file of this writer's own
+// (<name>.tmp.<host>.<pid>.<n>), fsync and rename.
 Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
                            std::string_view data);
 
