@@ -125,6 +125,10 @@ StatusOr<ShardPlan> DecodePlanFile(std::string_view b, const std::string& name,
   if (Xxh3(b.substr(0, b.size() - 8)) != GetU64(b, b.size() - 8)) {
     return bad("checksum mismatch (corrupt or truncated)");
   }
+  // Reserved: a writer that sets them means something this reader does not know.
+  if (const uint32_t flags = GetU32(b, 12); flags != 0) {
+    return bad("flags " + std::to_string(flags) + " are not 0 (made by a newer tokpack?)");
+  }
   const int64_t seq_len = static_cast<int64_t>(GetU64(b, 32));
   const int64_t cap = static_cast<int64_t>(GetU64(b, 40));
   if (seq_len != settings.seq_len || cap != settings.max_docs_per_sequence) {
@@ -229,7 +233,9 @@ StatusOr<std::shared_ptr<const PackingPlan>> LoadOrBuildPackingPlan(
     }
     LockedFile lock;
     TOKPACK_RETURN_IF_ERROR(lock.Open(JoinPath(dir, kPlanLockName), O_RDWR | O_CREAT));
-    if (!lock.Lock(LOCK_EX | LOCK_NB).ok()) {
+    if (Status held = lock.Lock(LOCK_EX | LOCK_NB); !held.ok()) {
+      // Only "held by another process" is worth waiting for.
+      if (held.code() != StatusCode::kFailedPrecondition) return held;
       report({PlanProgress::Stage::kWaiting, 0, missing.size(), dir, ""});
       ChunkCache::LockWait wait;
       // A build of billions of documents takes minutes; a dead holder's
