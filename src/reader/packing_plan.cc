@@ -325,7 +325,6 @@ std::shared_ptr<const PackingPlan> PackingPlan::Make(const Dataset& dataset,
       }
       v->bin_offsets_.push_back(v->begins_.size());
     }
-    v->shard_first_bin_.push_back(v->bin_offsets_.size() - 1);
     first_document += dataset.manifest().shards[k].documents;
   }
   return v;
@@ -336,11 +335,6 @@ void PackingPlan::Bin(uint64_t bin, std::vector<Range>* out) const {
   for (uint64_t i = bin_offsets_[bin]; i < bin_offsets_[bin + 1]; ++i) {
     out->push_back({begins_[i], lengths_[i]});
   }
-}
-
-size_t PackingPlan::ShardOfBin(uint64_t bin) const {
-  return std::upper_bound(shard_first_bin_.begin(), shard_first_bin_.end(), bin) -
-         shard_first_bin_.begin() - 1;
 }
 
 }  // namespace tokpack

@@ -128,12 +128,6 @@ class PackingPlan {
   uint64_t num_bins() const { return bin_offsets_.size() - 1; }
   // Replaces *out with bin `bin`'s pieces in order (bin < num_bins()).
   void Bin(uint64_t bin, std::vector<Range>* out) const;
-  // Pieces in bin `bin`.
-  uint64_t BinPieces(uint64_t bin) const { return bin_offsets_[bin + 1] - bin_offsets_[bin]; }
-  // The shard holding bin `bin` (prefix sums, O(log shards)).
-  size_t ShardOfBin(uint64_t bin) const;
-  // Bins of shards before k (k <= shards; k = shards gives num_bins()).
-  uint64_t shard_first_bin(size_t k) const { return shard_first_bin_[k]; }
   const PackingSettings& settings() const { return settings_; }
   // Summed over shards.
   const PackingCounts& counts() const { return counts_; }
@@ -147,7 +141,6 @@ class PackingPlan {
   std::vector<uint64_t> bin_offsets_{0};  // Into begins_/lengths_.
   std::vector<uint64_t> begins_;
   std::vector<uint32_t> lengths_;
-  std::vector<uint64_t> shard_first_bin_{0};
   std::vector<std::string> plan_files_;
 };
 
