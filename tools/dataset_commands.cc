@@ -106,9 +106,15 @@ Runner AddInfoCommand(CLI::App* app) {
                   "Also show the documents and tokens of each part of this held-out split "
                   "(weights such as 949,50,1; the split option of datasets)");
   auto apply_packing = AddPackingFlags(app, true);
-  return [dir, json, split, apply_packing](const StorageOptions& storage) -> int {
+  const CLI::Option* seq_len = app->get_option("--seq-len");
+  return [dir, json, split, apply_packing, seq_len](const StorageOptions& storage) -> int {
     LoaderOptions o;
     if (Status st = apply_packing(&o); !st.ok()) return ReportError("info", st);
+    if (o.packing == Packing::kBestFit && seq_len->count() == 0) {
+      // Bins depend on L: a default L would print numbers for a model not trained.
+      return ReportError("info", InvalidArgumentError("--packing best_fit needs --seq-len L"));
+    }
+    o.batch_size = 1;  // info reads no batches: only the packing settings are checked.
     if (Status st = o.Validate(); !st.ok()) return ReportError("info", st);
     StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(*dir, storage);
     if (!ds.ok()) return ReportError("info", ds.status());

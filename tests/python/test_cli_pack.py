@@ -2,6 +2,7 @@
 training, their numbers, and two processes planning at once."""
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,31 @@ def test_two_processes_packing_at_once_build_each_shard_once(tokpack_bin, datase
     built = [int(o.split("plan files")[1].split("(")[1].split()[0]) for o, _ in outs]
     shards = len(list((dataset / "packing").glob("s*.L64.*.plan")))
     assert sum(built) == shards and 0 in built
+
+
+def test_info_with_best_fit_needs_the_sequence_length(run_tokpack, dataset):
+    proc = run_tokpack("info", dataset, "--packing", "best_fit", check=False)
+    assert proc.returncode == 1
+    assert "--seq-len" in proc.stderr
+    assert not (Path(dataset) / "packing").exists()  # Refused before any plan is made.
+
+
+def test_sample_and_profile_take_best_fit_and_the_cursor_resumes(run_tokpack, dataset, tmp_path):
+    flags = ["--seq-len", 64, "--batch-size", 2, "--seed", 3, "--packing", "best_fit"]
+    whole = run_tokpack("sample", dataset, *flags, "--steps", 4).stdout.splitlines()
+    tokpack = pytest.importorskip("tokpack")
+    loader = tokpack.Loader(str(dataset), seq_len=64, batch_size=2, seed=3, packing="best_fit",
+                            as_="numpy")
+    rows = [r for _, b in zip(range(4), loader) for r in b["input_ids"].tolist()]
+    assert [list(map(int, line.split(": ")[1].split())) for line in whole] == rows
+    state = tmp_path / "state.json"
+    first = run_tokpack("sample", dataset, *flags, "--steps", 2, "--state-out", state).stdout
+    assert json.loads(state.read_text())["tokpack_cursor"] == 3  # Packed: refused by old readers.
+    rest = run_tokpack("sample", dataset, *flags, "--steps", 2, "--state-in", state).stdout
+    assert (first + rest).splitlines() == whole
+    concat = run_tokpack("sample", dataset, "--seq-len", 64, "--seed", 3, "--state-in", state,
+                         check=False)
+    assert concat.returncode == 1 and 'packing="best_fit"' in concat.stderr
+    report = json.loads(run_tokpack("profile", dataset, *flags, "--steps", 3, "--warmup", 1,
+                                    "--json").stdout)
+    assert report["configurations"]

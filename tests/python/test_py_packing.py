@@ -43,13 +43,14 @@ def expected_pieces(ds):
     return want
 
 
-@pytest.mark.parametrize("labels", ["next", "same"])
-def test_one_epoch_rebuilds_every_document_once(packed, labels):
+@pytest.mark.parametrize("labels,dtype", [("next", "int64"), ("same", "int64"),
+                                          ("next", "int32"), ("same", "int32")])
+def test_one_epoch_rebuilds_every_document_once(packed, labels, dtype):
     path, _ = packed
     ds = tokpack.Dataset(path)
     eos = ds.manifest["tokenizer"]["eos_id"]
     assert ds.manifest["tokenizer"].get("pad_id", -1) < 0 and eos >= 0  # Pads with EOS.
-    loader = tokpack.Loader(path, batch_size=1, epochs=1, labels=labels, **KW)
+    loader = tokpack.Loader(path, batch_size=1, epochs=1, labels=labels, dtype=dtype, **KW)
     assert loader.options["packing"] == "best_fit"
     assert loader.options["max_docs_per_sequence"] == 0
     assert loader.options["document_boundaries"] is True
@@ -58,6 +59,7 @@ def test_one_epoch_rebuilds_every_document_once(packed, labels):
     padlike = rows = 0
     for batch in loader:
         rows += 1
+        assert batch["input_ids"].dtype == batch["labels"].dtype == np.dtype(dtype)
         for tokens, lab, pos, last in segments(batch):
             assert pos.tolist() == list(range(len(tokens)))
             if last and (lab == -100).all() and (tokens == eos).all():
@@ -143,8 +145,9 @@ def test_remote_plan_lands_in_the_cache_dir(packed, tmp_path, monkeypatch):
     for a, b in zip(local, remote):
         np.testing.assert_array_equal(a, b)
     assert len(remote) == len(local) == 6
-    plans = [p for p in cache.rglob("*") if p.is_file() and "pack" in str(p.relative_to(cache))]
-    assert plans, sorted(str(p) for p in cache.rglob("*"))
+    fingerprint = tokpack.Dataset(path).fingerprint
+    plans = sorted((cache / "packing" / fingerprint).glob("s*.plan"))
+    assert len(plans) == tokpack.Dataset(path).num_shards, sorted(cache.rglob("*"))
 
 
 def test_docs_packed_varlen_example_runs(packed):
