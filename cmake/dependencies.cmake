@@ -32,11 +32,10 @@ if(NOT CMAKE_CXX_COMPILER)
       libboost-dev libcurl4-openssl-dev libabsl-dev libprotobuf-dev protobuf-compiler
       libzstd-dev libxxhash-dev libpcre2-dev libutf8proc-dev)
   if(TOKPACK_BUILD_PYTHON)
-    # pip builds get pybind11 from PyPI (build-system.requires).
+    # Not pybind11-dev: pybind11 comes from PyPI (build-system.requires, and
+    # scripts/setup.sh's .venv), so dpkg cannot say whether it is there. Once a
+    # compiler is found, find_package below names it if it is missing.
     list(APPEND _tokpack_packages python3-dev libdlpack-dev)
-    if(NOT SKBUILD)
-      list(APPEND _tokpack_packages pybind11-dev)
-    endif()
   endif()
   if(TOKPACK_BUILD_TESTS)
     list(APPEND _tokpack_packages libgtest-dev libsentencepiece-dev)

@@ -1,24 +1,21 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (the .idx, manifest and cursor parsers, the
+# Runs the libFuzzer targets (the .idx, manifest and cursor parsers, the
 # paths a manifest names, a remote manifest as a server returns it, and the
-# Parquet plugin) with clang (ASan + UBSan) in build-fuzz/ and runs each for
-# FUZZ_SECONDS (default 20) from the committed seeds. The seeds
-# are copied, so the repository is not modified. Exits non-zero on a crash.
+# Parquet plugin), built with clang, ASan and UBSan in build-asan/
+# (scripts/build_sanitized.sh, which test.sh has run already), each for
+# FUZZ_SECONDS (default 20) from the committed seeds. The seeds are copied, so
+# the repository is not modified. Exits non-zero on a crash.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${FUZZ_SECONDS:-20}"
-cmake -S "$ROOT" -B "$ROOT/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKPACK_ENABLE_CUDA=OFF \
-  -DCMAKE_CXX_COMPILER=clang++ -DTOKPACK_BUILD_FUZZ=ON -DTOKPACK_BUILD_TESTS=OFF \
-  -DTOKPACK_BUILD_BENCH=OFF >/dev/null
-ninja -C "$ROOT/build-fuzz" -j "$(nproc)" idx_fuzz manifest_fuzz cursor_fuzz dataset_path_fuzz \
-  remote_manifest_fuzz parquet_fuzz
+"$ROOT/scripts/build_sanitized.sh" fuzz
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 for name in idx manifest cursor dataset_path remote_manifest parquet; do
   mkdir -p "$WORK/$name"
   cp "$ROOT/tests/fuzz/seeds/$name/"* "$WORK/$name/"
   echo "== fuzzing the $name parser for ${SECONDS_EACH}s"
-  "$ROOT/build-fuzz/tests/fuzz/${name}_fuzz" -max_total_time="$SECONDS_EACH" \
+  "$ROOT/build-asan/tests/fuzz/${name}_fuzz" -max_total_time="$SECONDS_EACH" \
     -max_len=65536 -print_final_stats=0 "$WORK/$name" 2>"$WORK/$name.log" ||
     { tail -40 "$WORK/$name.log"; exit 1; }
   grep -E "^Done [0-9]+ runs" "$WORK/$name.log" || true

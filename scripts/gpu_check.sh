@@ -16,7 +16,7 @@ cd "$ROOT"
 # the setup and the CUDA build rather than after them.
 nvidia-smi -L
 [ "${SKIP_SETUP:-0}" = 1 ] || "$ROOT/scripts/setup.sh" test
-"$ROOT/scripts/build.sh" "$ROOT/build" -DTOKPACK_ENABLE_CUDA=ON -DTOKPACK_BUILD_TESTS=ON
+"$ROOT/scripts/build.sh" tests -DTOKPACK_ENABLE_CUDA=ON
 
 FILTER='*DeviceLoader*'
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
@@ -30,13 +30,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   done
 
   echo "== Python GPU tests"
-  "$ROOT/scripts/install_python.sh"
   TOKPACK_BIN="$ROOT/build/tokpack" "$ROOT/.venv/bin/python" -m pytest -q \
     "$ROOT/tests/python/test_py_cuda.py"
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
   echo "== GPU benchmark"
-  "$ROOT/scripts/install_python.sh"
   "$ROOT/.venv/bin/python" "$ROOT/bench/gpu_bench.py" --report "$ROOT/docs/benchmarks.md"
 fi

@@ -17,6 +17,7 @@ esac
 
 APT_MAIN=(
   build-essential cmake ninja-build pkg-config
+  ccache  # scripts/build.sh: a rebuild, or a fresh clone's build on this machine, reuses objects
   libboost-dev libzstd-dev zstd zlib1g-dev
   libsimdjson-dev libxxhash-dev libcurl4-openssl-dev libcli11-dev
   libdlpack-dev libpcre2-dev libutf8proc-dev
@@ -48,8 +49,9 @@ if ((${#missing[@]})); then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null
+  # One line per package unpacked and set up: progress, not apt's whole log.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+    "${missing[@]}" | { grep --line-buffered -E '^(Unpacking|Setting up) ' || true; }
 fi
 
 VENV="$ROOT/.venv"
@@ -76,19 +78,22 @@ fi
 # tiktoken, sentencepiece), xxhash, an independent xxh3 for the manifest's hashes,
 # matplotlib, which draws `tokpack profile --plot`, and the trainers the
 # integrations are tested with: transformers (with accelerate, which its
-# Trainer needs), lightning, jax (CPU) and torchdata (StatefulDataLoader).
+# Trainer needs), lightning, jax (CPU) and torchdata (StatefulDataLoader); polars,
+# duckdb and datasets, whose Arrow streams `tokpack.build` reads.
 py_packages=(numpy "scikit-build-core>=1.0" pybind11 pyarrow)
 py_modules="numpy scikit_build_core pybind11 pyarrow"
 if [ "$PROFILE" = test ]; then
   py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece xxhash
-    matplotlib transformers accelerate lightning jax torchdata)
+    matplotlib transformers accelerate lightning jax torchdata polars duckdb datasets)
   py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece xxhash matplotlib"
-  py_modules+=" transformers accelerate lightning jax torchdata"
+  py_modules+=" transformers accelerate lightning jax torchdata polars duckdb datasets"
 fi
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
   note=""
   [ "$PROFILE" = test ] && note=" (torch is large: this takes a while once)"
   echo "setup: pip installing ${py_packages[*]}$note" >&2
+  # pip's "Collecting"/"Downloading" lines are the progress; the rest is left out.
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q "${py_packages[@]}"
+  "$VENV/bin/python" -m pip install --progress-bar off "${py_packages[@]}" |
+    { grep --line-buffered -E '^(Collecting|Downloading|Successfully installed)' || true; }
 fi

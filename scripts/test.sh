@@ -1,33 +1,33 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, runs the C++ tests
-# (ctest), runs them again under AddressSanitizer + UndefinedBehaviorSanitizer,
-# fuzzes the parsers briefly, installs the Python package into .venv, then
-# runs the Python tests (pytest) against it and the built CLI.
+# The whole test suite: installs what is missing, builds once in build/ (the
+# library, the CLI, the C++ tests and the Python package, installed into .venv),
+# runs the C++ tests (ctest), builds the sanitized tree (clang, ASan + UBSan) and
+# runs the C++ tests there too, fuzzes the parsers briefly, then runs the Python
+# tests (pytest) against the package and the built CLI.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 JOBS="$(nproc)"
+t0=$(date +%s)
+stage() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
 
+stage "setup (scripts/setup.sh test)"
 "$ROOT/scripts/setup.sh" test
 
-echo "== build (RelWithDebInfo)"
-# demo.sh configures build/ without the tests; turn them back on.
-"$ROOT/scripts/build.sh" "$ROOT/build" -DTOKPACK_BUILD_TESTS=ON -DTOKPACK_BUILD_BENCH=ON
-echo "== C++ tests"
+stage "build: library, CLI, C++ tests and the Python package, once, in build/"
+"$ROOT/scripts/build.sh" tests
+stage "C++ tests"
 ctest --test-dir "$ROOT/build" --output-on-failure -j "$JOBS"
 
-echo "== build (ASan + UBSan)"
-# CUDA is off here: its code is compiled (and, on a GPU, tested) in the main build.
-"$ROOT/scripts/build.sh" "$ROOT/build-asan" -DTOKPACK_SANITIZE=ON -DTOKPACK_BUILD_BENCH=OFF \
-  -DTOKPACK_ENABLE_CUDA=OFF
-echo "== C++ tests under ASan + UBSan"
+stage "build: C++ tests and fuzzers under ASan + UBSan (clang), in build-asan/"
+"$ROOT/scripts/build_sanitized.sh"
+stage "C++ tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS"
 
-echo "== fuzzing the .idx, manifest, dataset-path, remote-manifest, cursor and Parquet parsers (libFuzzer, briefly)"
+stage "fuzzing the .idx, manifest, dataset-path, remote-manifest, cursor and Parquet parsers (libFuzzer, briefly)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-15}" "$ROOT/scripts/fuzz.sh"
 
-echo "== Python package (pip install into .venv)"
-"$ROOT/scripts/install_python.sh"
-echo "== Python tests"
-TOKPACK_BIN="$ROOT/build/tokpack" "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/python"
+stage "Python tests"
+TOKPACK_NO_SKIPS=1 TOKPACK_BIN="$ROOT/build/tokpack" "$ROOT/.venv/bin/python" -m pytest -q "$ROOT/tests/python"
+stage "done"

@@ -28,7 +28,8 @@ void PrintSummary(const BuildSummary& s, const std::string& output) {
                "tokpack build: wrote %s: %llu documents, %llu tokens (%s) in %zu shard(s)\n"
                "  skipped: %llu empty, %llu bad lines, %llu invalid UTF-8; "
                "%llu documents had invalid UTF-8 replaced\n"
-               "  tokens that lost text: %llu unknown; %llu byte-fallback tokens kept bytes\n"
+               "  tokens that lost text: %llu unknown (<unk>: text the vocabulary has no piece "
+               "for); %llu byte-fallback tokens kept bytes\n"
                "  read %.1f MB (%.1f MB of text) in %.2f s: %.1f MB/s of text, %s tokens/s\n",
                output.c_str(), static_cast<unsigned long long>(c.documents),
                static_cast<unsigned long long>(c.tokens),

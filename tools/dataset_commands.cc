@@ -53,7 +53,8 @@ void PrintInfoText(const DatasetInfo& info) {
     std::printf(
         "inputs       %zu file(s); skipped %llu empty, %llu bad lines, %llu invalid "
         "UTF-8; %llu repaired\n"
-        "lost text    %llu unknown tokens; %llu byte-fallback tokens\n",
+        "lost text    %llu unknown tokens (<unk>: text the vocabulary has no piece for); "
+        "%llu byte-fallback tokens (bytes kept)\n",
         p.inputs.size(), static_cast<ull>(c.skipped_empty), static_cast<ull>(c.bad_lines),
         static_cast<ull>(c.skipped_invalid_utf8), static_cast<ull>(c.utf8_repaired),
         static_cast<ull>(c.unknown_tokens), static_cast<ull>(c.byte_fallback_tokens));

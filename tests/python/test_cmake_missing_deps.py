@@ -42,5 +42,18 @@ def test_no_compiler_names_build_essential_or_cxx(tmp_path):
     assert rc != 0
     assert out.count("CMake Error") == 1, out
     assert "CMAKE_CXX_COMPILER not set" not in out
-    # Where dpkg knows build-essential is installed, the fault is CXX; else the package.
-    assert "no-such-c++" in out or "install -y build-essential" in out, out
+    # On a machine scripts/setup.sh prepared, every package is there: the fault is
+    # CXX, and nothing else may be named (pybind11 comes from the venv, not dpkg).
+    if dpkg_installed("build-essential"):
+        assert "no-such-c++" in out, out
+        assert "tokpack needs these Debian packages" not in out, out
+    else:
+        assert "install -y build-essential" in out, out
+
+
+def dpkg_installed(package):
+    if shutil.which("dpkg-query") is None:
+        return False
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package],
+                          capture_output=True, text=True)
+    return "install ok installed" in proc.stdout
