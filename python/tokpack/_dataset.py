@@ -300,7 +300,13 @@ def _is_existing_input(name: str) -> bool:
 
 
 def _looks_like_path(name: str) -> bool:
-    return not any(c.isspace() for c in name) and _INPUT_NAME.search(name) is not None
+    """Named like an input: no whitespace, and a path separator, a URL scheme or
+    an input file's suffix. Such an item is a path that must exist, never a
+    text: a mistyped path would otherwise become a one-document dataset."""
+    if any(c.isspace() for c in name):
+        return False
+    return (os.sep in name or "/" in name or "://" in name
+            or _INPUT_NAME.search(name) is not None)
 
 
 def _list_is_paths(items: Sequence[Any]) -> bool:

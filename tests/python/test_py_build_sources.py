@@ -216,6 +216,19 @@ def test_a_list_that_may_be_either_is_refused_with_advice(tmp_path, spm_model):
     assert len(ds) == 2
 
 
+def test_a_mistyped_path_is_refused_not_packed_as_its_text(tmp_path, spm_model):
+    # No suffix, no such file: the commonest typo, once a one-document dataset.
+    for items in (["/data/fineweb/part-00001"], [str(tmp_path / "part-00001")],
+                  ["data/part-00001"], ["s3://no-bucket-here/part-00001"][:0] or ["x/y"]):
+        with pytest.raises(FileNotFoundError, match=r"is not an existing input") as info:
+            build(items, tmp_path / "out", spm_model)
+        assert repr(items[0]) in str(info.value)
+    assert not (tmp_path / "out").exists()
+    # Texts with a slash between words stay texts; as an iterator anything is a text.
+    assert len(build(["either and/or both", "a text"], tmp_path / "t", spm_model)) == 2
+    assert len(build(iter(["/data/fineweb/part-00001"]), tmp_path / "u", spm_model)) == 1
+
+
 # --- Arrow streams ----------------------------------------------------------
 
 def test_a_pyarrow_table_equals_the_same_texts_from_jsonl(tmp_path, spm_model, reference):
