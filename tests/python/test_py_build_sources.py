@@ -219,7 +219,7 @@ def test_a_list_that_may_be_either_is_refused_with_advice(tmp_path, spm_model):
 def test_a_mistyped_path_is_refused_not_packed_as_its_text(tmp_path, spm_model):
     # No suffix, no such file: the commonest typo, once a one-document dataset.
     for items in (["/data/fineweb/part-00001"], [str(tmp_path / "part-00001")],
-                  ["data/part-00001"], ["s3://no-bucket-here/part-00001"][:0] or ["x/y"]):
+                  ["data/part-00001"], ["x/y"]):
         with pytest.raises(FileNotFoundError, match=r"is not an existing input") as info:
             build(items, tmp_path / "out", spm_model)
         assert repr(items[0]) in str(info.value)
