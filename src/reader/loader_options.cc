@@ -68,7 +68,8 @@ const OptionTable<O>& OptionTableOf<O>() {
           [](auto& o) -> auto& { return o.block_window; }, 1, INT64_MAX),
       IntOption<O>(
           "window_chunks",
-          "shuffle=window: fetch chunks per window (0: from the cache limit, 3/8 of it)",
+          "shuffle=window: fetch chunks per window (0: 24 GiB of chunks with a remote source, "
+          "64 chunks for local data)",
           [](auto& o) -> auto& { return o.window_chunks; }, 0, int64_t{1} << 30),
       EnumOption<O, OutputDtype>("dtype", "Integer type of input_ids and labels",
                                  [](auto& o) -> auto& { return o.dtype; },

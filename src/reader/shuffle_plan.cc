@@ -21,22 +21,26 @@ std::string Bytes(uint64_t n) {
 
 // The remote sources seen together: they share the node's chunk cache.
 struct RemoteData {
+  bool any = false;
   uint64_t bin_bytes = 0;    // Of all remote shards.
-  uint64_t cache_bytes = 0;  // The smallest limit; 0: no remote source.
+  uint64_t cache_bytes = 0;  // This node's smallest limit: for notices only.
   uint64_t chunk_bytes = 0;  // The largest chunk.
   uint64_t chunk_sum = 0;    // One chunk per remote source.
-  bool over() const { return cache_bytes > 0 && bin_bytes > cache_bytes; }
+  // What the order may depend on: the data, never this node's cache.
+  bool large() const { return bin_bytes > ShufflePlan::kAutoWindowBytes; }
+  bool over_cache() const { return cache_bytes > 0 && bin_bytes > cache_bytes; }
 };
 
 RemoteData Remote(const std::vector<Loader::Source>& sources) {
   RemoteData r;
   for (const Loader::Source& s : sources) {
+    if (!s.dataset->remote()) continue;
+    r.any = true;
     const uint64_t cache = s.dataset->cache_bytes();
-    if (!s.dataset->remote() || cache == 0) continue;
     const Manifest& m = s.dataset->manifest();
     // What the source reads: its shards' .bin files, or a split's ranges of them.
     for (const ShardInfo& shard : m.shards) r.bin_bytes += shard.tokens * TokenDtypeSize(m.dtype);
-    r.cache_bytes = r.cache_bytes == 0 ? cache : std::min(r.cache_bytes, cache);
+    if (cache > 0) r.cache_bytes = r.cache_bytes == 0 ? cache : std::min(r.cache_bytes, cache);
     r.chunk_bytes = std::max(r.chunk_bytes, m.chunk_bytes);
     r.chunk_sum += m.chunk_bytes;
   }
@@ -47,7 +51,9 @@ RemoteData Remote(const std::vector<Loader::Source>& sources) {
 // each sample costs a chunk of its own.
 double FullShuffleAmplification(const RemoteData& r, const LoaderOptions& o, uint64_t item) {
   const double sample = static_cast<double>((o.seq_len + 1) * item);
-  const double miss = 1 - static_cast<double>(r.cache_bytes) / static_cast<double>(r.bin_bytes);
+  const double miss =
+      r.over_cache() ? 1 - static_cast<double>(r.cache_bytes) / static_cast<double>(r.bin_bytes)
+                     : 0;
   return static_cast<double>(r.chunk_bytes) / sample * miss;
 }
 
@@ -72,34 +78,48 @@ StatusOr<std::shared_ptr<const WindowOrder>> MakeWindowOrder(const Dataset& d,
   return order;
 }
 
+uint64_t WindowBytes(const std::vector<std::shared_ptr<const WindowOrder>>& windows,
+                     uint64_t item) {
+  uint64_t bytes = 0;
+  for (const auto& w : windows) bytes += w->window_units() * w->unit_tokens() * item;
+  return bytes;
+}
+
 std::string WindowNotice(const RemoteData& r, const LoaderOptions& o,
                          const std::vector<std::shared_ptr<const WindowOrder>>& windows,
                          uint64_t item) {
-  uint64_t served = 0, left_out = 0, window_bytes = 0;
+  uint64_t served = 0, left_out = 0;
   for (const auto& w : windows) {
     served += w->size();
     left_out += w->left_out();
-    window_bytes += w->window_units() * w->unit_tokens() * item;
   }
   const WindowOrder& w = *windows.front();
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
-  std::string line =
-      "tokpack: shuffle=auto chose \"window\": the remote shards (" + Bytes(r.bin_bytes) +
-      ") exceed the chunk cache (" + Bytes(r.cache_bytes) +
-      "), so each chunk is read once per epoch; window_chunks=" + std::to_string(o.window_chunks) +
-      ": windows of " + std::to_string(w.window_units()) +
-      (w.window_units() == 1 ? " unit of " : " units of ") + std::to_string(w.unit_chunks()) +
-      " x " + Bytes(r.chunk_bytes) + " chunks (" + std::to_string(w.unit_tokens() / L - 1) +
-      " samples each); " + std::to_string(left_out) + " of " + std::to_string(served + left_out) +
-      " samples per epoch cross unit edges and are left out; a full shuffle would fetch about " +
-      std::to_string(static_cast<uint64_t>(FullShuffleAmplification(r, o, item) + 0.5)) +
-      " bytes per byte served";
-  // The window being read and the next one, being fetched, share the cache.
-  if (2 * window_bytes > r.cache_bytes) {
-    line += "; the cache holds fewer than two windows (" + Bytes(2 * window_bytes) +
-            "): raise its limit (StorageOptions::cache_bytes, TOKPACK_CACHE_BYTES)";
-  }
-  return line;
+  return "tokpack: shuffle=auto chose \"window\": the remote shards (" + Bytes(r.bin_bytes) +
+         ") exceed " + Bytes(ShufflePlan::kAutoWindowBytes) +
+         ", so each chunk is read once per epoch; window_chunks=" +
+         std::to_string(o.window_chunks) + ": windows of " + std::to_string(w.window_units()) +
+         (w.window_units() == 1 ? " unit of " : " units of ") + std::to_string(w.unit_chunks()) +
+         " x " + Bytes(r.chunk_bytes) + " chunks (" + std::to_string(w.unit_tokens() / L - 1) +
+         " samples each); " + std::to_string(left_out) + " of " +
+         std::to_string(served + left_out) +
+         " samples per epoch cross unit edges and are left out; a full shuffle would fetch "
+         "about " +
+         std::to_string(static_cast<uint64_t>(FullShuffleAmplification(r, o, item) + 0.5)) +
+         " bytes per byte served";
+}
+
+// The window being read and the next one, being fetched, share the cache; a
+// smaller cache costs downloads, never another order.
+std::string CacheWarning(const RemoteData& r, const LoaderOptions& o, uint64_t window_bytes) {
+  const uint64_t need = 2 * std::min(window_bytes, r.bin_bytes);
+  if (r.cache_bytes == 0 || need <= r.cache_bytes) return "";
+  return "tokpack: warning: this node's chunk cache (" + Bytes(r.cache_bytes) +
+         ") holds fewer than the two windows of shuffle=\"window\" (" + Bytes(need) +
+         ", window_chunks=" + std::to_string(o.window_chunks) +
+         "), so chunks are fetched more than once per epoch: raise the cache limit "
+         "(TOKPACK_CACHE_BYTES, StorageOptions::cache_bytes) on every node, or pass a smaller "
+         "window_chunks to every rank (another order)";
 }
 
 }  // namespace
@@ -115,13 +135,12 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
   const RemoteData remote = Remote(sources);
   const bool chose = o.shuffle == ShuffleMode::kAuto;
   // Bins are not windows of fetch chunks: packed data is shuffled in full.
-  if (chose) o.shuffle = remote.over() && !packed ? ShuffleMode::kWindow : ShuffleMode::kFull;
+  if (chose) o.shuffle = remote.large() && !packed ? ShuffleMode::kWindow : ShuffleMode::kFull;
   if (o.shuffle == ShuffleMode::kWindow && o.window_chunks == 0) {
-    o.window_chunks =
-        remote.cache_bytes == 0
-            ? ShufflePlan::kLocalWindowChunks
-            : static_cast<int64_t>(std::clamp<uint64_t>(
-                  3 * remote.cache_bytes / (8 * remote.chunk_sum), 1, uint64_t{1} << 30));
+    o.window_chunks = !remote.any ? ShufflePlan::kLocalWindowChunks
+                                  : static_cast<int64_t>(std::clamp<uint64_t>(
+                                        ShufflePlan::kRemoteWindowBytes / remote.chunk_sum, 1,
+                                        uint64_t{1} << 30));
   }
   std::vector<std::shared_ptr<const WindowOrder>> windows;
   for (size_t s = 0; s < sources.size(); ++s) {
@@ -159,9 +178,15 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
     }
   }
   const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(sources[0].dataset->dtype()));
-  if (chose && remote.over() && !packed) {
-    plan.notice = WindowNotice(remote, o, windows, item);
-  } else if (o.shuffle == ShuffleMode::kFull && remote.over()) {
+  if (o.shuffle == ShuffleMode::kWindow) {
+    std::vector<std::string> lines;
+    if (chose) lines.push_back(WindowNotice(remote, o, windows, item));
+    if (remote.any) lines.push_back(CacheWarning(remote, o, WindowBytes(windows, item)));
+    for (const std::string& line : lines) {
+      if (line.empty()) continue;
+      plan.notice += (plan.notice.empty() ? "" : "\n") + line;
+    }
+  } else if (o.shuffle == ShuffleMode::kFull && remote.over_cache()) {
     const double amplification = FullShuffleAmplification(remote, o, item);
     if (amplification >= 2) {
       plan.notice = "tokpack: warning: shuffle=\"full\" on remote shards (" +
@@ -172,8 +197,9 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
                     " chunk per sample that misses the cache); " +
                     (packed ? std::string("packing=\"best_fit\" has no window order: raise the "
                                           "cache limit (StorageOptions::cache_bytes)")
-                            : std::string("shuffle=\"window\" (or the default, \"auto\") "
-                                          "fetches each chunk once per epoch"));
+                            : std::string("shuffle=\"window\" fetches each chunk once per "
+                                          "epoch, or raise the cache limit "
+                                          "(TOKPACK_CACHE_BYTES) above the data"));
     }
   }
   plan.views = std::move(views);

@@ -1,11 +1,15 @@
 // ShufflePlan: a loader's sample orders, one per source, with shuffle="auto"
-// and window_chunks=0 resolved from its sources. Remote data whose shards
-// outgrow the chunk cache gets "window" (a full shuffle would fetch a chunk
-// per sample once the cache misses), else "full"; a derived window takes
-// 3/8 of the cache, so the window being read and the one being fetched
-// ahead both fit with a quarter of the cache to spare (a step that straddles
-// two windows, chunks a process has stopped pinning). Pure: it reads the datasets' sizes and
-// settings, prints nothing and fetches nothing. The plan is a value; its orders are immutable.
+// and window_chunks=0 resolved from its sources. Every rank of a job must
+// resolve the same order without talking to the others, so the resolution
+// reads only the datasets (their sizes, chunk sizes, whether they are remote)
+// and fixed constants, never a node's settings such as its cache limit:
+// remote data larger than kAutoWindowBytes gets "window" (a full shuffle would
+// fetch a chunk per sample once a cache of the default size misses), else
+// "full"; a derived remote window is kRemoteWindowBytes of chunks. A node's
+// cache only shapes the notice (a warning naming the setting to change when it
+// holds fewer than two windows, or when a full shuffle outgrows it). Pure: it
+// reads the datasets' sizes and settings, prints nothing and fetches nothing.
+// The plan is a value; its orders are immutable.
 #ifndef TOKPACK_SRC_READER_SHUFFLE_PLAN_H_
 #define TOKPACK_SRC_READER_SHUFFLE_PLAN_H_
 
@@ -20,9 +24,17 @@
 namespace tokpack {
 
 struct ShufflePlan {
-  // Without a remote cache limit to size it by: 64 chunks (256 MiB of the
-  // default 4 MiB chunks) of page cache.
+  // Local data only: 64 chunks (256 MiB of the default 4 MiB chunks) of page
+  // cache.
   static constexpr int64_t kLocalWindowChunks = 64;
+  // With a remote source: windows of this many bytes of chunks (one chunk of
+  // each remote source per unit of the sum), 3/8 of the default cache limit
+  // (StorageOptions::cache_bytes, 64 GiB), so on a node with the default cache
+  // the window being read and the one fetched ahead fit with a quarter to spare.
+  static constexpr uint64_t kRemoteWindowBytes = uint64_t{24} << 30;
+  // shuffle="auto" picks "window" for remote shards larger than this: the
+  // default cache limit, past which a full shuffle's reads mostly miss.
+  static constexpr uint64_t kAutoWindowBytes = uint64_t{64} << 30;
 
   // shuffle and window_chunks resolved; document_boundaries on with
   // packing="best_fit".
@@ -30,9 +42,10 @@ struct ShufflePlan {
   std::vector<SampleOrder> orders;  // Per source, in order.
   // packing="best_fit": per source, its bins are its samples; else empty.
   std::vector<std::shared_ptr<const PackedView>> views;
-  // One line for the user (no newline), or empty: why auto chose "window",
-  // or a warning that "full" on remote data over its cache limit fetches
-  // many bytes per byte served.
+  // Lines for the user (no trailing newline), or empty: why auto chose
+  // "window", a warning that this node's cache holds fewer than two windows,
+  // or that "full" on remote data over its cache limit fetches many bytes per
+  // byte served.
   std::string notice;
 };
 

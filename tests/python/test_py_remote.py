@@ -60,7 +60,7 @@ def cache_bytes(d):
 
 
 # shuffle="full": a fetch per sample, so faults and eviction are exercised on
-# every step (the data is larger than CACHE_LIMIT, where auto would pick "window").
+# every step (the data is larger than CACHE_LIMIT).
 KW = dict(seq_len=64, batch_size=4, seed=17, threads=2, prefetch=3, as_="numpy", max_steps=25,
           shuffle="full")
 
@@ -124,39 +124,60 @@ def test_a_chunk_corrupt_on_every_fetch_is_a_clear_data_loss(chunked, cache):
             next(loader)
 
 
-def test_auto_shuffle_reads_remote_data_larger_than_the_cache_in_windows(chunked, cache, capfd):
-    kw = dict(seq_len=64, batch_size=4, seed=3, as_="numpy")
+def test_the_order_never_depends_on_a_nodes_cache(chunked, tmp_path, monkeypatch, capfd):
+    # Nodes of one job may have other cache limits (TOKPACK_CACHE_BYTES) or
+    # disks: every rank must still resolve the same order, or ranks overlap.
+    kw = dict(seq_len=64, batch_size=4, seed=3, epochs=1, as_="numpy")
     local = tokpack.Loader(chunked / "data", **kw)
     assert local.options["shuffle"] == "full"  # auto, on local data
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "8")
+    runs = {}
     with RangeServer(chunked) as server:
         url = server.url + "/data"
-        capfd.readouterr()
-        auto = tokpack.Loader(url, epochs=1, **kw)
-        err = capfd.readouterr().err
-        window = auto.options["window_chunks"]
-        assert auto.options["shuffle"] == "window" and window == 3 * CACHE_LIMIT // (8 * CHUNK)
-        assert err.count("\n") == 1 and 'shuffle=auto chose "window"' in err, err
-        assert f"window_chunks={window}" in err and "left out" in err, err
-        n = auto.samples_per_source[0]
-        left_out = tokpack.Dataset(url).num_samples(64) - n
-        assert 0 < left_out < n // 100 and f"{left_out} of {n + left_out} samples" in err, err
-        # The same order as window mode on the local copy, each sample once.
-        same = tokpack.Loader(chunked / "data", epochs=1, shuffle="window",
-                              window_chunks=window, **kw)
-        rows = set()
-        for a, b in zip(auto, same):
-            np.testing.assert_array_equal(a["input_ids"], b["input_ids"])
-            rows.update(r.tobytes() for r in a["input_ids"])
-        assert len(rows) == n // 4 * 4
-        # A cursor names the options that resume it where auto chose otherwise.
-        with pytest.raises(ValueError, match=f'pass shuffle="window", window_chunks={window}'):
-            local.load_state_dict(auto.state_dict())
-        same.load_state_dict(auto.state_dict())
-        # An explicit full shuffle warns with what it will fetch.
-        capfd.readouterr()
-        tokpack.Loader(url, shuffle="full", **kw)
-        err = capfd.readouterr().err
-        assert 'warning: shuffle="full"' in err and "bytes per byte served" in err, err
+        for limit in (CACHE_LIMIT, 1 << 30):
+            monkeypatch.setenv("TOKPACK_CACHE_DIR", str(tmp_path / f"cache-{limit}"))
+            monkeypatch.setenv("TOKPACK_CACHE_BYTES", str(limit))
+            for shuffle in ("auto", "window"):
+                capfd.readouterr()
+                loader = tokpack.Loader(url, shuffle=shuffle, **kw)
+                err = capfd.readouterr().err
+                rows = [b["input_ids"].copy() for b in loader]
+                runs[limit, shuffle] = (dict(loader.options), rows, loader.state_dict(), err)
+    for shuffle in ("auto", "window"):
+        small, large = runs[CACHE_LIMIT, shuffle], runs[1 << 30, shuffle]
+        assert small[0] == large[0], shuffle  # Resolved options, window_chunks included.
+        assert len(small[1]) == len(large[1]) > 0
+        for a, b in zip(small[1], large[1]):
+            np.testing.assert_array_equal(a, b)
+        assert small[2] == large[2]
+    # auto: data under 64 GiB is shuffled in full, whatever the cache; the
+    # small cache is warned about, the order is not changed by it.
+    auto_small, auto_large = runs[CACHE_LIMIT, "auto"], runs[1 << 30, "auto"]
+    assert auto_small[0]["shuffle"] == "full"
+    for a, b in zip(auto_small[1], local):
+        np.testing.assert_array_equal(a, b["input_ids"])
+    assert 'warning: shuffle="full"' in auto_small[3] and "TOKPACK_CACHE_BYTES" in auto_small[3]
+    assert auto_large[3] == ""
+    # window: the default window comes from the chunk size (24 GiB of chunks,
+    # the whole of this small dataset), and a cache under two windows says
+    # which settings to change.
+    window_small, window_large = runs[CACHE_LIMIT, "window"], runs[1 << 30, "window"]
+    assert window_small[0]["window_chunks"] == (24 << 30) // CHUNK
+    assert "fewer than the two windows" in window_small[3], window_small[3]
+    assert "TOKPACK_CACHE_BYTES" in window_small[3] and "window_chunks" in window_small[3]
+    assert window_large[3] == ""
+    # The same order as window mode on the local copy, each sample once.
+    same = tokpack.Loader(chunked / "data", shuffle="window",
+                          window_chunks=window_small[0]["window_chunks"], **kw)
+    seen = set()
+    for a, b in zip(window_small[1], same):
+        np.testing.assert_array_equal(a, b["input_ids"])
+        seen.update(r.tobytes() for r in a)
+    assert len(seen) == sum(len(a) for a in window_small[1])
+    # A cursor names the options that resume it where the modes differ.
+    with pytest.raises(ValueError, match='pass shuffle="window", window_chunks='):
+        local.load_state_dict(window_small[2])
+    same.load_state_dict(window_small[2])
 
 
 def test_unreachable_and_missing_datasets_are_named(chunked, cache, monkeypatch):

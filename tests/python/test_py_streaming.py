@@ -14,7 +14,8 @@ tokpack = pytest.importorskip("tokpack")
 
 SEQ_LEN = 16
 CHUNK = 8192  # 4096 uint16 tokens: a window unit is 2 chunks (511 samples of 16 tokens).
-CACHE_LIMIT = 11 * CHUNK  # The derived window is 3/8 of it: 4 chunks, 2 units.
+CACHE_LIMIT = 11 * CHUNK  # Two windows of 4 chunks (2 units) fit, with room to spare.
+WINDOW_CHUNKS = 4
 KW = dict(seq_len=SEQ_LEN, batch_size=8, seed=3, world_size=2, threads=2, as_="numpy")
 
 
@@ -71,7 +72,8 @@ def test_a_window_epoch_fetches_each_chunk_about_once_within_the_cache_limit(big
     root, bin_bytes = big
     assert bin_bytes >= 6 * CACHE_LIMIT, "the dataset must be several times the cache"
     with RangeServer(root) as server:
-        fetched, steps = run_node(server.url + "/data", node_cache, shuffle="window", epochs=1)
+        fetched, steps = run_node(server.url + "/data", node_cache, shuffle="window",
+                                  window_chunks=WINDOW_CHUNKS, epochs=1)
         served = bin_bytes_served(server)
     assert steps * 2 * KW["batch_size"] * SEQ_LEN > 0.9 * bin_bytes / 2  # A whole epoch.
     # Each chunk once, plus a little slack (a window's prefetch at the edge).
