@@ -26,7 +26,7 @@ class LoaderOptions(TypedDict, total=False):
     block_window: int
     """shuffle=block: blocks shuffled together. Default: 16."""
     window_chunks: int
-    """shuffle=window: fetch chunks per window (0: from the cache limit, 3/8 of it). Default: 0."""
+    """shuffle=window: fetch chunks per window (0: 24 GiB of chunks with a remote source, 64 chunks for local data). Default: 0."""
     dtype: Union[Literal['int64', 'int32'], object]
     """Integer type of input_ids and labels. Default: int64."""
     labels: Literal['next', 'same']

@@ -333,8 +333,9 @@ def test_polars_data_frame(tmp_path, spm_model, reference):
 
 def test_duckdb_result(tmp_path, spm_model, reference):
     duckdb = pytest.importorskip("duckdb")
-    table = pa.table({"n": list(range(len(TEXTS))), "text": TEXTS})  # noqa: F841 (queried)
-    result = duckdb.sql("SELECT text FROM table ORDER BY n")
+    # duckdb finds the Arrow table by its variable's name ("table" is a keyword).
+    docs = pa.table({"n": list(range(len(TEXTS))), "text": TEXTS})  # noqa: F841 (queried)
+    result = duckdb.sql("SELECT text FROM docs ORDER BY n")
     build(result, tmp_path / "out", spm_model)
     assert_same_dataset(reference, tmp_path / "out")
 
