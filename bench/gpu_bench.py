@@ -44,6 +44,11 @@ def make_data(path, tokens):
 def calibrate(dim, step_ms):
     """Number of dim x dim bf16 matmuls that take about step_ms."""
     a = torch.randn(dim, dim, device="cuda", dtype=torch.bfloat16)
+    # Warm up first: the first products load cuBLAS and pick kernels, and
+    # timing them made one matmul look like a whole step (0.6 ms steps on an H200).
+    for _ in range(5):
+        a = a @ a
+        a = a / a.norm()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
