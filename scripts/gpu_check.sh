@@ -8,6 +8,13 @@
 #   scripts/gpu_check.sh         both
 # Set SKIP_SETUP=1 on a machine where scripts/setup.sh cannot run (no network)
 # and the build dependencies are already there.
+# A lent GPU machine without network or build dependencies (docs/gpu.md,
+# "Checking on a lent GPU machine without network"): on a CPU machine with the
+# build dependencies and nvcc, scripts/gpu_bundle.sh makes .gpu/ (the CUDA-built C++ tests, the benchmark's data
+# writer, spm_train, a CPython 3.12 wheel and their shared libraries); there,
+# from the repository root with .gpu carried, `bash .gpu/run.sh`
+# (scripts/gpu_device_run.sh) runs the same checks as this script, stage by
+# stage under time limits, with logs and benchmarks.md under $OUT.
 set -euo pipefail
 WHAT="${1:-all}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
