@@ -68,11 +68,17 @@ void PrintInfoText(const DatasetInfo& info) {
     for (const DatasetInfo::SplitPart& part : info.split_parts) total += part.weight;
     std::printf("split        %s (normalized %s; split_index selects a part)\n", info.split.c_str(),
                 info.normalized_split.c_str());
+    std::printf(
+        "  drawn as    %llu runs of %llu consecutive documents (a shard's last run may be "
+        "shorter), dealt to the parts by a permutation keyed by the split, so every part "
+        "samples the whole dataset\n",
+        static_cast<ull>(info.split_runs), static_cast<ull>(info.split_run_documents));
     for (size_t j = 0; j < info.split_parts.size(); ++j) {
       const DatasetInfo::SplitPart& part = info.split_parts[j];
-      std::printf("  part %-6zu %llu/%llu: %llu documents, %llu tokens, fingerprint %s%s\n", j,
-                  static_cast<ull>(part.weight), static_cast<ull>(total),
-                  static_cast<ull>(part.documents), static_cast<ull>(part.tokens),
+      std::printf(
+          "  part %-6zu %llu/%llu: %llu runs, %llu documents, %llu tokens, fingerprint %s%s\n", j,
+          static_cast<ull>(part.weight), static_cast<ull>(total), static_cast<ull>(part.runs),
+          static_cast<ull>(part.documents), static_cast<ull>(part.tokens),
                   HashToHex(part.fingerprint).c_str(),
                   part.documents == 0 ? " (empty: cannot be opened)" : "");
     }

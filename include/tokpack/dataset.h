@@ -6,9 +6,10 @@
 // unless DatasetOptions::verify_on_open, and builds or caches nothing on disk.
 //
 // Opened with DatasetOptions::split, a Dataset is one part of a held-out
-// split: a view of a contiguous range of each shard's documents, its stream
-// the concatenation of those ranges. Every method then answers for the view
-// (counts, reads, document indices and stream offsets, manifest()).
+// split: a view of the runs of documents dealt to that part from across the
+// whole dataset, its stream the concatenation of those ranges, each a shard
+// of the view. Every method then answers for the view (counts, reads,
+// document indices and stream offsets, num_shards(), manifest()).
 //
 // A Dataset is immutable once opened; every method is safe to call from many
 // threads at once. Share it as std::shared_ptr (loaders keep it alive).
@@ -41,10 +42,9 @@ struct DatasetOptions : OptionSet<DatasetOptions> {
   bool verify_on_open = false;
   // A held-out split: weights such as "949,50,1" (non-negative numbers, at
   // least one positive). Empty: the whole dataset. The Dataset opened is
-  // part `split_index` of it (0-based): of each shard, the documents
-  // [floor(D * C_j / C), floor(D * C_{j+1} / C)) (D: the shard's documents,
-  // C_j: the weights before part j, C: all of them). docs/reader.md,
-  // "Held-out splits".
+  // part `split_index` of it (0-based): the runs of consecutive documents
+  // (about 4096 in all) a keyed permutation deals to it, in proportion to
+  // its weight (src/reader/split_ranges.h; docs/reader.md, "Held-out splits").
   std::string split;
   int64_t split_index = 0;
 };
@@ -77,8 +77,9 @@ class Dataset {
   Dataset& operator=(const Dataset&) = delete;
 
   const std::string& path() const;
-  // The manifest; for a split, each shard's tokens and documents are those
-  // of its range (the file digests stay the whole files').
+  // The manifest; for a split, one shard entry per range of the part (the
+  // shard's path, the range's tokens and documents; the file digests stay
+  // the whole files').
   const Manifest& manifest() const;
   TokenDtype dtype() const;
   uint64_t num_tokens() const;
@@ -89,7 +90,7 @@ class Dataset {
   // part has its own (docs/format.md, section 7).
   uint64_t fingerprint() const;
   // Where shard k's part of the stream begins in its .bin, in tokens: 0, or
-  // for a split the first token of the shard's range. k < num_shards().
+  // for a split the first token of range k. k < num_shards().
   uint64_t shard_token_offset(size_t k) const;
 
   // Copies tokens [begin, begin + count) of the stream into `out`, widened.

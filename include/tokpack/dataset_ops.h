@@ -54,12 +54,17 @@ struct DatasetInfo {
   // With InspectSplit: the split as given, and each of its parts.
   struct SplitPart {
     uint64_t weight = 0;  // Of the normalized split.
+    uint64_t runs = 0;    // Runs of documents dealt to the part.
     uint64_t documents = 0;
     uint64_t tokens = 0;
     uint64_t fingerprint = 0;  // Dataset::fingerprint() of the part, opened.
   };
   std::string split;
   std::string normalized_split;
+  // How the parts are drawn: runs of this many consecutive documents (a
+  // shard's last may be shorter), dealt to the parts by a keyed permutation.
+  uint64_t split_run_documents = 0;
+  uint64_t split_runs = 0;
   std::vector<SplitPart> split_parts;
   // With PackDataset's result (`info --packing best_fit`).
   std::optional<PackingInfo> packing;

@@ -136,8 +136,8 @@ class Dataset:
     in ``tokpack._options.DatasetOptions``.
 
     ``split="949,50,1", split_index=1`` opens one part of a held-out split:
-    of each shard, a contiguous range of its documents, the same in every
-    process (docs/reader.md, "Held-out splits"). Everything then answers for
+    the runs of documents dealt to it from across the whole dataset, the same
+    in every process (docs/reader.md, "Held-out splits"). Everything then answers for
     the part (``len``, ``doc``, ``tokens``, ``num_tokens``, ``fingerprint``),
     and a Loader takes it like any dataset.
     """

@@ -46,16 +46,23 @@ Status InspectSplit(const Dataset& dataset, const std::string& split, DatasetInf
     if (i < dataset.num_documents()) dataset.DocumentExtent(i, &offset, &length).IgnoreError();
     return offset;
   };
+  std::vector<uint64_t> shard_documents;
+  for (const ShardInfo& shard : dataset.manifest().shards) shard_documents.push_back(shard.documents);
+  const SplitRuns runs(spec, shard_documents);
+  info->split_run_documents = runs.run_documents();
+  info->split_runs = runs.runs();
   uint64_t first = 0;  // The shard's first document.
-  for (const ShardInfo& shard : dataset.manifest().shards) {
+  for (size_t k = 0; k < shard_documents.size(); ++k) {
     for (size_t j = 0; j < spec.parts(); ++j) {
-      const DocumentRange r = SplitRange(spec, j, shard.documents);
-      info->split_parts[j].documents += r.end - r.begin;
-      info->split_parts[j].tokens += start(first + r.end) - start(first + r.begin);
+      for (const DocumentRange& r : runs.Ranges(j, k)) {
+        info->split_parts[j].documents += r.end - r.begin;
+        info->split_parts[j].tokens += start(first + r.end) - start(first + r.begin);
+      }
     }
-    first += shard.documents;
+    first += shard_documents[k];
   }
   for (size_t j = 0; j < spec.parts(); ++j) {
+    info->split_parts[j].runs = runs.RunsOf(j);
     info->split_parts[j].weight = spec.weights[j];
     info->split_parts[j].fingerprint = SplitFingerprint(dataset.fingerprint(), spec, j);
   }
@@ -86,10 +93,13 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
     w.BeginObject("split");
     w.String("text", info.split);
     w.String("normalized", info.normalized_split);
+    w.UInt("run_documents", info.split_run_documents);
+    w.UInt("runs", info.split_runs);
     w.BeginArray("parts");
     for (const DatasetInfo::SplitPart& p : info.split_parts) {
       w.BeginObject();
       w.UInt("weight", p.weight);
+      w.UInt("runs", p.runs);
       w.UInt("documents", p.documents);
       w.UInt("tokens", p.tokens);
       w.String("fingerprint", HashToHex(p.fingerprint));

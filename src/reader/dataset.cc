@@ -17,9 +17,11 @@
 namespace tokpack {
 
 struct Dataset::Impl {
+  // A shard, or on a split one of its part's ranges of documents (a segment
+  // of the stream; the segments of one shard share its files).
   struct Shard {
-    std::unique_ptr<ByteSource> bin;
-    std::unique_ptr<ByteSource> idx;
+    std::shared_ptr<ByteSource> bin;
+    std::shared_ptr<ByteSource> idx;
     IdxView view;          // Points into idx's mapping.
     uint64_t first_token;  // Stream offset of the shard's first token.
     uint64_t first_document;
@@ -39,9 +41,10 @@ struct Dataset::Impl {
   std::string cache_dir;     // StorageOptions::cache_dir as opened.
   bool has_manifest = true;
 
-  // Narrows the dataset to part options.split_index of options.split: each
-  // shard keeps its documents of that part (split_ranges.h); the stream,
-  // the manifest's counts and the fingerprint become the part's.
+  // Narrows the dataset to part options.split_index of options.split: its
+  // runs of documents (split_ranges.h), each maximal range of them a segment
+  // in `shards` and `manifest.shards`; the stream, the manifest's counts and
+  // the fingerprint become the part's.
   Status ApplySplit(const DatasetOptions& options);
 
   // Index of the shard holding stream token `t` (t < total).
@@ -167,30 +170,42 @@ Status Dataset::Impl::ApplySplit(const DatasetOptions& options) {
                            ParseSplitPart(options.split, options.split_index));
   const size_t part = static_cast<size_t>(options.split_index);
   const uint64_t item = TokenDtypeSize(manifest.dtype);
-  uint64_t tokens = 0, documents = 0, largest = 0;
+  std::vector<uint64_t> shard_documents;
+  for (const Shard& s : shards) shard_documents.push_back(s.view.sequence_count());
+  const SplitRuns runs(spec, shard_documents);
+  std::vector<Shard> segments;
+  std::vector<ShardInfo> infos;
+  token_ends.clear();
+  doc_ends.clear();
+  uint64_t tokens = 0, documents = 0;
   for (size_t k = 0; k < shards.size(); ++k) {
-    Shard& s = shards[k];
+    const Shard& s = shards[k];
     const uint64_t entries = s.view.sequence_count();
     // Documents are contiguous in the .bin (the index rules), so a range of
     // them is a range of tokens.
     const auto token_at = [&](uint64_t e) {
       return e < entries ? static_cast<uint64_t>(s.view.pointer(e)) / item : s.view.tokens();
     };
-    const DocumentRange r = SplitRange(spec, part, entries);
-    s.first_entry = r.begin;
-    s.token_base = token_at(r.begin);
-    s.first_token = tokens;
-    s.first_document = documents;
-    ShardInfo& info = manifest.shards[k];
-    info.tokens = token_at(r.end) - s.token_base;
-    info.documents = r.end - r.begin;
-    tokens += info.tokens;
-    documents += info.documents;
-    token_ends[k] = tokens;
-    doc_ends[k] = documents;
-    largest = std::max(largest, entries);
+    for (const DocumentRange& r : runs.Ranges(part, k)) {
+      Shard segment = s;
+      segment.first_entry = r.begin;
+      segment.token_base = token_at(r.begin);
+      segment.first_token = tokens;
+      segment.first_document = documents;
+      ShardInfo info = manifest.shards[k];
+      info.tokens = token_at(r.end) - segment.token_base;
+      info.documents = r.end - r.begin;
+      tokens += info.tokens;
+      documents += info.documents;
+      token_ends.push_back(tokens);
+      doc_ends.push_back(documents);
+      segments.push_back(std::move(segment));
+      infos.push_back(std::move(info));
+    }
   }
-  if (documents == 0) return EmptyPartError(path, options.split, part, shards.size(), largest);
+  if (documents == 0) return EmptyPartError(path, options.split, part, runs.runs());
+  shards = std::move(segments);
+  manifest.shards = std::move(infos);
   fingerprint = SplitFingerprint(fingerprint, spec, part);
   return Status::Ok();
 }

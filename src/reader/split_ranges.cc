@@ -2,7 +2,10 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <numeric>
+
+#include "reader/permutation.h"
 
 namespace tokpack {
 namespace {
@@ -127,16 +130,15 @@ StatusOr<SplitSpec> ParseSplitPart(const std::string& split, int64_t index) {
 }
 
 Status EmptyPartError(const std::string& dataset, const std::string& split, size_t part,
-                      size_t shards, uint64_t largest) {
+                      uint64_t runs) {
   return InvalidArgumentError(
       dataset + ": split '" + split + "' part " + std::to_string(part) +
-      " holds no documents: a shard of D documents gives part j its documents [floor(D * "
-      "C_j / C), floor(D * C_j+1 / C)), and " +
-      std::to_string(shards) + " shard(s) of at most " + std::to_string(largest) +
-      " documents leave this part none; give it more weight");
+      " holds no documents: the dataset's " + std::to_string(runs) +
+      " runs of documents are dealt to the parts in proportion to their weights, and this "
+      "part's weight gives it none; give it more weight");
 }
 
-DocumentRange SplitRange(const SplitSpec& spec, size_t part, uint64_t documents) {
+DocumentRange SplitRange(const SplitSpec& spec, size_t part, uint64_t n) {
   uint64_t before = 0, total = 0;
   for (size_t j = 0; j < spec.weights.size(); ++j) {
     if (j < part) before += spec.weights[j];
@@ -144,13 +146,58 @@ DocumentRange SplitRange(const SplitSpec& spec, size_t part, uint64_t documents)
   }
   const uint64_t through = before + spec.weights[part];
   const auto at = [&](uint64_t c) {
-    return static_cast<uint64_t>(static_cast<u128>(documents) * c / total);
+    return static_cast<uint64_t>(static_cast<u128>(n) * c / total);
   };
   return {at(before), at(through)};
 }
 
+uint64_t SplitRuns::RunDocuments(uint64_t documents) {
+  return std::max<uint64_t>(1, documents / kTargetRuns + (documents % kTargetRuns != 0));
+}
+
+SplitRuns::SplitRuns(const SplitSpec& spec, std::vector<uint64_t> shard_documents)
+    : shard_documents_(std::move(shard_documents)) {
+  uint64_t documents = 0;
+  for (uint64_t d : shard_documents_) documents += d;
+  run_documents_ = RunDocuments(documents);
+  for (uint64_t d : shard_documents_) {
+    first_run_.push_back(runs_);
+    runs_ += d / run_documents_ + (d % run_documents_ != 0);
+  }
+  for (size_t j = 0; j < spec.parts(); ++j) bounds_.push_back(SplitRange(spec, j, runs_).begin);
+  bounds_.push_back(runs_);
+  // The key depends on the split alone, so every process deals the same runs.
+  const std::string keyed = "tokpack-split-runs-v2:" + spec.Normalized();
+  key_ = XXH3_64bits(keyed.data(), keyed.size());
+}
+
+size_t SplitRuns::PartOfRun(uint64_t g) const {
+  const uint64_t slot = FeistelPermutation(runs_, key_).Apply(g);
+  // The last part j with bounds_[j] <= slot (parts of weight 0 hold no slot).
+  return std::upper_bound(bounds_.begin(), bounds_.end() - 1, slot) - bounds_.begin() - 1;
+}
+
+std::vector<DocumentRange> SplitRuns::Ranges(size_t part, size_t shard) const {
+  std::vector<DocumentRange> ranges;
+  const uint64_t d = shard_documents_[shard];
+  if (d == 0) return ranges;
+  const FeistelPermutation pi(runs_, key_);
+  const uint64_t lo = bounds_[part], hi = bounds_[part + 1];
+  for (uint64_t begin = 0, g = first_run_[shard]; begin < d; begin += run_documents_, ++g) {
+    const uint64_t slot = pi.Apply(g);
+    if (slot < lo || slot >= hi) continue;
+    const uint64_t end = std::min(d, begin + run_documents_);
+    if (!ranges.empty() && ranges.back().end == begin) {
+      ranges.back().end = end;
+    } else {
+      ranges.push_back({begin, end});
+    }
+  }
+  return ranges;
+}
+
 uint64_t SplitFingerprint(uint64_t parent, const SplitSpec& spec, size_t part) {
-  std::string buf = "tokpack-split-v1";
+  std::string buf = "tokpack-split-v2";
   auto put = [&buf](uint64_t v) { buf.append(reinterpret_cast<const char*>(&v), 8); };
   const std::string normalized = spec.Normalized();
   put(parent);

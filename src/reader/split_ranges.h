@@ -4,14 +4,24 @@
 // decimals such as "0.9,0.1"), at least one positive. The weights are made
 // exact integers (decimals scaled by a power of ten) and divided by their
 // gcd: that is the normalized split ("0.9,0.1" -> "9,1"; "50,50" -> "1,1"),
-// which gives the same ranges as the text it came from.
+// which gives the same parts as the text it came from.
 //
-// Invariant: with C_j = w_0 + .. + w_{j-1} and C = C_P, part j of a shard of
-// D documents is its documents [floor(D * C_j / C), floor(D * C_{j+1} / C)).
-// For every D the parts are contiguous, in order, disjoint, and together
-// cover [0, D) exactly once (C_0 = 0, C_P = C); part j holds within one
-// document of D * w_j / C. Exact (128-bit) integer arithmetic: deterministic
-// everywhere, O(1) per shard. Pure functions of their arguments.
+// Parts are drawn from across the whole dataset, whatever its number of
+// shards: each shard's documents are cut into runs of R consecutive documents
+// (R = SplitRuns::RunDocuments(D) for a dataset of D documents: about
+// kTargetRuns runs in all; a shard's last run may be shorter), the G runs are
+// numbered over the shards in order, and a keyed Feistel permutation pi of
+// [0, G) (its key a hash of the normalized split) deals them out: run g
+// belongs to part j iff pi(g) lies in [floor(G * C_j / C), floor(G * C_{j+1} /
+// C)), with C_j = w_0 + .. + w_{j-1} and C = C_P.
+//
+// Invariant: the parts are disjoint and cover every document exactly once;
+// part j holds within one run of G * w_j / C runs, so within R * (1 + S)
+// documents of D * w_j / C (S shards, whose last runs may be short); runs are
+// whole documents of one shard, so a part's share of a shard is a few ranges
+// of contiguous tokens (remote reads stay chunk-local). Exact integer
+// arithmetic and a fixed hash: the same parts on every machine, in every
+// process and version. O(shards + parts) memory; O(1) per run.
 #ifndef TOKPACK_SRC_READER_SPLIT_RANGES_H_
 #define TOKPACK_SRC_READER_SPLIT_RANGES_H_
 
@@ -46,10 +56,10 @@ StatusOr<SplitSpec> ParseSplit(const std::string& text);
 // split_index and the split when it is not (or when split is empty).
 StatusOr<SplitSpec> ParseSplitPart(const std::string& split, int64_t index);
 
-// InvalidArgument for a part with no documents in any of `shards` shards (of
-// at most `largest` documents each), naming the dataset, split and part.
+// InvalidArgument for a part dealt no run of the `runs` runs of a dataset,
+// naming the dataset, split and part.
 Status EmptyPartError(const std::string& dataset, const std::string& split, size_t part,
-                      size_t shards, uint64_t largest);
+                      uint64_t runs);
 
 // Documents [begin, end) of a shard.
 struct DocumentRange {
@@ -57,13 +67,48 @@ struct DocumentRange {
   uint64_t end = 0;
 };
 
-// Part `part` (< spec.parts()) of a shard of `documents` documents.
-DocumentRange SplitRange(const SplitSpec& spec, size_t part, uint64_t documents);
+// Slots [floor(n * C_part / C), floor(n * C_{part+1} / C)) of n: part `part`'s
+// (< spec.parts()) share of n items, contiguous, in order, covering [0, n).
+DocumentRange SplitRange(const SplitSpec& spec, size_t part, uint64_t n);
 
-// A part's fingerprint: xxh3_64 of "tokpack-split-v1", the parent's
+// How a split deals a dataset's runs of documents to its parts (above).
+// Immutable; thread-safe.
+class SplitRuns {
+ public:
+  // About this many runs in all: fine enough that every part samples the
+  // whole dataset (a 1% part of one shard gets ~40 runs from all over it).
+  static constexpr uint64_t kTargetRuns = 4096;
+
+  // R for a dataset of `documents` documents: ceil(documents / kTargetRuns),
+  // at least 1.
+  static uint64_t RunDocuments(uint64_t documents);
+
+  // `shard_documents`: each shard's documents, in order.
+  SplitRuns(const SplitSpec& spec, std::vector<uint64_t> shard_documents);
+
+  uint64_t run_documents() const { return run_documents_; }
+  uint64_t runs() const { return runs_; }
+  // The part run g (< runs()) belongs to.
+  size_t PartOfRun(uint64_t g) const;
+  // Runs dealt to `part`.
+  uint64_t RunsOf(size_t part) const { return bounds_[part + 1] - bounds_[part]; }
+  // Part `part`'s documents of shard k, in order, adjacent runs merged.
+  std::vector<DocumentRange> Ranges(size_t part, size_t shard) const;
+
+ private:
+  std::vector<uint64_t> shard_documents_;
+  std::vector<uint64_t> first_run_;  // Per shard, its first run's number.
+  std::vector<uint64_t> bounds_;     // Part j holds pi(g) in [bounds_[j], bounds_[j+1]).
+  uint64_t run_documents_ = 1;
+  uint64_t runs_ = 0;
+  uint64_t key_ = 0;
+};
+
+// A part's fingerprint: xxh3_64 of "tokpack-split-v2", the parent's
 // fingerprint (u64 little-endian), the normalized split's length (u64) and
 // text, and the part (u64): different for every part, and for the same part
-// of another dataset or split.
+// of another dataset or split. v2: parts drawn as runs (v1 cut each shard
+// into contiguous ranges), so a cursor saved on a v1 part is refused.
 uint64_t SplitFingerprint(uint64_t parent, const SplitSpec& spec, size_t part);
 
 }  // namespace tokpack

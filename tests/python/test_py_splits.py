@@ -109,16 +109,23 @@ def test_info_shows_each_part(packed, run_tokpack):
     views = parts(path, "949,50,1")
     text = run_tokpack("info", path, "--split", "949,50,1").stdout
     assert "split        949,50,1 (normalized 949,50,1" in text
-    for j, v in enumerate(views):
-        assert (f"part {j:<6} {[949, 50, 1][j]}/1000: {len(v)} documents, {v.num_tokens} tokens, "
-                f"fingerprint {v.fingerprint}") in text
+    # How the parts are drawn: runs of documents (one document each below
+    # 4097 documents) dealt out by a keyed permutation, not the tail.
+    n = len(tokpack.Dataset(path))
+    assert f"drawn as    {n} runs of 1 consecutive documents" in text, text
     info = json.loads(run_tokpack("info", path, "--json", "--split", "0.949,0.05,0.001").stdout)
     assert info["split"]["normalized"] == "949,50,1"
+    assert info["split"]["run_documents"] == 1 and info["split"]["runs"] == n
+    runs = [p["runs"] for p in info["split"]["parts"]]
+    assert sum(runs) == n and all(abs(r - n * w / 1000) < 1 for r, w in zip(runs, [949, 50, 1]))
+    for j, v in enumerate(views):
+        assert (f"part {j:<6} {[949, 50, 1][j]}/1000: {runs[j]} runs, {len(v)} documents, "
+                f"{v.num_tokens} tokens, fingerprint {v.fingerprint}") in text
     assert [(p["weight"], p["documents"], p["tokens"], p["fingerprint"])
             for p in info["split"]["parts"]] == [
                 (w, len(v), v.num_tokens, v.fingerprint) for w, v in zip([949, 50, 1], views)]
     empty = run_tokpack("info", path, "--split", "1,0,1").stdout
-    assert "0 documents, 0 tokens" in empty and "(empty: cannot be opened)" in empty
+    assert "0 runs, 0 documents, 0 tokens" in empty and "(empty: cannot be opened)" in empty
     bad = run_tokpack("info", path, "--split", "1,,2", check=False)
     assert bad.returncode != 0 and "split '1,,2'" in bad.stderr
     # show takes the dataset options as flags: the part's first document.
