@@ -108,6 +108,11 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   Packing packing = Packing::kConcat;
   // kBestFit: at most this many pieces per sample (0: no cap).
   int64_t max_docs_per_sequence = 0;
+  // Serve a mixture whose sources record different token identities
+  // (tokenizer or BOS/EOS settings, src/format/token_identity.h), which
+  // Create otherwise refuses: for one vocabulary exported twice. Recorded in
+  // the cursor; a resume must pass the same.
+  bool allow_mixed_tokenizers = false;
   // Stop after this many passes over the data (0: endless). With several
   // sources, one pass is the sum of the sample counts of those that some
   // phase draws from.
@@ -233,8 +238,10 @@ class Loader {
 
   // Validates options (InvalidArgument naming the field; OutOfRange when
   // seq_len leaves a dataset with no sample; FailedPrecondition when the
-  // CUDA device is not usable, saying why) and starts the pipeline at the
-  // beginning of the data. One mixture phase, with the sources' weights.
+  // CUDA device is not usable, saying why) and the sources (InvalidArgument
+  // naming two whose token identities differ, and how, unless
+  // allow_mixed_tokenizers) and starts the pipeline at the beginning of
+  // the data. One mixture phase, with the sources' weights.
   static StatusOr<std::unique_ptr<Loader>> Create(std::vector<Source> sources,
                                                   const LoaderOptions& options);
   // As above, with a mixture that changes during the run: `phases` in

@@ -329,6 +329,15 @@ class Loader:
         return list(self._datasets)
 
     @property
+    def tokenizer_info(self) -> Dict[str, Any]:
+        """The tokenizer the batches' ids come from (type, vocab_size, special
+        ids): the first dataset's ``tokenizer_info``, which every dataset of
+        the mixture shares, since a mixture of different tokenizers or BOS/EOS
+        settings is refused. With ``allow_mixed_tokenizers=True`` they may
+        differ, and it is still the first dataset's."""
+        return self._datasets[0].tokenizer_info
+
+    @property
     def options(self) -> Dict[str, Any]:
         """Every option of this loader, defaults included (see tokpack._options),
         as in effect: shuffle="auto" shows the mode it chose ("full" or

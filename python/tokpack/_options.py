@@ -37,6 +37,8 @@ class LoaderOptions(TypedDict, total=False):
     """What a sample is: concat (a window of the token stream) or best_fit (whole documents packed by best-fit decreasing, padded, labels -100 across documents). Default: concat."""
     max_docs_per_sequence: int
     """packing=best_fit: at most this many documents per sample (0: no cap). Default: 0."""
+    allow_mixed_tokenizers: bool
+    """Serve a mixture of datasets with different tokenizers or BOS/EOS settings (only for one vocabulary exported twice; refused otherwise). Default: false."""
     epochs: int
     """Stop after this many passes over the data (0: endless). Default: 0."""
     max_steps: int

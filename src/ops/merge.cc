@@ -4,6 +4,7 @@
 
 #include "common/chunk_hasher.h"
 #include "format/dataset_path.h"
+#include "format/token_identity.h"
 #include "io/file_system.h"
 #include "io/staging_dir.h"
 #include "storage/http_store.h"
@@ -22,6 +23,8 @@ std::string PartLink(size_t i) {
   return buf;
 }
 
+// The parts' files must have one layout; their token identity is checked
+// for all parts at once (CheckTokenIdentity).
 Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manifest& b,
                        const std::string& b_name) {
   std::string what;
@@ -29,19 +32,6 @@ Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manif
     what = "token dtypes";
   else if (a.chunk_bytes != b.chunk_bytes)
     what = "checksum chunk sizes";
-  else if (a.tokenizer.model_xxh3 != b.tokenizer.model_xxh3 ||
-           a.tokenizer.vocab_size != b.tokenizer.vocab_size ||
-           // One file read with another split pattern, other special tokens or
-           // another EOS/BOS choice gives other ids.
-           a.tokenizer.pattern != b.tokenizer.pattern ||
-           a.tokenizer.special_tokens != b.tokenizer.special_tokens ||
-           a.tokenizer.eos_id != b.tokenizer.eos_id || a.tokenizer.bos_id != b.tokenizer.bos_id)
-    what = "tokenizers";
-  else if (a.provenance.kind != "import" && b.provenance.kind != "import" &&
-           (a.provenance.settings.add_bos != b.provenance.settings.add_bos ||
-            a.provenance.settings.add_eos != b.provenance.settings.add_eos)) {
-    what = "BOS/EOS settings";
-  }
   if (what.empty()) return Status::Ok();
   return InvalidArgumentError("cannot merge '" + a_name + "' and '" + b_name + "': different " +
                               what);
@@ -51,6 +41,9 @@ Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manif
 // `shard_dir` gives the path of part i's shard `path` relative to the output.
 StatusOr<Manifest> Combine(const std::vector<std::pair<std::string, Manifest>>& parts,
                            const std::function<std::string(size_t, const std::string&)>& shard_at) {
+  std::vector<NamedManifest> named;
+  for (const auto& [dir, m] : parts) named.push_back({dir, &m});
+  TOKPACK_RETURN_IF_ERROR(CheckTokenIdentity(named).WithContext("cannot merge"));
   Manifest out;
   const Manifest& first = parts[0].second;
   out.dtype = first.dtype;

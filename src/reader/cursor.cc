@@ -51,6 +51,7 @@ Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sou
   c.packing = std::get<std::string>(*o.Get("packing"));
   c.max_docs_per_sequence =
       o.packing == Packing::kBestFit ? static_cast<uint64_t>(o.max_docs_per_sequence) : 0;
+  c.allow_mixed_tokenizers = o.allow_mixed_tokenizers;
   c.position = state.Position();
   c.step = state.step;
   const std::vector<uint64_t> totals = state.Totals(sources.size());
@@ -78,6 +79,7 @@ std::string Cursor::ToJson() const {
     out += ",\"packing\":\"" + packing +
            "\",\"max_docs_per_sequence\":" + std::to_string(max_docs_per_sequence);
   }
+  if (allow_mixed_tokenizers) out += ",\"allow_mixed_tokenizers\":true";
   out += ",\"sources\":[";
   for (size_t i = 0; i < sources.size(); ++i) {
     if (i) out += ',';
@@ -168,6 +170,12 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
     return Bad(
         "max_docs_per_sequence is not a cap a loader saves (an integer up to 2^31 - 1, "
         "0 unless packing is \"best_fit\")");
+  }
+  // Absent unless true.
+  simdjson::dom::element mixed;
+  if (root["allow_mixed_tokenizers"].get(mixed) == simdjson::SUCCESS &&
+      mixed.get_bool().get(c.allow_mixed_tokenizers) != simdjson::SUCCESS) {
+    return Bad("allow_mixed_tokenizers is not a boolean");
   }
   simdjson::dom::array arr;
   if (root["sources"].get_array().get(arr) != simdjson::SUCCESS) return Bad("no sources");

@@ -4,7 +4,7 @@
 // consumed, per phase begun its start step, weights and the draws of each
 // source in it, plus the settings that define the order (seed, sequence
 // length, shuffle mode and its block or window setting, packing and its
-// max_docs_per_sequence). Independent of
+// max_docs_per_sequence, allow_mixed_tokenizers). Independent of
 // rank, world size and batch size. Version 1 cursors (one weighted blend)
 // parse as one phase at step 0 with an unknown step. Plain value; not
 // synchronized.
@@ -49,6 +49,9 @@ struct Cursor {
   // else 0). Written only for best_fit; absent (older cursors): concat.
   std::string packing = "concat";
   uint64_t max_docs_per_sequence = 0;
+  // The loader's allow_mixed_tokenizers. Written only when true, so the
+  // cursors of loaders without it stay as they were; absent: false.
+  bool allow_mixed_tokenizers = false;
   struct Source {
     uint64_t fingerprint = 0;
     uint64_t consumed = 0;  // Over all phases.

@@ -37,6 +37,14 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
                PackingOptions() + ": pass " + saved.PackingOptions() +
                " to resume it (the samples are other ones)");
   }
+  if (saved.allow_mixed_tokenizers != allow_mixed_tokenizers) {
+    const auto option = [](bool allow) {
+      return std::string("allow_mixed_tokenizers=") + (allow ? "true" : "false");
+    };
+    return Bad("it was made with " + option(saved.allow_mixed_tokenizers) + ", this loader uses " +
+               option(allow_mixed_tokenizers) + ": pass " + option(saved.allow_mixed_tokenizers) +
+               " to resume it");
+  }
   if (saved.shuffle != shuffle || saved.block_size != block_size ||
       saved.block_window != block_window || saved.window_chunks != window_chunks) {
     return Bad("it was made with " + saved.OrderOptions() + ", this loader uses " + OrderOptions() +

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "format/token_identity.h"
 #include "reader/batch_assembler.h"
 #include "reader/cursor.h"
 #include "reader/device_stage.h"
@@ -458,6 +459,16 @@ Status Validate(const std::vector<Loader::Source>& sources, const std::vector<Mi
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!sources[i].dataset) {
       return InvalidArgumentError("source " + std::to_string(i) + " is null");
+    }
+  }
+  if (!o.allow_mixed_tokenizers) {
+    std::vector<NamedManifest> named;
+    for (const auto& s : sources) named.push_back({s.dataset->path(), &s.dataset->manifest()});
+    if (Status identity = CheckTokenIdentity(named); !identity.ok()) {
+      return InvalidArgumentError(
+          "a mixture serves one token identity, but " + identity.message() +
+          "; pass allow_mixed_tokenizers=true only if their ids mean the same text (one "
+          "vocabulary exported twice)");
     }
   }
   return CheckPhases(phases, Names(sources));

@@ -93,6 +93,11 @@ const OptionTable<O>& OptionTableOf<O>() {
           "max_docs_per_sequence",
           "packing=best_fit: at most this many documents per sample (0: no cap)",
           [](auto& o) -> auto& { return o.max_docs_per_sequence; }, 0, INT32_MAX),
+      BoolOption<O>(
+          "allow_mixed_tokenizers",
+          "Serve a mixture of datasets with different tokenizers or BOS/EOS settings (only "
+          "for one vocabulary exported twice; refused otherwise)",
+          [](auto& o) -> auto& { return o.allow_mixed_tokenizers; }),
       IntOption<O>(
           "epochs", "Stop after this many passes over the data (0: endless)",
           [](auto& o) -> auto& { return o.epochs; }, 0, INT64_MAX),

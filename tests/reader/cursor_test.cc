@@ -167,6 +167,25 @@ TEST(Cursor, WindowChunksRoundTripAndCursorsWithoutThemStillParse) {
                 "window_chunks is not");
 }
 
+TEST(Cursor, AllowMixedTokenizersIsWrittenOnlyWhenTrueAndParsedWhenPresent) {
+  auto c = Cursor::Parse(V2());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->allow_mixed_tokenizers);
+  c->allow_mixed_tokenizers = true;
+  std::string mixed = V2();
+  mixed.insert(mixed.find(",\"sources\""), ",\"allow_mixed_tokenizers\":true");
+  EXPECT_EQ(c->ToJson(), mixed);
+  auto parsed = Cursor::Parse(mixed);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(parsed->allow_mixed_tokenizers);
+  std::string plain = V2();
+  EXPECT_FALSE(
+      Cursor::Parse(plain.insert(1, "\"allow_mixed_tokenizers\":false,"))->allow_mixed_tokenizers);
+  std::string number = V2();
+  ExpectRefused(number.insert(1, "\"allow_mixed_tokenizers\":1,"),
+                "allow_mixed_tokenizers is not a boolean");
+}
+
 TEST(Cursor, CountsThatAddUpOnlyModuloTwoToTheSixtyFourAreRefused) {
   // 2^64 - 1 + 401 wraps to 400, the position.
   ExpectRefused(State("400", "18446744073709551615", "401"),
