@@ -239,6 +239,14 @@ def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any) -> None:
             f"the loader ends after {steps} steps, but max_steps={args.max_steps} with "
             f"gradient_accumulation_steps={accumulate} trains on {needed}; lower max_steps "
             f"or raise the loader's epochs= / max_steps=")
+    if args.use_cache and loader.options["document_boundaries"]:
+        # The Trainer copies use_cache into model.config; transformers (5.24)
+        # makes the block-diagonal mask from position_ids only without a cache.
+        raise ValueError(
+            "TrainingArguments(use_cache=True): the Trainer sets the model's config.use_cache, "
+            "and with a cache Hugging Face models ignore position_ids for the attention mask, "
+            "so the loader's packed documents (document_boundaries / packing=\"best_fit\") "
+            "would attend to each other; set use_cache=False (the default)")
     if args.dataloader_num_workers != 0:
         raise ValueError(
             f"dataloader_num_workers={args.dataloader_num_workers}: tokpack.Loader assembles "
