@@ -261,3 +261,18 @@ def in_loader_steps(phases: Sequence[Phase], factor: int) -> Sequence[Phase]:
         out.append((_start_step(i, start) * factor, weights))
     return out
 
+
+def start_steps(phases: Any) -> List[int]:
+    """The start steps of a phase list as given (integers only; what is not
+    one is left to the Loader's checks)."""
+    if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence):
+        return []
+    steps = []
+    for i, phase in enumerate(phases):
+        try:
+            start, _ = _phase_parts(i, phase)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(start, numbers.Integral) and not isinstance(start, bool):
+            steps.append(int(start))
+    return steps
