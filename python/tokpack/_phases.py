@@ -245,3 +245,34 @@ def named_stats(stats: Dict[str, Any], names: Sequence[str],
          "weights": dict(zip(names, p["weights"])), "samples": dict(zip(names, p["samples"]))}
         for p in stats["phases"]
     ]
+
+
+def in_loader_steps(phases: Sequence[Phase], factor: int) -> Sequence[Phase]:
+    """`phases` with every start_step multiplied by `factor` (optimizer steps
+    of `factor` loader steps each, for the trainer integrations). A list
+    that is not one of phases is returned as it is: the Loader names what is
+    wrong with it."""
+    if factor == 1 or isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases,
+                                                                                  Sequence):
+        return phases
+    out: List[Phase] = []
+    for i, phase in enumerate(phases):
+        start, weights = _phase_parts(i, phase)
+        out.append((_start_step(i, start) * factor, weights))
+    return out
+
+
+def start_steps(phases: Any) -> List[int]:
+    """The start steps of a phase list as given (integers only; what is not
+    one is left to the Loader's checks)."""
+    if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence):
+        return []
+    steps = []
+    for i, phase in enumerate(phases):
+        try:
+            start, _ = _phase_parts(i, phase)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(start, numbers.Integral) and not isinstance(start, bool):
+            steps.append(int(start))
+    return steps

@@ -76,3 +76,24 @@ def expected_rows(phases, starts, positions, samples_per_source):
             rows.append((s, drawn[s] % samples_per_source[s]))
             drawn[s] += 1
     return rows
+
+
+def source_namer(paths, seq_len):
+    """source_of(rows) for a loader over {name: dataset path} with this
+    seq_len: the one source all the rows (input_ids) are windows of."""
+    import tokpack
+
+    windows = {}
+    for name, path in paths.items():
+        ds = tokpack.Dataset(path)
+        tokens = ds.tokens(0, ds.num_tokens).tolist()
+        windows[name] = {tuple(tokens[i:i + seq_len])
+                         for i in range(0, ds.num_samples(seq_len) * seq_len, seq_len)}
+
+    def source_of(rows):
+        rows = rows.tolist() if hasattr(rows, "tolist") else rows
+        names = {name for row in rows for name, w in windows.items() if tuple(row) in w}
+        assert len(names) == 1, f"rows from {sorted(names) or 'no source'}"
+        return names.pop()
+
+    return source_of

@@ -18,6 +18,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 from tokpack.integrations import hf  # noqa: E402
 
+from phase_data import source_namer  # noqa: E402
+
 SCRIPT = Path(__file__).parent / "scripts" / "hf_train.py"
 STEPS, SAVE_EVERY, ACCUMULATE, BATCH = 6, 3, 2, 2  # optimizer steps; rows per rank
 
@@ -145,6 +147,9 @@ def make_loader(data, **kw):
     ({"max_steps": 4, "gradient_accumulation_steps": 2}, {"max_steps": 5},
      r"ends after 5 steps, but max_steps=4 with gradient_accumulation_steps=2 trains on 8"),
     ({"dataloader_num_workers": 2}, {}, r"dataloader_num_workers=2.*set dataloader_num_workers=0"),
+    ({"use_cache": True}, {"document_boundaries": True},
+     r"use_cache=True.*packed documents.*attend to each other; set use_cache=False"),
+    ({"use_cache": True}, {"packing": "best_fit"}, r"use_cache=True.*set use_cache=False"),
     ({"gradient_accumulation_steps": 3}, {"prefetch": 4},
      r"gradient_accumulation_steps=3 keeps up to 6 batches.*prefetch=4.*prefetch=6"),
     ({"auto_find_batch_size": True}, {}, r"auto_find_batch_size=True.*batch_size=2"),
@@ -239,3 +244,95 @@ def test_the_hf_doc_example_runs(packed, tmp_path):
     code = code.replace('"runs/tiny"', repr(str(tmp_path / "run")))
     exec(compile(code, "docs/hf.md", "exec"), {"__name__": "__main__"})
     assert (tmp_path / "run" / "checkpoint-10" / hf.CURSOR_FILE).is_file()
+
+
+# Phases in optimizer steps (step_unit) ---------------------------------------
+
+ANNEAL = [(0, {"a": 1.0}), (2, {"b": 1.0}), (4, {"a": 1.0})]  # all a, then b, then a again
+
+
+@pytest.fixture(scope="module")
+def two_sources(packed, packed_small):
+    """Sources a and b, and source_of(rows): which one a micro-batch comes from."""
+    paths = {"a": packed[0], "b": packed_small[0]}
+    return paths, source_namer(paths, 32)
+
+
+def phased_run(tmp_path, two_sources, *, accumulate, step_unit, resume=False, max_steps=6,
+               save_steps=None):
+    """A real Trainer on the ANNEAL phases; returns [(global_step, source)]
+    per micro-batch, as the model's forward sees it, and the trainer."""
+    paths, source_of = two_sources
+    args = make_args(tmp_path, output_dir=str(tmp_path / "phased"), max_steps=max_steps,
+                     gradient_accumulation_steps=accumulate, disable_tqdm=True,
+                     save_strategy="steps" if save_steps else "no", save_steps=save_steps or 1)
+    loader = make_loader(paths, phases=ANNEAL, batch_size=2)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=1000, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64))
+    kw = {} if step_unit is None else {"step_unit": step_unit}
+    trainer = hf.TokpackTrainer(model=model, args=args, train_dataset=loader, **kw)
+    seen = []
+    model.register_forward_pre_hook(
+        lambda m, a, kw: seen.append((trainer.state.global_step, source_of(kw["input_ids"]))),
+        with_kwargs=True)
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    return seen, trainer
+
+
+def by_optimizer_step(first_b, first_a_again, steps, accumulate):
+    return [(s, "b" if first_b <= s < first_a_again else "a")
+            for s in range(*steps) for _ in range(accumulate)]
+
+
+def test_phases_in_optimizer_steps_begin_at_that_optimizer_step(tmp_path, two_sources):
+    # gradient accumulation 2: phase (2, b) is the third optimizer step, loader step 4
+    seen, trainer = phased_run(tmp_path, two_sources, accumulate=2, step_unit="optimizer")
+    assert seen == by_optimizer_step(2, 4, (0, 6), 2)
+    # the loader counts its own steps: the phases it ran, and its stats, in loader steps
+    assert [start for start, _ in trainer.train_dataset.phases] == [0, 4, 8]
+    assert [p["start_step"] for p in trainer.train_dataset.stats()["phases"]] == [0, 4, 8]
+
+
+def test_phases_in_loader_steps_begin_at_that_micro_batch(tmp_path, two_sources):
+    seen, _ = phased_run(tmp_path, two_sources, accumulate=2, step_unit="loader")
+    assert seen == by_optimizer_step(1, 2, (0, 6), 2)
+
+
+def test_phases_with_accumulation_need_a_step_unit(tmp_path, two_sources):
+    with pytest.raises(ValueError, match=r"phases start at steps \[0, 2, 4\], and with "
+                                         r"gradient_accumulation_steps=2.*step_unit=\"optimizer\""
+                                         r".*loader step 4.*step_unit=\"loader\""):
+        phased_run(tmp_path, two_sources, accumulate=2, step_unit=None)
+    with pytest.raises(ValueError, match=r"step_unit='micro'"):
+        phased_run(tmp_path, two_sources, accumulate=2, step_unit="micro")
+    # without accumulation the units are the same
+    seen, _ = phased_run(tmp_path, two_sources, accumulate=1, step_unit=None)
+    assert seen == by_optimizer_step(2, 4, (0, 6), 1)
+
+
+def test_a_resume_with_another_accumulation_keeps_phases_at_their_optimizer_steps(
+        tmp_path, two_sources):
+    # checkpoint 3 is inside phase b (begun at loader step 4); phase (4, a) is to come
+    seen, _ = phased_run(tmp_path, two_sources, accumulate=2, step_unit="optimizer",
+                         max_steps=3, save_steps=3)
+    assert seen == by_optimizer_step(2, 4, (0, 3), 2)
+    # resumed with 1 batch per optimizer step: b until step 4, then a
+    seen, trainer = phased_run(tmp_path, two_sources, accumulate=1, step_unit="optimizer",
+                               resume=True)
+    assert seen == by_optimizer_step(2, 4, (3, 6), 1)
+    assert [start for start, _ in trainer.train_dataset.phases] == [0, 4, 7]
+
+
+def test_the_hf_anneal_example_runs(packed, packed_small, tmp_path):
+    from doc_examples import doc_example
+
+    code = doc_example("hf.md", "trainer-anneal").replace('"data/web"', repr(packed[0]))
+    code = code.replace('"data/math"', repr(packed_small[0]))
+    code = code.replace('"runs/anneal"', repr(str(tmp_path / "run")))
+    scope = {"__name__": "__main__"}
+    exec(compile(code, "docs/hf.md", "exec"), scope)
+    assert scope["trainer"].state.global_step == 20
+    stats = scope["loader"].stats()
+    assert stats["steps"] == 40 and stats["phases"][1]["start_step"] == 32

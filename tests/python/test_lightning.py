@@ -22,6 +22,7 @@ pl = pytest.importorskip("lightning.pytorch")
 from tokpack.integrations.lightning import TokpackDataModule  # noqa: E402
 
 from doc_examples import doc_example  # noqa: E402
+from phase_data import source_namer  # noqa: E402
 
 SCRIPT = Path(__file__).parent / "scripts" / "lightning_train.py"
 B = 2  # rows per rank, as the script's loader
@@ -185,7 +186,7 @@ def test_misuse_gets_errors_naming_the_thing(packed, tmp_path):
     with pytest.raises(ValueError, match=r"endless tokpack.Loader never ends a Lightning epoch, "
                                          r"so Trainer\(max_epochs=2\)"):
         trainer(tmp_path, max_epochs=2).fit(TinyModule(), datamodule=TokpackDataModule(data))
-    finite = dict(seq_len=16, batch_size=2, max_steps=4)
+    finite = dict(seq_len=16, batch_size=2, max_steps=4, step_unit="loader")
     with pytest.raises(ValueError, match=r"run \(4 steps.*Trainer\(max_epochs=1000\)"):
         trainer(tmp_path).fit(TinyModule(), datamodule=TokpackDataModule(data, **finite))
     with pytest.raises(ValueError, match=r"Trainer\(max_steps=3\) with accumulate_grad_batches=2"):
@@ -216,6 +217,104 @@ def test_labels_are_next_by_default_and_same_on_request(packed, labels):
         assert (batch["labels"][:, :-1] == batch["input_ids"][:, 1:]).all()
     else:
         assert (batch["labels"] == batch["input_ids"]).all()
+
+
+# Phases and max_steps in optimizer steps (step_unit) -------------------------
+
+ANNEAL = [(0, {"a": 1.0}), (2, {"b": 1.0}), (4, {"a": 1.0})]  # all a, then b, then a again
+
+
+class SourceModule(TinyModule):
+    """Records (trainer.global_step, source) for every batch trained."""
+
+    def __init__(self, source_of):
+        super().__init__()
+        self.source_of = source_of
+        self.seen = []
+
+    def training_step(self, batch, batch_idx):
+        self.seen.append((self.trainer.global_step, self.source_of(batch["input_ids"])))
+        return super().training_step(batch, batch_idx)
+
+
+@pytest.fixture(scope="module")
+def two_sources(packed, packed_small):
+    paths = {"a": packed[0], "b": packed_small[0]}
+    return paths, source_namer(paths, 16)
+
+
+def phased(paths, **kw):
+    return TokpackDataModule(paths, phases=ANNEAL, seq_len=16, batch_size=2, seed=5, **kw)
+
+
+def by_optimizer_step(first_b, first_a_again, steps, accumulate):
+    return [(s, "b" if first_b <= s < first_a_again else "a")
+            for s in range(*steps) for _ in range(accumulate)]
+
+
+@pytest.mark.parametrize("unit, first_b, first_a_again", [("optimizer", 2, 4), ("loader", 1, 2)])
+def test_phases_begin_at_the_optimizer_step_or_micro_batch_given(two_sources, tmp_path, unit,
+                                                                 first_b, first_a_again):
+    paths, source_of = two_sources
+    module, dm = SourceModule(source_of), phased(paths, step_unit=unit)
+    trainer(tmp_path, max_steps=6, accumulate_grad_batches=2).fit(module, datamodule=dm)
+    assert module.seen == by_optimizer_step(first_b, first_a_again, (0, 6), 2)
+    factor = 2 if unit == "optimizer" else 1
+    assert [start for start, _ in dm.loader.phases] == [0, 2 * factor, 4 * factor]
+
+
+def test_max_steps_in_optimizer_steps_is_the_run(two_sources, tmp_path):
+    paths, source_of = two_sources
+    module, dm = SourceModule(source_of), phased(paths, step_unit="optimizer", max_steps=5)
+    run = trainer(tmp_path, max_epochs=1, accumulate_grad_batches=2)
+    run.fit(module, datamodule=dm)
+    assert run.global_step == 5 and len(dm.loader) == 10
+    assert module.seen == by_optimizer_step(2, 4, (0, 5), 2)
+
+
+def test_step_counts_with_accumulation_need_a_step_unit(two_sources, packed, tmp_path):
+    paths, source_of = two_sources
+    with pytest.raises(ValueError, match=r"phases starting at \[2, 4\], and with "
+                                         r"accumulate_grad_batches=2.*step_unit=\"optimizer\""
+                                         r".*step 2 is loader step 4.*step_unit=\"loader\""):
+        trainer(tmp_path, max_steps=6, accumulate_grad_batches=2).fit(
+            SourceModule(source_of), datamodule=phased(paths))
+    with pytest.raises(ValueError, match=r"got max_steps=8, and with accumulate_grad_batches=2"):
+        trainer(tmp_path, max_epochs=1, accumulate_grad_batches=2).fit(
+            TinyModule(), datamodule=TokpackDataModule(packed[0], seq_len=16, batch_size=2,
+                                                       max_steps=8))
+    with pytest.raises(ValueError, match=r"step_unit='micro'"):
+        phased(paths, step_unit="micro")
+    with pytest.raises(ValueError, match=r"multiplies phases starting at \[2, 4\] by the "
+                                         r"Trainer's accumulate_grad_batches.*no Trainer"):
+        phased(paths, step_unit="optimizer").setup("fit")
+    # without accumulation the units are the same
+    module = SourceModule(source_of)
+    trainer(tmp_path, max_steps=6).fit(module, datamodule=phased(paths))
+    assert module.seen == by_optimizer_step(2, 4, (0, 6), 1)
+
+
+def test_a_resume_keeps_phases_at_their_optimizer_steps_or_refuses_another_accumulation(
+        two_sources, tmp_path):
+    paths, source_of = two_sources
+    ckpt = pl.callbacks.ModelCheckpoint(tmp_path / "ckpt", filename="{step}",
+                                        every_n_train_steps=3, save_top_k=-1)
+    first = SourceModule(source_of)
+    trainer(tmp_path, max_steps=3, accumulate_grad_batches=2, callbacks=[ckpt],
+            enable_checkpointing=True).fit(first, datamodule=phased(paths, step_unit="optimizer"))
+    assert first.seen == by_optimizer_step(2, 4, (0, 3), 2)
+    path = tmp_path / "ckpt" / "step=3.ckpt"
+    resumed = SourceModule(source_of)
+    trainer(tmp_path, max_steps=6, accumulate_grad_batches=2).fit(
+        resumed, datamodule=phased(paths, step_unit="optimizer"), ckpt_path=path)
+    assert resumed.seen == by_optimizer_step(2, 4, (3, 6), 2)
+    # Lightning's optimizer steps would no longer line up with the converted phases
+    with pytest.raises(ValueError, match=r"trained with accumulate_grad_batches=2 and this run "
+                                         r"has 1; with step_unit=\"optimizer\".*resume with "
+                                         r"accumulate_grad_batches=2"):
+        trainer(tmp_path, max_steps=6).fit(
+            SourceModule(source_of), datamodule=phased(paths, step_unit="optimizer"),
+            ckpt_path=path)
 
 
 class BareLoader(TinyModule):
@@ -270,7 +369,7 @@ def test_the_cursor_in_the_checkpoint_a_bare_loader_versus_the_datamodule(packed
 
 
 @pytest.mark.timeout(600)
-def test_the_docs_example_trains_and_resumes(packed, tmp_path, monkeypatch):
+def test_the_docs_example_trains_and_resumes(packed, packed_small, tmp_path, monkeypatch):
     code = doc_example("lightning.md", "lightning-fit").replace('"data/web"', repr(packed[0]))
     monkeypatch.chdir(tmp_path)
     scope = {"__name__": "lightning_example"}
@@ -278,3 +377,10 @@ def test_the_docs_example_trains_and_resumes(packed, tmp_path, monkeypatch):
     assert scope["trainer"].global_step == 150
     assert scope["data"].loader.step >= 150  # read ahead by Lightning; trained 150
     assert (tmp_path / "ckpt" / "last.ckpt").exists()
+
+    # the anneal in optimizer steps continues the example
+    code = doc_example("lightning.md", "lightning-anneal").replace('"data/web"', repr(packed[0]))
+    code = code.replace('"data/math"', repr(packed_small[0]))
+    exec(compile(code, "docs/lightning.md", "exec"), scope)
+    assert scope["trainer"].global_step == 100
+    assert scope["data"].loader.stats()["phases"][1]["start_step"] == 160

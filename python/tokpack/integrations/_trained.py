@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import collections
 import json
-from typing import Any, Deque, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Deque, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .._loader import Loader
 
@@ -70,9 +70,11 @@ class TrainedBatches:
                 f"tokpack keeps the cursors of the last {self._keep}")
         return json.loads(self._states[trained - oldest][1])
 
-    def load_state_dict(self, state: Union[Mapping[str, Any], str]) -> None:
-        """Moves the loader to a saved cursor; counting restarts there."""
-        self.loader.load_state_dict(state)
+    def load_state_dict(self, state: Union[Mapping[str, Any], str],
+                        phases: Optional[Sequence[Any]] = None) -> None:
+        """Moves the loader to a saved cursor (continuing with `phases`, if
+        given, as Loader.load_state_dict does); counting restarts there."""
+        self.loader.load_state_dict(state, phases)
         self._restart()
 
 

@@ -13,7 +13,10 @@ Trainer's data path and checkpoint glue:
   them in order);
 - every checkpoint directory gets ``tokpack_cursor.json``: the cursor after the
   last batch trained (never one merely read ahead), and
-  ``train(resume_from_checkpoint=...)`` loads it instead of skipping batches.
+  ``train(resume_from_checkpoint=...)`` loads it instead of skipping batches;
+- with ``step_unit="optimizer"`` the loader's phases are given in optimizer
+  steps, the Trainer's unit, and re-expressed in loader steps (x
+  gradient_accumulation_steps) when training starts or resumes.
 
 ``TokpackTrainer`` is the mixin on ``transformers.Trainer``; mix it into a
 Trainer subclass the same way (``class T(TokpackTrainerMixin, SFTTrainer)``).
@@ -24,12 +27,15 @@ from __future__ import annotations
 import copy
 import json
 import os
-from typing import Any, Dict, Iterator, Mapping, Union
+import weakref
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import transformers
+from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_callback import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
+from .. import _phases
 from .._loader import Loader
 from ._trained import TrainedBatches, run_steps
 
@@ -41,6 +47,16 @@ CURSOR_FILE = "tokpack_cursor.json"
 # The Trainer's leading parameters, in its (and its common subclasses') order,
 # so that validation sees them however they were passed.
 _LEADING = ("model", "args", "data_collator", "train_dataset", "eval_dataset")
+
+STEP_UNITS = ("optimizer", "loader")
+
+NamedPhases = List[Tuple[int, Dict[str, float]]]
+
+# The phases as given, in optimizer steps, of each loader a TokpackTrainer
+# with step_unit="optimizer" took: training re-expresses the loader's own
+# phases in loader steps, so a second trainer on the same loader must start
+# from these, not convert twice.
+_GIVEN_PHASES: "weakref.WeakKeyDictionary[Loader, NamedPhases]" = weakref.WeakKeyDictionary()
 
 
 class TokpackTrainerMixin:
@@ -56,6 +72,14 @@ class TokpackTrainerMixin:
     The Trainer's ``args`` are copied with ``ignore_data_skip=True``: on
     resume the cursor from the checkpoint positions the data, and the
     Trainer must not skip batches on top of it.
+
+    ``step_unit`` (keyword only) says what the start steps of the loader's
+    phases count. ``"optimizer"``: optimizer steps, like ``max_steps``; a
+    phase at step P begins with the first batch of the optimizer step that
+    follows P steps (``state.global_step == P``), also across a resume with
+    another ``gradient_accumulation_steps``. ``"loader"``: loader steps
+    (micro-batches), as ``tokpack.Loader`` counts them. With gradient
+    accumulation and a phase after step 0 it must be given: the two differ.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -65,9 +89,12 @@ class TokpackTrainerMixin:
             if name in kwargs:
                 raise TypeError(f"TokpackTrainer got {name} both by position and by keyword")
             kwargs[name] = value
+        step_unit = kwargs.pop("step_unit", None)
         train_args = kwargs.get("args")
         loader = kwargs.get("train_dataset")
-        _check(train_args, loader, kwargs.get("data_collator"), kwargs.get("eval_dataset"))
+        _check(train_args, loader, kwargs.get("data_collator"), kwargs.get("eval_dataset"),
+               step_unit)
+        self._tokpack_step_unit = step_unit
         kwargs["args"] = copy.copy(train_args)
         kwargs["args"].ignore_data_skip = True
         super().__init__(**kwargs)  # type: ignore[call-arg]
@@ -80,7 +107,8 @@ class TokpackTrainerMixin:
                 f"tensor, context or sequence parallelism (tp x cp x sp = {split}): the ranks of "
                 f"one model replica need the same batch, but a tokpack.Loader gives each rank "
                 f"its own slice; TokpackTrainer supports data parallelism (DDP, FSDP, ZeRO)")
-        self._tokpack = _Stream(loader, keep=max(64, 2 * train_args.gradient_accumulation_steps))
+        self._tokpack = self._stream(loader,
+                                     keep=max(64, 2 * train_args.gradient_accumulation_steps))
         self.add_callback(_EpochFromSteps())  # type: ignore[attr-defined]
 
     def get_train_dataloader(self) -> "_Stream":
@@ -89,9 +117,16 @@ class TokpackTrainerMixin:
         loader = self.train_dataset  # type: ignore[attr-defined]
         if loader is not self._tokpack.loader:
             # train_dataset was replaced after construction: check it again.
-            _check(self.args, loader, None, None)  # type: ignore[attr-defined]
-            self._tokpack = _Stream(loader, keep=self._tokpack.keep)
+            _check(self.args, loader, None, None,  # type: ignore[attr-defined]
+                   self._tokpack_step_unit)
+            self._tokpack = self._stream(loader, keep=self._tokpack.keep)
         return self._tokpack
+
+    def _stream(self, loader: Loader, keep: int) -> "_Stream":
+        given = None
+        if self._tokpack_step_unit == "optimizer":
+            given = _GIVEN_PHASES.setdefault(loader, loader.phases)
+        return _Stream(loader, keep=keep, given_phases=given)
 
     def get_eval_dataloader(self, eval_dataset: Any = None) -> Any:
         """The Trainer's, after refusing a tokpack.Loader (a stream is not
@@ -125,9 +160,18 @@ class TokpackTrainerMixin:
         finds it) the loader continues from the checkpoint's cursor."""
         if resume_from_checkpoint is True:
             resume_from_checkpoint = get_last_checkpoint(self.args.output_dir) or True  # type: ignore[attr-defined]
+        stream = self.get_train_dataloader()
+        accumulate = self.args.gradient_accumulation_steps  # type: ignore[attr-defined]
         if isinstance(resume_from_checkpoint, (str, os.PathLike)):
             resume_from_checkpoint = os.fspath(resume_from_checkpoint)
-            self.get_train_dataloader().load(_read_cursor(resume_from_checkpoint))
+            cursor = _read_cursor(resume_from_checkpoint)
+            phases = None
+            if stream.given_phases is not None:
+                phases = _resumed_phases(stream.given_phases, accumulate, cursor,
+                                         _global_step(resume_from_checkpoint))
+            stream.load(cursor, phases)
+        elif stream.given_phases is not None:
+            stream.start(_phases.in_loader_steps(stream.given_phases, accumulate))
         # True here means no checkpoint was found: the Trainer raises its error.
         return super().train(resume_from_checkpoint, *args, **kwargs)  # type: ignore[misc]
 
@@ -144,9 +188,12 @@ class _Stream:
     packed documents from ``position_ids``), which is a dict operation, not a
     copy."""
 
-    def __init__(self, loader: Loader, keep: int) -> None:
+    def __init__(self, loader: Loader, keep: int,
+                 given_phases: Optional[NamedPhases] = None) -> None:
         self.loader = loader
         self.keep = keep
+        # step_unit="optimizer": the phases as given, in optimizer steps.
+        self.given_phases = given_phases
         self._batches = TrainedBatches(loader, keep=keep)
         self.trained = 0
 
@@ -159,9 +206,18 @@ class _Stream:
         """The cursor after the batches trained (not those read ahead)."""
         return self._batches.state_after(self.trained)
 
-    def load(self, state: Mapping[str, Any]) -> None:
-        self._batches.load_state_dict(state)
+    def load(self, state: Mapping[str, Any], phases: Optional[NamedPhases] = None) -> None:
+        self._batches.load_state_dict(state, phases)
         self.trained = 0
+
+    def start(self, phases: Any) -> None:
+        """A run from the start of the data with these phases (loader steps)."""
+        if self.loader.step != 0:
+            raise ValueError(
+                f"step_unit=\"optimizer\" counts phases from the Trainer's step 0, but the loader "
+                f"is at step {self.loader.step}, not at the start of its data; train a new "
+                f"tokpack.Loader, or resume with train(resume_from_checkpoint=...)")
+        self.loader.set_phases(phases)
 
 
 class _EpochFromSteps(TrainerCallback):
@@ -197,7 +253,46 @@ def _read_cursor(checkpoint: str) -> Dict[str, Any]:
         return json.load(f)
 
 
-def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any) -> None:
+def _global_step(checkpoint: str) -> int:
+    """The optimizer steps a checkpoint was saved after, from the Trainer's state."""
+    path = os.path.join(checkpoint, TRAINER_STATE_NAME)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"no {path}: with step_unit=\"optimizer\" the phases after the checkpoint are "
+            f"placed from its global_step, which the Trainer saves there")
+    with open(path, encoding="utf-8") as f:
+        return int(json.load(f)["global_step"])
+
+
+def _resumed_phases(given: NamedPhases, accumulate: int, cursor: Mapping[str, Any],
+                    step: int) -> NamedPhases:
+    """The phases as given (optimizer steps) in loader steps, for a run that
+    continues from `cursor` after optimizer step `step`. Phases the saved run
+    began keep the loader step they began at (the cursor has it, whatever the
+    accumulation was then); a phase at optimizer step P >= step begins
+    (P - step) optimizer steps of `accumulate` loader steps after the cursor,
+    so a resume with another gradient_accumulation_steps still begins it at
+    optimizer step P: the Trainer takes `accumulate` fresh batches per
+    optimizer step from the cursor on."""
+    begun = _phases.cursor_phases(cursor)
+    at = int(cursor["step"])
+    out: NamedPhases = []
+    for i, (start, weights) in enumerate(given):
+        if start >= step:
+            out.append((at + (start - step) * accumulate, weights))
+        elif i < len(begun):
+            out.append((begun[i][0], weights))
+        else:
+            raise ValueError(
+                f"the phase at optimizer step {start} comes before the checkpoint's step "
+                f"{step}, but the checkpoint's run began only {len(begun)} phases: phases "
+                f"that began before a checkpoint must be given as they were, and later ones "
+                f"at steps from {step} on")
+    return out
+
+
+def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any,
+           step_unit: Optional[str] = None) -> None:
     """The construction checks: every mismatch named with both values and the fix."""
     if not isinstance(loader, Loader):
         raise TypeError(
@@ -232,6 +327,18 @@ def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any) -> None:
             f"the Trainer needs max_steps > 0 (optimizer steps); passes over the data are "
             f"tokpack.Loader(epochs=...), not num_train_epochs")
     accumulate = args.gradient_accumulation_steps
+    if step_unit not in (None, *STEP_UNITS):
+        raise ValueError(f"step_unit={step_unit!r}: give \"optimizer\" (phases count the "
+                         f"Trainer's optimizer steps) or \"loader\" (loader steps)")
+    starts = [start for start, _ in _GIVEN_PHASES.get(loader, loader.phases)]
+    if step_unit is None and accumulate > 1 and any(starts):
+        later = next(start for start in starts if start)
+        raise ValueError(
+            f"the loader's phases start at steps {starts}, and with gradient_accumulation_steps="
+            f"{accumulate} an optimizer step is {accumulate} loader steps: say which these are. "
+            f"TokpackTrainer(..., step_unit=\"optimizer\"): the phase at {later} begins at "
+            f"optimizer step {later} (loader step {later * accumulate}); step_unit=\"loader\": "
+            f"at loader step {later}, in optimizer step {later // accumulate}")
     needed = args.max_steps * accumulate
     steps = run_steps(loader)
     if steps is not None and steps < needed:
@@ -239,6 +346,14 @@ def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any) -> None:
             f"the loader ends after {steps} steps, but max_steps={args.max_steps} with "
             f"gradient_accumulation_steps={accumulate} trains on {needed}; lower max_steps "
             f"or raise the loader's epochs= / max_steps=")
+    if args.use_cache and loader.options["document_boundaries"]:
+        # The Trainer copies use_cache into model.config; transformers (5.24)
+        # makes the block-diagonal mask from position_ids only without a cache.
+        raise ValueError(
+            "TrainingArguments(use_cache=True): the Trainer sets the model's config.use_cache, "
+            "and with a cache Hugging Face models ignore position_ids for the attention mask, "
+            "so the loader's packed documents (document_boundaries / packing=\"best_fit\") "
+            "would attend to each other; set use_cache=False (the default)")
     if args.dataloader_num_workers != 0:
         raise ValueError(
             f"dataloader_num_workers={args.dataloader_num_workers}: tokpack.Loader assembles "

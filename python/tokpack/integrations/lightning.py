@@ -22,6 +22,11 @@ How it fits Lightning (checked against lightning 2.6):
   cursor is not what was trained. TrainBatches saves the cursor after the
   batches Lightning's fit loop counted as processed, the count Lightning
   itself resumes from.
+- Lightning's max_steps counts optimizer steps, a Loader's steps are batches
+  (micro-batches under accumulate_grad_batches). ``step_unit="optimizer"``
+  takes the phases' start steps and max_steps in optimizer steps and
+  multiplies them by accumulate_grad_batches in setup(); with accumulation,
+  step counts given without a step_unit are refused, since the two differ.
 
 Not thread-safe, like the Loader: Lightning drives it from its loop's thread.
 """
@@ -32,6 +37,7 @@ from typing import Any, Dict, Mapping, Optional
 import lightning.pytorch as pl
 from lightning.pytorch.utilities.signature_utils import is_param_in_hook_signature
 
+from .. import _phases
 from .._loader import Loader, Sources
 from ._trained import TrainedBatches, run_steps
 
@@ -52,9 +58,13 @@ class TrainBatches:
     data to one Trainer's settings, and the read costs nothing.)
     """
 
-    def __init__(self, loader: Loader, trainer: pl.Trainer) -> None:
+    def __init__(self, loader: Loader, trainer: pl.Trainer,
+                 converted_with: Optional[int] = None) -> None:
         self._batches = TrainedBatches(loader)
         self._trainer = trainer
+        # step_unit="optimizer": the accumulate_grad_batches that the phases'
+        # start steps and max_steps were multiplied by (None: not converted).
+        self._converted_with = converted_with
         # Lightning's processed-batch count when the cursor was where
         # self._batches started counting.
         self._trained_at_start = self._trained()
@@ -83,11 +93,13 @@ class TrainBatches:
         return self.loader.batch_size * self.loader.world_size
 
     def state_dict(self) -> Dict[str, Any]:
-        """The cursor after the batches trained so far, their number, and the
-        rows of a global batch (world_size x batch_size) they were counted in."""
+        """The cursor after the batches trained so far, their number, the
+        rows of a global batch (world_size x batch_size) they were counted in,
+        and the Trainer's accumulate_grad_batches."""
         trained = self._trained()
         return {"tokpack": self._batches.state_after(trained - self._trained_at_start),
-                "trained": trained, "global_batch": self._global_batch()}
+                "trained": trained, "global_batch": self._global_batch(),
+                "accumulate_grad_batches": self._trainer.accumulate_grad_batches}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Moves the loader to a saved cursor (a dict from state_dict()).
@@ -95,7 +107,9 @@ class TrainBatches:
         one saved with another global batch: the loader's length is in steps
         of the global batch and Lightning resumes its own count of them, so
         the epoch would end at the wrong batch. An endless loader continues
-        the same sample order with the new global batch."""
+        the same sample order with the new global batch. With step counts
+        converted from optimizer steps (step_unit="optimizer"), also for a
+        state saved under another accumulate_grad_batches."""
         keys = {"tokpack", "trained", "global_batch"}
         if not isinstance(state, Mapping) or not keys <= set(state):
             raise ValueError(
@@ -110,6 +124,21 @@ class TrainBatches:
                 f"{self.loader.batch_size}); a finite tokpack.Loader's length is counted in "
                 f"global batches, so resume it with the same world size and batch_size (an "
                 f"endless loader with Trainer(max_steps) may change them)")
+        saved_accumulate = state.get("accumulate_grad_batches")
+        if (self._converted_with is not None and saved_accumulate is not None
+                and int(saved_accumulate) != self._converted_with):
+            # Lightning steps the optimizer every accumulate_grad_batches
+            # batches of its epoch, counted from the epoch's start: after such
+            # a resume its optimizer steps no longer start at multiples of the
+            # new value, and the phases that began are in the cursor in the
+            # old loader steps; no conversion places both right.
+            raise ValueError(
+                f"this checkpoint was trained with accumulate_grad_batches={saved_accumulate} "
+                f"and this run has {self._converted_with}; with step_unit=\"optimizer\" the "
+                f"phases' start steps and max_steps are optimizer steps of "
+                f"accumulate_grad_batches loader steps each, so they would move: resume with "
+                f"accumulate_grad_batches={saved_accumulate}, or give them in loader steps "
+                f"(step_unit=\"loader\")")
         self._batches.load_state_dict(state["tokpack"])
         self._trained_at_start = int(state["trained"])
 
@@ -125,6 +154,14 @@ class TokpackDataModule(pl.LightningDataModule):
     pass ``labels="same"`` for a model that shifts internally (Hugging Face
     causal LMs). Batches are torch tensors.
 
+    ``step_unit`` says what the phases' start steps and ``max_steps`` count.
+    ``"optimizer"``: optimizer steps, like ``Trainer(max_steps)``; they are
+    multiplied by the Trainer's ``accumulate_grad_batches`` when the Loader
+    is made, so a phase at step P begins with the first batch of optimizer
+    step P (``trainer.global_step == P``). ``"loader"``: batches, as
+    ``tokpack.Loader`` counts them. With ``accumulate_grad_batches > 1``
+    and a phase after step 0 or a ``max_steps``, it must be given.
+
     Use it as ``trainer.fit(model, datamodule=dm)``: the Loader is made in
     ``setup("fit")`` (a fresh one, at the start of the data, each fit) and a
     checkpoint's cursor is loaded by ``fit(ckpt_path=...)``. The loader of
@@ -136,8 +173,14 @@ class TokpackDataModule(pl.LightningDataModule):
     ``max_epochs=-1`` to train until stopped.
     """
 
-    def __init__(self, sources: Optional[Sources] = None, **options: Any) -> None:
+    def __init__(self, sources: Optional[Sources] = None, *,
+                 step_unit: Optional[str] = None, **options: Any) -> None:
         super().__init__()
+        if step_unit not in (None, "optimizer", "loader"):
+            raise ValueError(f"step_unit={step_unit!r}: give \"optimizer\" (phases and "
+                             f"max_steps count the Trainer's optimizer steps) or \"loader\" "
+                             f"(loader steps)")
+        self.step_unit = step_unit
         if "num_workers" in options:
             raise TypeError(
                 "TokpackDataModule takes no num_workers: a tokpack.Loader assembles batches "
@@ -151,6 +194,7 @@ class TokpackDataModule(pl.LightningDataModule):
         self.sources = sources
         self.options = options
         self.loader: Optional[Loader] = None
+        self._converted_with: Optional[int] = None
 
     def setup(self, stage: str) -> None:
         """Makes the Loader for ``stage == "fit"`` with the Trainer's rank and
@@ -167,7 +211,41 @@ class TokpackDataModule(pl.LightningDataModule):
                         f"TokpackDataModule got {name}={given}, but this process is "
                         f"{name}={value} of the Trainer; leave {name} out, the Trainer's is used")
                 options[name] = value
+        self._converted_with = self._in_loader_steps(options)
         self.loader = Loader(self.sources, as_="torch", **options)
+
+    def _in_loader_steps(self, options: Dict[str, Any]) -> Optional[int]:
+        """Multiplies the phases' start steps and max_steps in `options` by
+        accumulate_grad_batches for step_unit="optimizer"; returns that factor,
+        or None when nothing was converted. ValueError when there is
+        accumulation, step counts and no step_unit."""
+        phases, max_steps = options.get("phases"), options.get("max_steps") or 0
+        starts = [s for s in _phases.start_steps(phases) if s] if phases is not None else []
+        if not starts and not max_steps:
+            return None  # nothing counts steps: the unit does not matter
+        accumulate = self.trainer.accumulate_grad_batches if self.trainer is not None else None
+        if self.step_unit == "loader" or (self.step_unit is None and accumulate in (None, 1)):
+            return None
+        given = ", ".join(([f"phases starting at {starts}"] if starts else [])
+                          + ([f"max_steps={max_steps}"] if max_steps else []))
+        if accumulate is None:
+            raise ValueError(
+                f"step_unit=\"optimizer\" multiplies {given} by the Trainer's "
+                f"accumulate_grad_batches, but this TokpackDataModule has no Trainer: call "
+                f"setup() through trainer.fit(model, datamodule=dm)")
+        if self.step_unit is None:
+            raise ValueError(
+                f"TokpackDataModule got {given}, and with accumulate_grad_batches={accumulate} "
+                f"an optimizer step is {accumulate} loader steps: say which these are. "
+                f"TokpackDataModule(..., step_unit=\"optimizer\") counts them in optimizer "
+                f"steps, like Trainer(max_steps) (step {starts[0] if starts else max_steps} is "
+                f"loader step {(starts[0] if starts else max_steps) * accumulate}); "
+                f"step_unit=\"loader\" in loader steps (batches)")
+        if phases is not None:
+            options["phases"] = _phases.in_loader_steps(phases, accumulate)
+        if max_steps:
+            options["max_steps"] = max_steps * accumulate
+        return accumulate
 
     def train_dataloader(self) -> TrainBatches:
         """The loader's batches for Trainer.fit, checked against the
@@ -185,7 +263,7 @@ class TokpackDataModule(pl.LightningDataModule):
                 "batches trained are counted by Lightning's loop, which does not see the "
                 "batches such a step takes; take `batch` instead")
         self._check_limits(trainer)
-        return TrainBatches(self.loader, trainer)
+        return TrainBatches(self.loader, trainer, self._converted_with)
 
     def _check_limits(self, trainer: pl.Trainer) -> None:
         assert self.loader is not None

@@ -102,7 +102,7 @@ def train(argv):
     vocab = tokpack.Dataset(a.data).tokenizer_info["vocab_size"]
     module = Module(vocab, os.path.join(a.out, f"rank{rank}.jsonl"))
     data = TokpackDataModule(a.data, seq_len=32, batch_size=2, seed=1234,
-                             max_steps=a.loader_steps)
+                             max_steps=a.loader_steps, step_unit="loader")  # batches
     callbacks = []
     if a.every:
         callbacks.append(KillAfterSaving(a.kill_at, dirpath=os.path.join(a.out, "ckpt"),
