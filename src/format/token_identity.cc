@@ -42,8 +42,9 @@ std::string Join(const std::vector<std::string>& parts) {
 
 // "different tokenizers (...)", "different BOS/EOS settings (...)", both
 // joined by "and", or empty when a and b agree in the fields both know.
-std::string Differences(const Manifest& a, const Manifest& b) {
-  const unsigned both = KnownFields(a) & KnownFields(b);
+std::string Differences(const Manifest& a, const Manifest& b, Unknown unknown) {
+  const unsigned both = (KnownFields(a) & KnownFields(b)) |
+                        (unknown == Unknown::kDiffers ? kTokenizer | kVocab : 0);
   const TokenizerInfo& s = a.tokenizer;
   const TokenizerInfo& t = b.tokenizer;
   std::vector<std::string> tokenizer;
@@ -87,20 +88,22 @@ std::string Differences(const Manifest& a, const Manifest& b) {
 
 }  // namespace
 
-Status CheckTokenIdentity(const std::vector<NamedManifest>& datasets) {
+Status CheckTokenIdentity(const std::vector<NamedManifest>& datasets, Unknown unknown) {
   // Between them, the first dataset to know each field: a dataset that
   // agrees with all of them agrees with every one before it.
   std::vector<const NamedManifest*> firsts;
   unsigned known = 0;
   for (const NamedManifest& d : datasets) {
     for (const NamedManifest* first : firsts) {
-      const std::string differences = Differences(*first->manifest, *d.manifest);
+      const std::string differences = Differences(*first->manifest, *d.manifest, unknown);
       if (!differences.empty()) {
         return InvalidArgumentError("'" + std::string(first->name) + "' and '" +
                                     std::string(d.name) + "' have " + differences);
       }
     }
-    const unsigned fields = KnownFields(*d.manifest);
+    // Strict, every dataset is compared with the first for the tokenizer.
+    const unsigned fields =
+        KnownFields(*d.manifest) | (unknown == Unknown::kDiffers ? kTokenizer | kVocab : 0);
     if (fields & ~known) {
       firsts.push_back(&d);
       known |= fields;

@@ -5,13 +5,16 @@
 //
 // The identity is the tokenizer recorded in the manifest (the model file's
 // xxh3, vocab_size, tiktoken's split pattern and special tokens, the EOS,
-// BOS and pad ids) and the build's add_bos/add_eos settings. A field unknown
-// on either side is not compared:
+// BOS and pad ids) and the build's add_bos/add_eos settings. For a mixture
+// (Unknown::kMatches), a field unknown on either side is not compared:
 //   - model_xxh3 0 (no tokenizer recorded: a bare Megatron prefix, an import
 //     without a tokenizer): the hash, pattern, special tokens and ids, whose
 //     defaults then mean "unknown", not "none";
 //   - vocab_size -1: the vocab size;
 //   - provenance kind "import" (an import or a bare prefix): add_bos/add_eos.
+// A merge (Unknown::kDiffers) writes one tokenizer for all its parts, so there
+// a tokenizer recorded in one part and not in another is a difference too;
+// add_bos/add_eos of imports are still not compared (they record none).
 #ifndef TOKPACK_SRC_FORMAT_TOKEN_IDENTITY_H_
 #define TOKPACK_SRC_FORMAT_TOKEN_IDENTITY_H_
 
@@ -28,15 +31,19 @@ struct NamedManifest {
   const Manifest* manifest;
 };
 
+// Whether a tokenizer field unknown on one side matches the other's value.
+enum class Unknown { kMatches, kDiffers };
+
 // OK when every two of `datasets` have the same token identity in the
-// fields both know. Else InvalidArgument naming the first two found to
+// fields both know (with Unknown::kDiffers: in every tokenizer field). Else InvalidArgument naming the first two found to
 // differ and every field in which they do, with both values:
 //   'a' and 'b' have different tokenizers (tokenizer file xxh3
 //   0x1f.. vs 0x9c.., eos_id 100257 vs 1)
 // or "different BOS/EOS settings (add_eos true vs false)", or both. Each
 // dataset is compared with the first that knows each field, so an unknown
 // first one does not let two known, different ones through.
-Status CheckTokenIdentity(const std::vector<NamedManifest>& datasets);
+Status CheckTokenIdentity(const std::vector<NamedManifest>& datasets,
+                          Unknown unknown = Unknown::kMatches);
 
 }  // namespace tokpack
 

@@ -124,5 +124,21 @@ TEST(TokenIdentity, AnUnknownDatasetBetweenTwoDifferentOnesHidesNothing) {
             "'b' and 'd' have different tokenizers (vocab_size 100277 vs 50000)");
 }
 
+// A merge writes one tokenizer for all its parts: one that records none
+// differs from one that does (a mixture lets it blend).
+TEST(TokenIdentity, AMergeRefusesAPartWithoutTheTokenizerTheOthersRecord) {
+  const Manifest built = Built(), bare = Bare();
+  std::vector<NamedManifest> named = {{"a", &built}, {"b", &bare}};
+  EXPECT_TRUE(CheckTokenIdentity(named).ok());
+  Status strict = CheckTokenIdentity(named, Unknown::kDiffers);
+  ASSERT_EQ(strict.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(strict.message().find("'a' and 'b' have different tokenizers (tokenizer file xxh3"),
+            std::string::npos)
+      << strict.message();
+  const Manifest other_bare = Bare();
+  named = {{"a", &bare}, {"b", &other_bare}};
+  EXPECT_TRUE(CheckTokenIdentity(named, Unknown::kDiffers).ok()) << "two imports merge";
+}
+
 }  // namespace
 }  // namespace tokpack
