@@ -10,7 +10,8 @@
 // What a server says is untrusted: redirects are followed only within the
 // origin (scheme, host and port) of the request, at most kMaxRedirects of
 // them; no body is kept past what the caller allows (a whole object's cap, a
-// range's length, a little of an error's text), checked as it arrives.
+// range's length, a little of an error's text), checked as it arrives; a
+// ranged GET's 206 reply must carry the Content-Range asked for.
 #ifndef TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 #define TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 
@@ -71,7 +72,9 @@ class HttpStore {
   // options.cancel is set; Unavailable once retries are exhausted, with the
   // last error.
   StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) const;
-  // Exactly `n` bytes of `name` at `offset` into *out.
+  // Exactly `n` bytes of `name` at `offset` into *out. A 206 reply whose
+  // Content-Range is not that range (or that has none) is retried as a short
+  // body is, and named, with both ranges, in the error once retries run out.
   Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out,
                   Priority priority = Priority::kForeground) const;
   // The size of object `name` (a HEAD request); NotFound if it does not exist.
