@@ -591,12 +591,13 @@ Status HttpStore::Delete(const std::string& name) const {
   return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
 
-Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file,
-                          uint64_t part_bytes) const {
+Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file, uint64_t part_bytes,
+                          const PieceCheck& check) const {
   const uint64_t size = file.size();
   std::string buf;
   if (size <= part_bytes) {
     TOKPACK_RETURN_IF_ERROR(file.ReadAt(0, static_cast<size_t>(size), &buf));
+    if (check) TOKPACK_RETURN_IF_ERROR(check(0, buf));
     return Put(name, buf);
   }
   std::string created;
@@ -611,6 +612,7 @@ Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file,
   Status s;
   for (uint64_t at = 0, part = 1; at < size && s.ok(); at += part_bytes, ++part) {
     s = file.ReadAt(at, static_cast<size_t>(std::min(part_bytes, size - at)), &buf);
+    if (s.ok() && check) s = check(at, buf);
     std::string etag;
     if (s.ok()) {
       s = Request(name, "PUT", &buf, 0, -1, nullptr,

@@ -18,9 +18,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/file_system.h"
@@ -93,11 +95,16 @@ class HttpStore {
   Status Put(const std::string& name, const std::string& data) const;
   // Deletes object `name`; OK also when it does not exist.
   Status Delete(const std::string& name) const;
+  // Sees each piece of a file as it is read for its upload, in order, before
+  // the piece is sent; a non-OK status stops the upload and is returned.
+  using PieceCheck = std::function<Status(uint64_t offset, std::string_view piece)>;
   // Writes open local file `file` as object `name`: one PUT up to
   // `part_bytes`, else an S3 multipart upload (also GCS's XML API) of
   // `part_bytes` parts, aborted on failure so no partial object remains.
+  // `check` (may be empty) sees every piece, the empty one of an empty file
+  // too, so that what goes up is what it checked, read once.
   Status PutFile(const std::string& name, const ReadOnlyFile& file,
-                 uint64_t part_bytes = uint64_t{64} << 20) const;
+                 uint64_t part_bytes = uint64_t{64} << 20, const PieceCheck& check = nullptr) const;
 
  private:
   struct Response;
