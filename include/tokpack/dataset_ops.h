@@ -169,8 +169,11 @@ struct PushOptions {
 // Uploads a dataset to an object store: the shard files and the tokenizer,
 // then manifest.json last, so readers never see an incomplete dataset.
 // Larger files go up in multipart uploads. Refuses a URL that already holds
-// a manifest unless `force`, a dataset whose files disagree with its
-// manifest (DataLoss), and one whose shards lie outside its directory.
+// a manifest unless `force`, and one whose shards lie outside its directory.
+// Every byte is checked against the manifest (chunk checksums, the
+// tokenizer's and the input list's hashes) as it is read for the upload: a
+// file that disagrees is refused with DataLoss naming it (and the chunk)
+// before manifest.json is written, and the dataset at `url`, if any, stays.
 // Returns the bytes uploaded.
 StatusOr<uint64_t> PushDataset(const PushOptions& options);
 

@@ -89,9 +89,10 @@ StatusOr<std::pair<std::shared_ptr<HttpStore>, std::string>> StoreFor(
 // current one is consumed.
 class RemoteStream : public ByteStream {
  public:
-  RemoteStream(std::shared_ptr<HttpStore> store, std::string name, uint64_t size,
+  RemoteStream(std::shared_ptr<HttpStore> store, std::string url, std::string name, uint64_t size,
                std::atomic<uint64_t>* counter, const std::atomic<bool>* cancel)
       : store_(std::move(store)),
+        url_(std::move(url)),
         name_(std::move(name)),
         size_(size),
         counter_(counter),
@@ -112,7 +113,12 @@ class RemoteStream : public ByteStream {
         }
       }
       StatusOr<std::string> got = next_.get();
-      if (!got.ok()) return got.status();
+      if (!got.ok()) {
+        // The store's errors name the object by its endpoint's URL; an
+        // s3:// or gs:// input is also named as it was given.
+        if (store_->location().UrlOf(name_) == url_) return got.status();
+        return got.status().WithContext(url_);
+      }
       block_ = std::move(*got);
       pos_ = 0;
       if (counter_) counter_->fetch_add(block_.size(), std::memory_order_relaxed);
@@ -138,7 +144,8 @@ class RemoteStream : public ByteStream {
   }
 
   std::shared_ptr<HttpStore> store_;
-  std::string name_;
+  std::string url_;   // The input as given.
+  std::string name_;  // Its object in store_.
   uint64_t size_;
   std::atomic<uint64_t>* counter_;
   const std::atomic<bool>* cancel_;
@@ -238,7 +245,7 @@ StatusOr<std::unique_ptr<ByteStream>> OpenRemoteStream(const std::string& url,
   TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(url, storage));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.first->Size(store.second));
   return std::unique_ptr<ByteStream>(std::make_unique<RemoteStream>(
-      std::move(store.first), std::move(store.second), size, raw_bytes_read, cancel));
+      std::move(store.first), url, std::move(store.second), size, raw_bytes_read, cancel));
 }
 
 StatusOr<std::unique_ptr<parquet_plugin::Input>> OpenRemoteRandomAccess(

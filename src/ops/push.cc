@@ -1,14 +1,21 @@
 // push: publishes a local dataset in an object store so that readers of the
 // URL always find one whole dataset (docs/format.md, "Publishing"): the files
 // go up as a new generation, objects under "<url>/g-<id>/" that no manifest
-// names yet; manifest.json, written last in one PUT, switches readers to it;
-// then the objects of the manifest it replaced are deleted.
+// names yet, each byte checked against the manifest as it is read for the
+// upload; manifest.json, written last in one PUT once every file went up
+// whole and verified, switches readers to it; only then are the objects of
+// the manifest it replaced deleted. A push that fails or is refused before
+// that PUT removes its generation and leaves the old dataset as it was.
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <random>
 #include <set>
 
+#include "common/chunk_hasher.h"
 #include "io/file_system.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
@@ -70,6 +77,103 @@ void DeleteReplaced(const HttpStore& store, const std::string& old_text, const M
   }
 }
 
+// One file of the new generation and what the manifest records of it.
+struct File {
+  enum class Record {
+    kChunks,     // A shard file: its size and chunk checksums (`digest`).
+    kTokenizer,  // The tokenizer copy: the xxh3 of the whole file.
+    kInputList,  // The inputs side file: the count and hash of its inputs.
+  };
+  std::string local;   // Relative to the dataset directory.
+  std::string remote;  // Relative to the URL.
+  Record record;
+  const FileDigest* digest = nullptr;  // kChunks: in the manifest being pushed.
+};
+
+// Opens `f` under `dir` as push reads it: a plain file (a merged or imported
+// dataset links to others' shards: push its parts instead; and a planted link
+// must not upload a file from elsewhere), of the size the manifest records,
+// and for whole-file records no larger than a reader would read.
+StatusOr<ReadOnlyFile> OpenForPush(const std::string& dir, const File& f) {
+  StatusOr<ReadOnlyFile> file = ReadOnlyFile::Open(dir, f.local, Links::kRefuse);
+  if (!file.ok()) return file.status().WithContext("push uploads the files of one directory");
+  if (f.record == File::Record::kChunks && file->size() != f.digest->bytes) {
+    return DataLossError(file->path() + " has " + std::to_string(file->size()) +
+                         " bytes but manifest.json says " + std::to_string(f.digest->bytes) +
+                         "; run tokpack verify");
+  }
+  const uint64_t cap = f.record == File::Record::kTokenizer   ? kMaxTokenizerBytes
+                       : f.record == File::Record::kInputList ? kMaxInputListBytes
+                                                              : file->size();
+  if (file->size() > cap) {
+    return Status(StatusCode::kResourceExhausted,
+                  file->path() + " has " + std::to_string(file->size()) +
+                      " bytes, more than readers read (" + std::to_string(cap) + ")");
+  }
+  return file;
+}
+
+// Checks one file's bytes, as they are read for its upload (HttpStore::
+// PutFile's check), against what the manifest records of it: a shard file
+// chunk by chunk, each as soon as it is complete; the tokenizer copy and
+// the inputs side file, recorded as wholes, once their last byte is read,
+// before that last piece goes up. So the data is read once, and what is
+// checked is exactly what is sent: a separate verification pass would leave
+// a window in which the file could change before the upload reads it.
+class UploadCheck {
+ public:
+  UploadCheck(const File& f, const ReadOnlyFile& file, const Manifest& m)
+      : f_(f), file_(file), m_(m) {
+    if (f.record == File::Record::kChunks) {
+      chunks_.emplace(file.path(), *f.digest, m.chunk_bytes);
+    } else if (f.record == File::Record::kTokenizer) {
+      // One "chunk" of the whole file: its xxh3, streamed.
+      whole_.emplace(std::max<uint64_t>(file.size(), 1));
+    }
+  }
+
+  Status operator()(uint64_t offset, std::string_view piece) {
+    failure_ = Piece(piece, offset + piece.size() == file_.size());
+    return failure_;
+  }
+  // What the check refused, if it did (else the upload failed, if it did).
+  const Status& failure() const { return failure_; }
+
+ private:
+  Status Piece(std::string_view piece, bool last) {
+    switch (f_.record) {
+      case File::Record::kChunks:
+        TOKPACK_RETURN_IF_ERROR(chunks_->Update(piece));
+        return last ? chunks_->Finish() : Status::Ok();
+      case File::Record::kTokenizer: {
+        whole_->Update(piece);
+        if (!last) return Status::Ok();
+        const FileDigest d = whole_->Finish();
+        const uint64_t got = d.chunk_xxh3.empty() ? Xxh3("") : d.chunk_xxh3[0];
+        if (got == m_.tokenizer.model_xxh3) return Status::Ok();
+        return DataLossError(file_.path() + " has checksum " + HashToHex(got) +
+                             ", manifest.json says " + HashToHex(m_.tokenizer.model_xxh3) +
+                             " for the tokenizer: the file is damaged");
+      }
+      case File::Record::kInputList: {
+        text_.append(piece);
+        if (!last) return Status::Ok();
+        Provenance p = m_.provenance;  // ReadInputList fills in its inputs.
+        return ReadInputList(text_, file_.path(), &p);
+      }
+    }
+    return InternalError("unknown record");
+  }
+
+  const File& f_;
+  const ReadOnlyFile& file_;
+  const Manifest& m_;
+  std::optional<ChunkVerifier> chunks_;
+  std::optional<ChunkHasher> whole_;
+  std::string text_;
+  Status failure_;
+};
+
 }  // namespace
 
 StatusOr<uint64_t> PushDataset(const PushOptions& options) {
@@ -89,22 +193,26 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
     return InvalidArgumentError("push needs an object store (s3:// or gs://), not " + options.url);
   }
   const std::string generation = NewGeneration();
-  struct File {
-    std::string local;   // Relative to options.dir.
-    std::string remote;  // Relative to the URL.
-    uint64_t bytes;      // What the manifest says; 0: not recorded.
-  };
   std::vector<File> files;
   // Paths are confined to the dataset (Manifest::Parse checked them).
-  const auto add = [&](std::string* path, std::vector<std::pair<std::string, uint64_t>> kinds) {
-    for (const auto& [ext, bytes] : kinds) {
-      files.push_back({*path + ext, generation + "/" + *path + ext, bytes});
-    }
-    *path = generation + "/" + *path;
+  const auto add = [&](const std::string& path, const char* ext, File::Record record,
+                       const FileDigest* digest = nullptr) {
+    files.push_back({path + ext, generation + "/" + path + ext, record, digest});
   };
-  for (ShardInfo& s : m.shards) add(&s.path, {{".bin", s.bin.bytes}, {".idx", s.idx.bytes}});
-  if (!m.tokenizer.file.empty()) add(&m.tokenizer.file, {{"", 0}});
-  if (!m.provenance.inputs_file.empty()) add(&m.provenance.inputs_file, {{"", 0}});
+  // `m` keeps its shards from here on, so the digests stay where they are.
+  for (ShardInfo& s : m.shards) {
+    add(s.path, ".bin", File::Record::kChunks, &s.bin);
+    add(s.path, ".idx", File::Record::kChunks, &s.idx);
+    s.path = generation + "/" + s.path;
+  }
+  if (!m.tokenizer.file.empty()) {
+    add(m.tokenizer.file, "", File::Record::kTokenizer);
+    m.tokenizer.file = generation + "/" + m.tokenizer.file;
+  }
+  if (!m.provenance.inputs_file.empty()) {
+    add(m.provenance.inputs_file, "", File::Record::kInputList);
+    m.provenance.inputs_file = generation + "/" + m.provenance.inputs_file;
+  }
   // The prefix lengthens every path: the manifest readers will get must pass
   // their checks before anything goes up.
   const std::string json = m.ToJson();
@@ -112,18 +220,8 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
       Manifest::Parse(json, JoinPath(options.dir, Manifest::kFileName) + " under " + generation)
           .status()
           .WithContext("push cannot publish this dataset"));
-  for (const File& f : files) {
-    // Plain files only: a merged or imported dataset links to others' shards
-    // (push its parts instead), and a planted link must not upload a file
-    // from elsewhere.
-    StatusOr<ReadOnlyFile> file = ReadOnlyFile::Open(options.dir, f.local, Links::kRefuse);
-    if (!file.ok()) return file.status().WithContext("push uploads the files of one directory");
-    if (f.bytes != 0 && file->size() != f.bytes) {
-      return DataLossError(file->path() + " has " + std::to_string(file->size()) +
-                           " bytes but manifest.json says " + std::to_string(f.bytes) +
-                           "; run tokpack verify");
-    }
-  }
+  // What can be refused without reading the files is, before anything goes up.
+  for (const File& f : files) TOKPACK_RETURN_IF_ERROR(OpenForPush(options.dir, f).status());
 
   HttpStore store(location, HttpOptions::From(options.storage));
   TOKPACK_ASSIGN_OR_RETURN(std::string replaced, CurrentManifest(store));
@@ -140,11 +238,18 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
       break;
     }
     const File& f = files[tried];
-    StatusOr<ReadOnlyFile> file = ReadOnlyFile::Open(options.dir, f.local, Links::kRefuse);
+    // Opened again, so checked again: the file may have changed since.
+    StatusOr<ReadOnlyFile> file = OpenForPush(options.dir, f);
     s = file.status();
     if (s.ok()) {
-      s = store.PutFile(f.remote, *file, options.part_bytes)
-              .WithContext("uploading " + file->path());
+      UploadCheck check(f, *file, m);
+      s = store.PutFile(f.remote, *file, options.part_bytes, std::ref(check));
+      if (!check.failure().ok()) {
+        s = check.failure().WithContext("push refused, nothing published (" + options.url +
+                                        " keeps what it held)");
+      } else {
+        s = s.WithContext("uploading " + file->path());
+      }
     }
     if (!s.ok()) continue;
     total += file->size();

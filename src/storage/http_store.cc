@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <string_view>
 #include <thread>
 
 namespace tokpack {
@@ -94,6 +96,50 @@ std::string Origin(const std::string& url) {
   return out;
 }
 
+// The reply headers a request looks at.
+struct ReplyHeaders {
+  std::string etag;
+  std::string content_range;
+};
+
+// The value of header `name` (lowercase, with its colon) if `line` is that
+// header, trimmed; else false.
+bool HeaderValue(const std::string& line, std::string_view name, std::string* value) {
+  if (line.size() <= name.size() || strncasecmp(line.c_str(), name.data(), name.size()) != 0) {
+    return false;
+  }
+  const auto b = line.find_first_not_of(" \t", name.size());
+  const auto e = line.find_last_not_of(" \t\r\n");
+  *value = b == std::string::npos || e < b ? "" : line.substr(b, e - b + 1);
+  return true;
+}
+
+// Whether the Content-Range of a 206 reply, `header`, is exactly bytes
+// [offset, offset + n) of an object of any (or an unstated) length. The
+// body's length alone does not tell: a proxy or cache that answers another
+// range of the same length would hand the caller other bytes, which inputs
+// of a build (no checksums) would take as they are.
+bool IsRangeAskedFor(const std::string& header, uint64_t offset, uint64_t n) {
+  constexpr std::string_view kUnit = "bytes ";
+  if (header.size() < kUnit.size() ||
+      strncasecmp(header.c_str(), kUnit.data(), kUnit.size()) != 0) {
+    return false;
+  }
+  const uint64_t last = offset + n - 1;
+  const std::string want = std::to_string(offset) + "-" + std::to_string(last) + "/";
+  const auto at = header.find_first_not_of(' ', kUnit.size());
+  if (at == std::string::npos || header.compare(at, want.size(), want) != 0) return false;
+  const std::string length = header.substr(at + want.size());
+  if (length == "*") return true;
+  if (length.empty() || length.size() > 20 ||
+      length.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  errno = 0;
+  const unsigned long long total = std::strtoull(length.c_str(), nullptr, 10);
+  return errno == 0 && total > last;
+}
+
 struct UploadCursor {
   const std::string* data;
   size_t at = 0;
@@ -123,7 +169,7 @@ struct HttpStore::Response {
   CURLcode curl = CURLE_OK;
   std::string error;
   std::string body;
-  std::string etag;
+  ReplyHeaders headers;
   curl_off_t content_length = -1;
   std::string redirect;    // Where a 3xx reply points, as an absolute URL.
   bool too_large = false;  // The body would pass its cap.
@@ -133,13 +179,10 @@ struct HttpStore::Response {
 namespace {
 
 size_t Header(char* data, size_t size, size_t count, void* user) {
-  std::string line(data, size * count);
-  auto* etag = static_cast<std::string*>(user);
-  if (line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) {
-    line = line.substr(5);
-    const auto b = line.find_first_not_of(" \t");
-    const auto e = line.find_last_not_of(" \t\r\n");
-    *etag = b == std::string::npos ? "" : line.substr(b, e - b + 1);
+  const std::string line(data, size * count);
+  auto* headers = static_cast<ReplyHeaders*>(user);
+  if (!HeaderValue(line, "etag:", &headers->etag)) {
+    HeaderValue(line, "content-range:", &headers->content_range);
   }
   return size * count;
 }
@@ -262,7 +305,7 @@ void HttpStore::Transfer(void* handle, const std::string& url, const char* metho
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Receive);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r->etag);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r->headers);
   std::string range;
   if (n >= 0) {
     range = std::to_string(offset) + "-" + std::to_string(offset + n - 1);
@@ -432,13 +475,24 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
     if (r.code < 200 || r.code >= 300) {
       return IoError(url + ": HTTP " + std::to_string(r.code));
     }
+    // A 200 is the whole object, of which the sink kept the range; a 206
+    // must be the range asked for.
+    if (n >= 0 && r.code == 206 &&
+        !IsRangeAskedFor(r.headers.content_range, static_cast<uint64_t>(offset),
+                         static_cast<uint64_t>(n))) {
+      last = "asked for bytes " + std::to_string(offset) + "-" + std::to_string(offset + n - 1) +
+             ", got a 206 reply for " +
+             (r.headers.content_range.empty() ? "no stated range (no Content-Range)"
+                                              : "'" + r.headers.content_range + "'");
+      continue;
+    }
     // The sink kept only the range's bytes (and none past it).
     if (n >= 0 && r.body.size() != static_cast<uint64_t>(n)) {
       last = "short body: " + std::to_string(r.body.size()) + " of " + std::to_string(n) + " bytes";
       continue;
     }
     if (out) *out = std::move(r.body);
-    if (etag) *etag = r.etag;
+    if (etag) *etag = r.headers.etag;
     if (content_length) *content_length = r.content_length;
     return Status::Ok();
   }
@@ -537,12 +591,13 @@ Status HttpStore::Delete(const std::string& name) const {
   return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
 
-Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file,
-                          uint64_t part_bytes) const {
+Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file, uint64_t part_bytes,
+                          const PieceCheck& check) const {
   const uint64_t size = file.size();
   std::string buf;
   if (size <= part_bytes) {
     TOKPACK_RETURN_IF_ERROR(file.ReadAt(0, static_cast<size_t>(size), &buf));
+    if (check) TOKPACK_RETURN_IF_ERROR(check(0, buf));
     return Put(name, buf);
   }
   std::string created;
@@ -557,6 +612,7 @@ Status HttpStore::PutFile(const std::string& name, const ReadOnlyFile& file,
   Status s;
   for (uint64_t at = 0, part = 1; at < size && s.ok(); at += part_bytes, ++part) {
     s = file.ReadAt(at, static_cast<size_t>(std::min(part_bytes, size - at)), &buf);
+    if (s.ok() && check) s = check(at, buf);
     std::string etag;
     if (s.ok()) {
       s = Request(name, "PUT", &buf, 0, -1, nullptr,

@@ -10,16 +10,19 @@
 // What a server says is untrusted: redirects are followed only within the
 // origin (scheme, host and port) of the request, at most kMaxRedirects of
 // them; no body is kept past what the caller allows (a whole object's cap, a
-// range's length, a little of an error's text), checked as it arrives.
+// range's length, a little of an error's text), checked as it arrives; a
+// ranged GET's 206 reply must carry the Content-Range asked for.
 #ifndef TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 #define TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/file_system.h"
@@ -71,7 +74,9 @@ class HttpStore {
   // options.cancel is set; Unavailable once retries are exhausted, with the
   // last error.
   StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) const;
-  // Exactly `n` bytes of `name` at `offset` into *out.
+  // Exactly `n` bytes of `name` at `offset` into *out. A 206 reply whose
+  // Content-Range is not that range (or that has none) is retried as a short
+  // body is, and named, with both ranges, in the error once retries run out.
   Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out,
                   Priority priority = Priority::kForeground) const;
   // The size of object `name` (a HEAD request); NotFound if it does not exist.
@@ -90,11 +95,16 @@ class HttpStore {
   Status Put(const std::string& name, const std::string& data) const;
   // Deletes object `name`; OK also when it does not exist.
   Status Delete(const std::string& name) const;
+  // Sees each piece of a file as it is read for its upload, in order, before
+  // the piece is sent; a non-OK status stops the upload and is returned.
+  using PieceCheck = std::function<Status(uint64_t offset, std::string_view piece)>;
   // Writes open local file `file` as object `name`: one PUT up to
   // `part_bytes`, else an S3 multipart upload (also GCS's XML API) of
   // `part_bytes` parts, aborted on failure so no partial object remains.
+  // `check` (may be empty) sees every piece, the empty one of an empty file
+  // too, so that what goes up is what it checked, read once.
   Status PutFile(const std::string& name, const ReadOnlyFile& file,
-                 uint64_t part_bytes = uint64_t{64} << 20) const;
+                 uint64_t part_bytes = uint64_t{64} << 20, const PieceCheck& check = nullptr) const;
 
  private:
   struct Response;

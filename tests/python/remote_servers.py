@@ -2,10 +2,10 @@
 
 RangeServer serves a directory over HTTP with byte ranges and counts what was
 asked for; FaultProxy sits in front of any server and breaks a chosen share of
-its responses (5xx, resets, stalls, short bodies, flipped bits) in a way that is
-reproducible and never so persistent that a retrying client cannot finish, and
-can add an object store's latency and per-connection bandwidth to every
-request;
+its responses (5xx, resets, stalls, short bodies, flipped bits, other ranges)
+in a way that is reproducible and never so persistent that a retrying client
+cannot finish, and can add an object store's latency and per-connection
+bandwidth to every request;
 StalledServer accepts connections and never answers; MotoServer is a local S3
 (moto) that checks SigV4 signatures.
 """
@@ -29,7 +29,7 @@ HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authoriza
               "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
 
 FAULTS = ("http500", "http503", "reset", "reset_body", "stall", "stall_body", "truncate",
-          "bitflip")
+          "bitflip", "shift_range")
 # Faults that damage a body, so they need one from upstream to damage.
 BODY_FAULTS = {"reset_body", "stall_body", "truncate", "bitflip"}
 # A bandwidth-capped FaultProxy writes bodies in pieces of this size.
@@ -220,8 +220,13 @@ class FaultProxy(_Base):
         truncate    headers with the full Content-Length, part of the body, then
                     a clean close (FIN)
         bitflip     the full response with one bit of the body flipped
-      Body faults need a non-empty body (not HEAD, 404, 416, ...): on other
-      responses they are not injected and the response counts as clean.
+        shift_range upstream is asked for the Range moved by shift_bytes (back,
+                    or on where the range starts before shift_bytes), and its
+                    reply relayed: a 206 of another range, usually of the same
+                    length, with that range's own Content-Range
+      Body faults need a non-empty body (not HEAD, 404, 416, ...), and
+      shift_range a request with a "Range: bytes=a-b": on other requests they
+      are not injected and the response counts as clean.
     rate: the probability that a request gets a fault.
     seed: makes the choices reproducible. Each choice is drawn from (seed,
       method, path, Range, attempt number), not from one shared stream, so it
@@ -230,6 +235,7 @@ class FaultProxy(_Base):
       more than this many times in a row, so a client that retries at least
       that often always gets through.
     stall_s: how long stalls last; stop() ends them early.
+    shift_bytes: how far shift_range moves a range.
     match: a regex; only requests whose path it matches (re.search) get faults.
     schedule: a list of fault names or None (clean) for the first matching
       requests in arrival order, before rate and max_consecutive take over.
@@ -252,7 +258,8 @@ class FaultProxy(_Base):
     """
 
     def __init__(self, upstream_url, faults, *, rate=0.2, seed=0, max_consecutive=2,
-                 stall_s=5.0, match=None, schedule=None, latency_s=0.0, bytes_per_s=None):
+                 stall_s=5.0, match=None, schedule=None, latency_s=0.0, bytes_per_s=None,
+                 shift_bytes=1):
         up = urllib.parse.urlsplit(upstream_url)
         self.upstream = (up.hostname, up.port or 80)
         self.weights = dict(faults) if isinstance(faults, dict) else {f: 1 for f in faults}
@@ -263,6 +270,7 @@ class FaultProxy(_Base):
         self.seed = seed
         self.max_consecutive = max_consecutive
         self.stall_s = stall_s
+        self.shift_bytes = shift_bytes
         self.match = re.compile(match) if match else None
         self.schedule = collections.deque(schedule or [])
         self.latency_s = latency_s
@@ -296,6 +304,16 @@ class FaultProxy(_Base):
                 return None, rng
             return rng.choices(kinds, [self.weights[k] for k in kinds])[0], rng
 
+    def _shifted(self, rng):
+        """The Range header shift_range sends upstream instead of `rng`, or
+        None when `rng` is not one range "bytes=a-b"."""
+        m = re.fullmatch(r"bytes=(\d+)-(\d+)", (rng or "").strip())
+        if not m:
+            return None
+        a, b = int(m.group(1)), int(m.group(2))
+        d = -self.shift_bytes if a >= self.shift_bytes else self.shift_bytes
+        return f"bytes={a + d}-{b + d}"
+
     def _record(self, key, fault):
         with self.lock:
             self._streak[key] = self._streak[key] + 1 if fault else 0
@@ -313,12 +331,13 @@ class FaultProxy(_Base):
 
             do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
 
-            def fetch(self, body):
+            def fetch(self, body, rng=None):
                 """The upstream's (status, headers, body), on this client
-                connection's own upstream connection; a stale keep-alive
+                connection's own upstream connection, with Range `rng`
+                instead of the client's when given; a stale keep-alive
                 connection gets one retry on a fresh one."""
-                headers = [(k, v) for k, v in self.headers.items()
-                           if k.lower() not in HOP_BY_HOP]
+                headers = [(k, rng if rng and k.lower() == "range" else v)
+                           for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP]
                 for retry in (False, True):
                     if self.upstream is None:
                         self.upstream = http.client.HTTPConnection(*proxy.upstream, timeout=30)
@@ -376,6 +395,9 @@ class FaultProxy(_Base):
                        self.headers.get("Range"))
                 fault, rng = proxy._choose(key)
                 head = self.command == "HEAD"
+                shifted = proxy._shifted(key[2]) if fault == "shift_range" else None
+                if fault == "shift_range" and shifted is None:
+                    fault = None
                 if fault not in BODY_FAULTS:
                     # Before a stall, not after: a client that timed out and
                     # retries must find this fault already on the streak.
@@ -397,7 +419,7 @@ class FaultProxy(_Base):
                 if fault == "stall":
                     proxy._stopping.wait(proxy.stall_s)
                 try:
-                    status, headers, data = self.fetch(body)
+                    status, headers, data = self.fetch(body, shifted)
                 except (OSError, http.client.HTTPException):
                     if fault in BODY_FAULTS:
                         proxy._record(key, None)

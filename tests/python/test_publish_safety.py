@@ -2,11 +2,13 @@
 output that holds its own inputs, two builds racing for one output, a --force
 commit killed midway, a file size limit, and `push --force` over a dataset
 that readers are using or with a push killed midway (moto, signatures checked,
-behind a proxy that holds one chosen request until the test lets it go)."""
+behind a proxy that holds one chosen request until the test lets it go); and
+a damaged local copy never replaces a good remote dataset (issue 32)."""
 import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import threading
 import time
@@ -15,6 +17,7 @@ import types
 import pytest
 
 from conftest import random_text, write_jsonl
+from phase_data import write_source
 from remote_servers import FaultProxy, MotoServer
 
 CHUNK = 4096
@@ -301,3 +304,78 @@ def test_a_force_push_replaces_the_inputs_side_file_atomically(remote, tmp_path,
     name = manifest["provenance"]["inputs_file"]
     assert name.startswith("g-") and name.endswith("/inputs.jsonl"), name
     assert [k for k in remote.keys() if k.endswith("inputs.jsonl")] == [f"many/{name}"]
+
+
+def flip_byte(path, offset):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x20
+    path.write_bytes(bytes(data))
+
+
+def assert_refused_and_old_dataset_kept(remote, tokpack_bin, run_tokpack, damaged, url, named,
+                                        *extra):
+    """`push --force` of `damaged` over the good dataset at `url` fails with
+    `named` in its error, and leaves the store as it was: the old dataset's
+    objects, readable and verified, and no object or multipart upload of the
+    refused generation."""
+    s3 = remote.moto.client()
+    before = remote.keys()
+    r = subprocess.run([tokpack_bin, "push", damaged, url, "--force", *extra], capture_output=True,
+                       text=True, timeout=DEADLINE_S)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"push refused, nothing published ({url} keeps what it held): " in r.stderr, r.stderr
+    assert named in r.stderr, r.stderr
+    assert remote.keys() == before
+    assert not s3.list_multipart_uploads(Bucket="tokens").get("Uploads")
+    v = run_tokpack("verify", url, env=dict(os.environ), check=False)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_a_force_push_of_a_damaged_copy_is_refused_and_the_good_dataset_stays(
+        remote, tmp_path, tokpack_bin, run_tokpack):
+    """Bit rot in the local copy (one byte, sizes unchanged) of the last shard,
+    or of the tokenizer: every byte is checked against the manifest as it is
+    read for the upload, so the push stops before manifest.json, removes what
+    of the new generation went up (the earlier shards), and the dataset at the
+    URL still reads and verifies as the old one."""
+    m = json.loads((remote.local["b"] / "manifest.json").read_text())
+    last = m["shards"][-1]
+    assert last["bin"]["bytes"] > CHUNK + 100 and len(m["shards"]) > 1
+    for name, offset, named in [
+            (f"{last['path']}.bin", CHUNK + 100,
+             f"/{last['path']}.bin: chunk 1 (bytes {CHUNK}..{min(2 * CHUNK, last['bin']['bytes'])})"
+             f" has checksum "),
+            (m["tokenizer"]["file"], 10, f"/{m['tokenizer']['file']} has checksum ")]:
+        damaged = tmp_path / f"damaged-{name.replace('/', '_')}"
+        shutil.copytree(remote.local["b"], damaged)
+        flip_byte(damaged / name, offset)
+        assert run_tokpack("verify", damaged, check=False).returncode != 0
+        assert_refused_and_old_dataset_kept(remote, tokpack_bin, run_tokpack, damaged, remote.url,
+                                            f"{damaged}{named}")
+        assert remote.tokens(remote.open_cold()) == remote.want["a"]
+    # The intact copy goes up.
+    run_tokpack("push", remote.local["b"], remote.url, "--force", env=dict(os.environ))
+    assert remote.tokens(remote.open_cold()) == remote.want["b"]
+
+
+def test_a_damaged_part_of_a_multipart_upload_is_refused_and_the_upload_aborted(
+        remote, tmp_path, tokpack_bin, run_tokpack):
+    """A file above --part-bytes goes up in parts, each checked as it is read:
+    damage in the second part stops the upload before that part is sent, and
+    the multipart upload is aborted, so no part of it stays in the bucket."""
+    write_source(tmp_path / "raw", 0, 1_600_000)  # 6.4 MB of int32: two 5 MiB parts.
+    run_tokpack("import", tmp_path / "raw", "-o", tmp_path / "linked")
+    big = tmp_path / "big"
+    shutil.copytree(tmp_path / "linked", big)  # Push uploads files, not links.
+    url = "s3://tokens/big"
+    run_tokpack("push", big, url, env=dict(os.environ))
+    m = json.loads((big / "manifest.json").read_text())
+    chunk, size = m["chunk_bytes"], m["shards"][0]["bin"]["bytes"]
+    offset = (5 << 20) + 100
+    assert size > offset
+    flip_byte(big / "shard-00000.bin", offset)
+    k = offset // chunk
+    assert_refused_and_old_dataset_kept(
+        remote, tokpack_bin, run_tokpack, big, url,
+        f"{big}/shard-00000.bin: chunk {k} (bytes {k * chunk}..{min((k + 1) * chunk, size)}) "
+        f"has checksum ", "--part-bytes", str(5 << 20))

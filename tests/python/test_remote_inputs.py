@@ -1,16 +1,19 @@
 """Packer inputs in object storage: s3:// prefixes and globs listed through the
 loopback S3 (moto, signatures checked), http(s):// single files through a
 local range server, and --part over listed Parquet objects. Every remote build
-is compared byte for byte with the same build from local files."""
+is compared byte for byte with the same build from local files; a server that
+answers a ranged read with another range fails the build."""
+import contextlib
 import json
 import os
 import random
+import re
 import subprocess
 
 import pytest
 
 from conftest import REPO, random_text, write_jsonl
-from remote_servers import MotoServer, RangeServer
+from remote_servers import FaultProxy, MotoServer, RangeServer
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -205,3 +208,69 @@ def test_parquet_files_a_part_reads_whole_record_their_file_size(raw, tmp_path, 
     inputs = json.loads((out / "manifest.json").read_text())["provenance"]["inputs"]
     whole = [i for i in inputs if "row_group_begin" not in i]
     assert whole and all(i["bytes"] == os.path.getsize(i["path"]) for i in whole)
+
+
+def fixed_length_lines(path, n, length, seed):
+    """A JSONL file of n documents whose lines are all `length` bytes (newline
+    included), so that any range starting on a multiple of `length` starts a
+    line."""
+    rng = random.Random(seed)
+    with path.open("w") as f:
+        for i in range(n):
+            # Printable ASCII that JSON does not escape: one byte a character.
+            text = "".join(c for c in f"document {i} {random_text(rng, 200, 200)}"
+                           if " " <= c <= "~" and c not in '"\\')
+            line = json.dumps({"text": text[:length - 13].ljust(length - 13, "x")}) + "\n"
+            assert len(line) == length
+            f.write(line)
+    return path
+
+
+@pytest.mark.parametrize("store", ["http", "s3"])
+def test_an_input_range_answered_with_another_range_fails_the_build(
+        store, tmp_path, run_tokpack, spm_model, monkeypatch):
+    """Inputs carry no checksums: a server (here a proxy) that answers a
+    ranged GET with another range of the same length would put other bytes in
+    the dataset unnoticed. The input is 9 MiB of 1 KiB lines, read in several
+    ranges, each moved by one line: the moved bytes still parse (a document
+    twice, one lost), so only the Content-Range tells. The build fails naming
+    the input and both ranges, and leaves no output."""
+    monkeypatch.setenv("TOKPACK_HTTP_ATTEMPTS", "2")  # Every attempt is moved.
+    root = tmp_path / "srv"
+    root.mkdir()
+    size = 9 << 20
+    fixed_length_lines(root / "c.jsonl", size // 1024, 1024, seed=21)
+    out = tmp_path / "out"
+    with contextlib.ExitStack() as stack:
+        if store == "http":
+            upstream = stack.enter_context(RangeServer(root)).url
+            env = dict(os.environ)
+        else:
+            moto = stack.enter_context(MotoServer())
+            moto.upload(root, "s3://corpora/moved")
+            upstream = moto.url
+        proxy = stack.enter_context(FaultProxy(upstream, ["shift_range"], rate=1,
+                                               max_consecutive=10**6, shift_bytes=1024,
+                                               match=r"c\.jsonl$"))
+        if store == "http":
+            url = f"{proxy.url}/c.jsonl"
+        else:
+            url = "s3://corpora/moved/c.jsonl"
+            env = dict(os.environ, **moto.env(endpoint_url=proxy.url))
+        proc = run_tokpack("build", "-i", url, "-o", out, "-t", spm_model, "-q", check=False,
+                           env=env)
+        with proxy.lock:
+            moved = proxy.counts["shift_range"]
+    assert proc.returncode == 1, proc.stderr
+    assert moved >= 1
+    # An s3:// input is named as given, then by its endpoint's URL.
+    where = url if store == "http" else f"{url}: {proxy.url}/corpora/moved/c.jsonl"
+    m = re.search("error: " + re.escape(where) + r": failed after 2 attempts; last error: "
+                  r"asked for bytes (\d+)-(\d+), got a 206 reply for 'bytes (\d+)-(\d+)/(\d+)'",
+                  proc.stderr)
+    assert m, proc.stderr
+    asked, got = (int(m[1]), int(m[2])), (int(m[3]), int(m[4]))
+    assert abs(got[0] - asked[0]) == 1024 and got[1] - got[0] == asked[1] - asked[0]
+    assert int(m[5]) == size
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if ".tokpack-tmp-" in p.name] == []

@@ -112,8 +112,9 @@ def test_a_shaping_proxy_relays_ranges_and_whole_bodies_intact(upstream):
 def test_each_fault_kind_happens(upstream):
     path = "/ds/shard-00000.bin"
     with FaultProxy(upstream.url, FAULTS, rate=0, stall_s=3,
-                    schedule=["http500", "http503", "bitflip", "truncate", "reset",
-                              "reset_body", "stall", "stall_body"]) as proxy:
+                    schedule=["http500", "http503", "bitflip", "shift_range", "shift_range",
+                              "truncate", "reset", "reset_body", "stall",
+                              "stall_body"]) as proxy:
         conn = connect(proxy.url, timeout=0.3)
         status, _, body = get(conn, path, "bytes=0-499")
         assert status == 500 and b"InternalError" in body
@@ -126,6 +127,14 @@ def test_each_fault_kind_happens(upstream):
         assert status == 206 and len(body) == 500
         diff = int.from_bytes(body, "big") ^ int.from_bytes(DATA[:500], "big")
         assert bin(diff).count("1") == 1
+
+        # Another range of the same length, with its own Content-Range: back
+        # by shift_bytes (1), or on where the range starts before that.
+        for asked, got in [("bytes=10-509", (9, 508)), ("bytes=0-499", (1, 500))]:
+            status, resp, body = get(conn, path, asked)
+            assert (status, resp.getheader("Content-Range")) == (
+                206, f"bytes {got[0]}-{got[1]}/1000")
+            assert body == DATA[got[0]:got[1] + 1]
 
         conn.request("GET", path, headers={"Range": "bytes=0-499"})
         resp = conn.getresponse()
@@ -155,7 +164,7 @@ def test_each_fault_kind_happens(upstream):
         # The schedule is used up: clean from here on.
         conn = connect(proxy.url)
         assert get(conn, path, "bytes=0-499")[2] == DATA[:500]
-        assert proxy.counts == {**{f: 1 for f in FAULTS}, "clean": 1}
+        assert proxy.counts == {**{f: 1 for f in FAULTS}, "shift_range": 2, "clean": 1}
         assert [e[3] for e in proxy.events][-1] == "clean"
         started = time.monotonic()
     # stop() does not wait out the stalls.
