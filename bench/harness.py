@@ -53,7 +53,9 @@ def machine():
         "os": sh(". /etc/os-release && echo $PRETTY_NAME"),
         "kernel": platform.release(),
         "python": platform.python_version(),
-        "commit": sh(f"git -C {shlex.quote(str(REPO))} rev-parse --short HEAD"),
+        # A copy without its history (the GPU bundle's machine) names its commit.
+        "commit": os.environ.get("TOKPACK_COMMIT")
+        or sh(f"git -C {shlex.quote(str(REPO))} rev-parse --short HEAD"),
     }
 
 

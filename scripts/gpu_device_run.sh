@@ -74,6 +74,10 @@ echo "== stage nvidia-smi"
 nvidia-smi -L || { echo "-- nvidia-smi failed"; FAILED+=(nvidia-smi); }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 cat "$G/info.txt" 2>/dev/null || echo "(no .gpu/info.txt: not made by scripts/gpu_bundle.sh?)"
+# The bench's machine line names the commit the bundle was made at: the copy
+# of the checkout here may carry another HEAD.
+TOKPACK_COMMIT="$(awk '$1 == "commit" {sub(",", "", $2); print $2; exit}' "$G/info.txt" 2>/dev/null)"
+export TOKPACK_COMMIT
 echo "host: $(nproc) cores; $($PY --version 2>&1) at $(command -v $PY)"
 $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1
 
