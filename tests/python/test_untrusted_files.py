@@ -1,0 +1,122 @@
+"""Files tokpack reads as configuration (a tokenizer and the
+tokenizer_config.json beside it, a phases file, a cursor) that are not
+regular files of a sane size, and cursors at the top of the positions
+(issue 32): each is refused at once with an error naming the path and what
+it is, never waited on, read until memory runs out, or wrapped. CLI runs are
+subprocesses with a deadline and a 4 GiB address space; large files are
+sparse (truncate), so they take no disk."""
+import json
+import os
+import resource
+import subprocess
+
+import pytest
+
+from conftest import run_python, write_jsonl
+
+tokpack = pytest.importorskip("tokpack")
+
+# Generous: a refusal takes milliseconds; only the unfixed code would block
+# (a FIFO) or run out of memory.
+DEADLINE = 120
+
+
+def run_cli(tokpack_bin, *args):
+    """tokpack in a subprocess with a deadline, in an address space of 4 GiB,
+    so that reading an endless file fails instead of filling the machine."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    return subprocess.run([tokpack_bin, *map(str, args)], capture_output=True, text=True,
+                          timeout=DEADLINE, preexec_fn=limit)
+
+
+def not_a_file(tmp_path, kind):
+    """A path in tmp_path that is `kind`, and how the error calls it."""
+    path = tmp_path / kind
+    if kind == "fifo":
+        os.mkfifo(path)  # Opened plainly, waits for a writer forever.
+        return path, "is a FIFO"
+    if kind == "directory":
+        path.mkdir()
+        return path, "is a directory"
+    if kind == "link_to_dev_zero":
+        path.symlink_to("/dev/zero")  # Endless: read until memory ran out.
+        return path, "is a device"
+    assert kind == "dev_zero"
+    return "/dev/zero", "is a device"
+
+
+def sparse(path, size):
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+@pytest.fixture
+def corpus_file(tmp_path):
+    return write_jsonl(tmp_path / "c.jsonl", ["a b a b", "b a"])
+
+
+@pytest.fixture
+def tokenizer_json(tmp_path):
+    """A minimal byte-less BPE tokenizer.json, alone in its directory."""
+    d = tmp_path / "tok"
+    d.mkdir()
+    (d / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "normalizer": None,
+        "pre_tokenizer": None, "post_processor": None, "decoder": None,
+        "added_tokens": [{"id": 4, "content": "<|endoftext|>", "single_word": False,
+                          "lstrip": False, "rstrip": False, "normalized": False,
+                          "special": True}],
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {"a": 0, "b": 1, " ": 2, "ab": 3, "<|endoftext|>": 4},
+                  "merges": ["a b"]}}))
+    return d / "tokenizer.json"
+
+
+@pytest.mark.parametrize("kind", ["dev_zero", "link_to_dev_zero", "fifo", "directory"])
+def test_a_tokenizer_that_is_not_a_file_is_refused_naming_it(tmp_path, tokpack_bin, corpus_file,
+                                                             kind):
+    path, what = not_a_file(tmp_path, kind)
+    r = run_cli(tokpack_bin, "build", "-t", path, "-i", corpus_file, "-o", tmp_path / "out")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"'{path}' {what}, not a regular file (a tokenizer file must be one)" in r.stderr, \
+        r.stderr
+    assert not (tmp_path / "out").exists()
+    # tokpack.Tokenizer reads it through the same rule.
+    r = run_python("import resource, sys\n"
+                   "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+                   "import tokpack\n"
+                   "tokpack.Tokenizer(sys.argv[1])\n", path, timeout=DEADLINE)
+    assert r.returncode == 1 and f"ValueError: '{path}' {what}" in r.stderr, r.stderr
+
+
+def test_a_sparse_tokenizer_over_the_cap_is_refused_before_it_is_read(tmp_path, tokpack_bin,
+                                                                      corpus_file):
+    big = sparse(tmp_path / "tokenizer.json", 1_100_000_000)  # 1.1 GB, no disk.
+    r = run_cli(tokpack_bin, "build", "-t", big, "-i", corpus_file, "-o", tmp_path / "out")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert (f"'{big}' is 1100000000 bytes, more than the 1073741824-byte cap for a tokenizer "
+            "file") in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["link_to_dev_zero", "fifo", "directory"])
+def test_a_tokenizer_config_that_is_not_a_file_is_refused_naming_it(tmp_path, tokpack_bin,
+                                                                    corpus_file, tokenizer_json,
+                                                                    kind):
+    """The tokenizer_config.json beside a tokenizer.json names its EOS: one
+    that is a link to /dev/zero was read until memory ran out, a FIFO blocked
+    the build; a missing one is still fine."""
+    out = tmp_path / "out"
+    r = run_cli(tokpack_bin, "build", "-t", tokenizer_json, "-i", corpus_file, "-o", out)
+    assert r.returncode == 0, r.stderr  # No config: the well-known EOS name.
+    config, what = not_a_file(tmp_path, kind)
+    os.replace(config, tokenizer_json.parent / "tokenizer_config.json")
+    config = tokenizer_json.parent / "tokenizer_config.json"
+    r = run_cli(tokpack_bin, "build", "-t", tokenizer_json, "-i", corpus_file, "-o", out,
+                "--force")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"'{config}' {what}, not a regular file (a tokenizer_config.json must be one)" \
+        in r.stderr, r.stderr
