@@ -120,3 +120,46 @@ def test_a_tokenizer_config_that_is_not_a_file_is_refused_naming_it(tmp_path, to
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert f"'{config}' {what}, not a regular file (a tokenizer_config.json must be one)" \
         in r.stderr, r.stderr
+
+
+@pytest.fixture
+def phases_sources(packed):
+    return {"sources": {"web": packed[0]}, "phases": [{"start_step": 0, "weights": {"web": 1}}]}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dev_zero"])
+def test_a_phases_file_that_is_not_a_file_is_refused_naming_it(tmp_path, tokpack_bin, kind):
+    """A directory used to say "Empty: no JSON found", a FIFO blocked."""
+    path, what = not_a_file(tmp_path, kind)
+    for command in (["sample"], ["profile", "--step-time", "0ms", "--steps", 1]):
+        r = run_cli(tokpack_bin, *command, "--phases", path, "--seq-len", 8)
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert f"'{path}' {what}, not a regular file (a phases file must be one)" in r.stderr, \
+            r.stderr
+
+
+def test_a_phases_file_over_the_cap_is_refused_naming_the_cap(tmp_path, tokpack_bin,
+                                                              phases_sources):
+    path = tmp_path / "mix.json"
+    path.write_text(json.dumps(phases_sources))
+    r = run_cli(tokpack_bin, "sample", "--phases", path, "--seq-len", 8, "--steps", 1)
+    assert r.returncode == 0, r.stderr
+    sparse(path, 2 << 20)
+    r = run_cli(tokpack_bin, "sample", "--phases", path, "--seq-len", 8)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert f"'{path}' is 2097152 bytes, more than the 1048576-byte cap for a phases file" \
+        in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dev_zero", "sparse"])
+def test_a_cursor_file_that_is_not_a_small_file_is_refused_naming_it(tmp_path, tokpack_bin,
+                                                                     packed, kind):
+    if kind == "sparse":
+        path = sparse(tmp_path / "cursor.json", 4 << 30)  # Was read whole: 4 GiB.
+        want = f"'{path}' is 4294967296 bytes, more than the 16777216-byte cap for a cursor file"
+    else:
+        path, what = not_a_file(tmp_path, kind)
+        want = f"'{path}' {what}, not a regular file (a cursor file must be one)"
+    r = run_cli(tokpack_bin, "sample", packed[0], "--seq-len", 8, "--state-in", path)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert want in r.stderr, r.stderr
