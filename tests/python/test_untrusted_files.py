@@ -163,3 +163,23 @@ def test_a_cursor_file_that_is_not_a_small_file_is_refused_naming_it(tmp_path, t
     r = run_cli(tokpack_bin, "sample", packed[0], "--seq-len", 8, "--state-in", path)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert want in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "sparse"])
+def test_a_trainer_checkpoints_cursor_file_follows_the_same_rule(tmp_path, kind):
+    """TokpackTrainer reads checkpoint-N/tokpack_cursor.json through the
+    core's rule, as --state-in: a FIFO there was reported as a missing
+    cursor, a huge file read whole."""
+    pytest.importorskip("transformers")
+    checkpoint = tmp_path / "checkpoint-3"
+    checkpoint.mkdir()
+    path = checkpoint / "tokpack_cursor.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+        want = f"ValueError: '{path}' is a FIFO, not a regular file (a cursor file must be one)"
+    else:
+        sparse(path, 64 << 20)
+        want = f"ValueError: '{path}' is 67108864 bytes, more than the 16777216-byte cap"
+    r = run_python("import sys\nfrom tokpack.integrations import hf\nhf._read_cursor(sys.argv[1])",
+                   checkpoint, timeout=DEADLINE)
+    assert r.returncode == 1 and want in r.stderr, r.stderr
