@@ -19,6 +19,7 @@ tokpack = pytest.importorskip("tokpack")
 # Generous: a refusal takes milliseconds; only the unfixed code would block
 # (a FIFO) or run out of memory.
 DEADLINE = 120
+TOP = 2**63 - 1
 
 
 def run_cli(tokpack_bin, *args):
@@ -163,6 +164,52 @@ def test_a_cursor_file_that_is_not_a_small_file_is_refused_naming_it(tmp_path, t
     r = run_cli(tokpack_bin, "sample", packed[0], "--seq-len", 8, "--state-in", path)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert want in r.stderr, r.stderr
+
+
+def cursor_at(state, position, step):
+    """`state` (one source, one phase) moved to `position` and `step`."""
+    c = json.loads(state)
+    c.update(position=position, step=step)
+    c["sources"][0]["consumed"] = position
+    c["phases"][0]["counts"] = [position]
+    return json.dumps(c)
+
+
+def test_a_cursor_at_the_top_of_the_positions_is_refused_or_stops_cleanly(tmp_path, tokpack_bin,
+                                                                          packed):
+    """A cursor at 2^63 - 1 used to load; steps from it wrapped the step
+    count negative and saved cursors no loader resumed. Now an endless loader
+    refuses it at load, and one close below the top serves the steps that fit
+    and then fails naming the position."""
+    common = ["--seq-len", 8, "--batch-size", 4]
+    saved = tmp_path / "saved.json"
+    r = run_cli(tokpack_bin, "sample", packed[0], *common, "--steps", 1, "--state-out", saved)
+    assert r.returncode == 0, r.stderr
+    top = tmp_path / "top.json"
+    top.write_text(cursor_at(saved.read_text(), TOP, TOP // 4))
+    r = run_cli(tokpack_bin, "sample", packed[0], *common, "--state-in", top)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert (f"{top}: at position {TOP} (step {TOP // 4}) there is no room for another step of "
+            "4 positions") in r.stderr, r.stderr
+    near = tmp_path / "near.json"
+    near.write_text(cursor_at(saved.read_text(), TOP - 9, TOP // 4 - 3))  # Room for 2 steps.
+    r = run_cli(tokpack_bin, "sample", packed[0], *common, "--state-in", near, "--steps", 5)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    steps = {line.split()[1] for line in r.stdout.splitlines() if line.startswith("step ")}
+    assert steps == {str(TOP // 4 - 3), str(TOP // 4 - 2)}, r.stdout
+    assert (f"the loader is at position {TOP - 1} (step {TOP // 4 - 1}), and another step of 4 "
+            "positions (batch_size * world_size) would pass 2^63 - 1") in r.stderr, r.stderr
+
+    # The Python loader: the same refusal and the same stop, as ValueError and
+    # IndexError (OutOfRange).
+    loader = tokpack.Loader(packed[0], seq_len=8, batch_size=4, as_="numpy")
+    with pytest.raises(ValueError, match=f"at position {TOP} .* no room for another step"):
+        loader.load_state_dict(json.loads(top.read_text()))
+    loader.load_state_dict(json.loads(near.read_text()))
+    next(loader), next(loader)
+    with pytest.raises(IndexError, match="would pass 2\\^63 - 1"):
+        next(loader)
+    assert loader.state_dict()["position"] == TOP - 1
 
 
 @pytest.mark.parametrize("kind", ["fifo", "sparse"])
