@@ -37,6 +37,7 @@
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
+#include "tokpack/files.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
@@ -799,4 +800,18 @@ PYBIND11_MODULE(_core, m) {
       py::arg("storage") = py::none());
   m.def("build_options", [] { return DescribeOptions(BuildOptions::Describe()); });
   m.def("dataset_options", [] { return DescribeOptions(DatasetOptions::Describe()); });
+  // The core's rule for a file read as configuration (tokpack/files.h), so
+  // that Python reads a cursor file as the CLI's --state-in does.
+  m.def(
+      "read_small_file",
+      [](const std::string& path, const py::handle& max_bytes, const std::string& what) {
+        const uint64_t cap = IntArg<uint64_t>(max_bytes, "max_bytes");
+        StatusOr<std::string> bytes = [&] {
+          py::gil_scoped_release nogil;
+          return ReadSmallFile(path, cap, what);
+        }();
+        return py::bytes(Unwrap(std::move(bytes)));
+      },
+      py::arg("path"), py::arg("max_bytes"), py::arg("what"));
+  m.attr("MAX_CURSOR_BYTES") = kMaxCursorBytes;
 }

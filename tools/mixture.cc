@@ -5,9 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace tokpack::cli {
 namespace {
@@ -16,8 +14,8 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-// Bounds on an untrusted file; a real mixture is far smaller.
-constexpr size_t kMaxFileBytes = 1 << 20;
+// Bounds on an untrusted file; a real mixture is far smaller. Its size is
+// capped by kMaxPhasesFileBytes (tokpack/files.h).
 constexpr size_t kMaxSources = 4096;
 constexpr size_t kMaxPhases = 4096;
 
@@ -202,9 +200,9 @@ std::string Epochs(uint64_t samples, uint64_t per_epoch) {
 }  // namespace
 
 StatusOr<MixtureFile> ParseMixtureJson(std::string_view json, const std::string& source) {
-  if (json.size() > kMaxFileBytes) {
+  if (json.size() > kMaxPhasesFileBytes) {
     return InvalidArgumentError(source + ": a phases file of over " +
-                                std::to_string(kMaxFileBytes) + " bytes");
+                                std::to_string(kMaxPhasesFileBytes) + " bytes");
   }
   simdjson::dom::parser parser;
   const simdjson::padded_string padded(json);
@@ -225,11 +223,8 @@ StatusOr<MixtureFile> ParseMixtureJson(std::string_view json, const std::string&
 }
 
 StatusOr<MixtureFile> ReadMixtureFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": the phases file cannot be read");
-  std::string text(kMaxFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
+  TOKPACK_ASSIGN_OR_RETURN(const std::string text,
+                           ReadSmallFile(path, kMaxPhasesFileBytes, "a phases file"));
   return ParseMixtureJson(text, path);
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tokpack/dataset.h"
+#include "tokpack/files.h"
 #include "tokpack/json_writer.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
@@ -40,8 +41,10 @@ struct MixtureFile {
 };
 
 // Reads and checks a phases file: InvalidArgument naming the file and the
-// field ("mix.json: field 'phases[1].weights.math' ..."); NotFound if it
-// cannot be read. The file is untrusted: sizes are bounded.
+// field ("mix.json: field 'phases[1].weights.math' ..."); the file itself
+// passes ReadSmallFile's rule (tokpack/files.h: a regular file of at most
+// kMaxPhasesFileBytes; NotFound if missing). The file is untrusted: sizes
+// are bounded.
 StatusOr<MixtureFile> ReadMixtureFile(const std::string& path);
 // The same for text already read; `source` names it in errors.
 StatusOr<MixtureFile> ParseMixtureJson(std::string_view json, const std::string& source);

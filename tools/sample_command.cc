@@ -1,10 +1,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "tokpack/dataset_ops.h"
+#include "tokpack/files.h"
 #include "tokpack/loader.h"
 #include "tokpack/tokenizer.h"
 #include "tools/commands.h"
@@ -102,11 +101,9 @@ int Run(SampleArgs& a, const StorageOptions& storage) {
     tok = std::move(*t);
   }
   if (!a.state_in.empty()) {
-    std::ifstream in(a.state_in, std::ios::binary);
-    if (!in) return ReportError("sample", NotFoundError(a.state_in + " cannot be read"));
-    std::stringstream state;
-    state << in.rdbuf();
-    Status st = (*loader)->LoadState(state.str());
+    StatusOr<std::string> state = ReadSmallFile(a.state_in, kMaxCursorBytes, "a cursor file");
+    if (!state.ok()) return ReportError("sample", state.status());
+    Status st = (*loader)->LoadState(*state);
     if (!st.ok()) return ReportError("sample", st.WithContext(a.state_in));
   }
   for (int64_t i = 0; i < a.steps; ++i) {

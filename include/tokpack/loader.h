@@ -255,6 +255,9 @@ class Loader {
   virtual ~Loader() = default;
 
   // The next batch of this rank; nullptr once epochs/max_steps are reached.
+  // OutOfRange, naming the position, from every call once an endless loader
+  // has no room for another step before position 2^63 - 1 (docs/reader.md):
+  // it stops rather than wrap its position or step count.
   // Errors from the assembler threads (e.g. a read error) surface here.
   // FailedPrecondition if the consumer still holds every ring buffer.
   // Errors of CUDA surface here too.
@@ -277,7 +280,8 @@ class Loader {
   // InvalidArgument if it was made for another dataset, seed, sequence
   // length, shuffle mode, block or window setting, or began other phases
   // (naming the phase, its step and the setting that resumes it), or is
-  // malformed.
+  // malformed, or (an endless loader) leaves no room for a step before
+  // position 2^63 - 1.
   virtual Status LoadState(const std::string& state) = 0;
   // As LoadState(state), continuing with `phases` instead of the loader's
   // own (checked against the saved run only): "resume, and change the

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "tokpack/files.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
@@ -99,17 +100,12 @@ struct ReadStats {
 // True for "scheme://..." paths, which name remote storage.
 bool IsRemoteUrl(std::string_view path);
 
-// Caps on the files of a dataset that are read whole into memory, local or
-// remote, besides manifest.json (Manifest::kMaxJsonBytes); a vocabulary of
-// millions of tokens is a few hundred MB at most. A larger remote object,
-// whether its Content-Length says so or its body runs on, fails as
-// ResourceExhausted naming its URL and the cap, without being read further.
-inline constexpr uint64_t kMaxTokenizerBytes = uint64_t{1} << 30;
-inline constexpr uint64_t kMaxInputListBytes = uint64_t{1} << 30;  // inputs.jsonl
-
 // The whole object `name` of the remote dataset at `dataset_url` (e.g. its
-// tokenizer file), fetched once, not cached, of at most `max_bytes` (see the
-// caps above). NotFound naming the URL if it does not exist.
+// tokenizer file), fetched once, not cached, of at most `max_bytes` (the caps
+// of tokpack/files.h: kMaxTokenizerBytes, kMaxInputListBytes). NotFound naming
+// the URL if it does not exist; a larger object, whether its Content-Length
+// says so or its body runs on, fails as ResourceExhausted naming its URL and
+// the cap, without being read further.
 StatusOr<std::string> ReadObject(const std::string& dataset_url, const std::string& name,
                                  const StorageOptions& options, uint64_t max_bytes);
 

@@ -164,15 +164,18 @@ const char* KindOf(mode_t mode) {
   return "not a regular file";
 }
 
-Status NotRegular(const std::string& path, mode_t mode) {
-  return InvalidArgumentError("'" + path + "' is " + KindOf(mode) +
-                              ", not a regular file of the dataset");
+// `what`: the kind of file, for the message ("a tokenizer file").
+Status NotRegular(const std::string& path, mode_t mode, std::string_view what) {
+  return InvalidArgumentError("'" + path + "' is " + KindOf(mode) + ", not a regular file (" +
+                              std::string(what) + " must be one)");
 }
+
+constexpr std::string_view kDatasetFile = "a file of a dataset";
 
 // openat() of one component; an error names `path` and, under Links::kRefuse,
 // says when the component was a symbolic link.
 StatusOr<int> OpenComponent(int dir_fd, const std::string& component, int flags, Links links,
-                            const std::string& path) {
+                            const std::string& path, std::string_view what = kDatasetFile) {
   if (links == Links::kRefuse) flags |= O_NOFOLLOW;
   // Look before opening: opening a device or a FIFO can block or act.
   struct stat st;
@@ -185,7 +188,7 @@ StatusOr<int> OpenComponent(int dir_fd, const std::string& component, int flags,
                                 "'), and this file of a dataset is read only as a plain file");
   }
   if ((flags & O_DIRECTORY) ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
-    return NotRegular(path, st.st_mode);
+    return NotRegular(path, st.st_mode, what);
   }
   int fd;
   do {
@@ -195,7 +198,80 @@ StatusOr<int> OpenComponent(int dir_fd, const std::string& component, int flags,
   return fd;
 }
 
+// The size of the regular file open at `fd`, from the descriptor: the entry
+// may have changed since it was looked at. Closes `fd` on an error.
+StatusOr<uint64_t> RegularFileSize(int fd, const std::string& path, std::string_view what) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    Status s = ErrnoToStatus(errno, "stat", path);
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return NotRegular(path, st.st_mode, what);
+  }
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// Exactly `n` bytes at `offset` of `fd` into `out` (DataLoss, naming `path`
+// and its `size` at open, if the file ends first).
+Status PreadExactly(int fd, uint64_t offset, size_t n, char* out, const std::string& path,
+                    uint64_t size) {
+  for (size_t done = 0; done < n;) {
+    const ssize_t r = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoToStatus(errno, "read", path);
+    if (r == 0) {
+      return DataLossError("'" + path + "' ends at byte " + std::to_string(offset + done) +
+                           " while being read (it had " + std::to_string(size) + " bytes)");
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+Status OverCap(const std::string& path, uint64_t size, uint64_t max_bytes, std::string_view what) {
+  return InvalidArgumentError("'" + path + "' is " + std::to_string(size) +
+                              " bytes, more than the " + std::to_string(max_bytes) +
+                              "-byte cap for " + std::string(what));
+}
+
 }  // namespace
+
+StatusOr<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes,
+                                    std::string_view what) {
+  // The path as given, links followed: a user may keep a tokenizer or a
+  // cursor anywhere. Looked at before it is opened (opening a device can
+  // act), opened O_NONBLOCK (a FIFO that slipped in between opens without
+  // waiting for a writer), then judged by the descriptor.
+  TOKPACK_ASSIGN_OR_RETURN(const int fd,
+                           OpenComponent(AT_FDCWD, path, O_NONBLOCK, Links::kFollow, path, what));
+  TOKPACK_ASSIGN_OR_RETURN(const uint64_t size, RegularFileSize(fd, path, what));
+  if (size > max_bytes) {
+    ::close(fd);
+    return OverCap(path, size, max_bytes, what);
+  }
+  std::string out(static_cast<size_t>(size), '\0');
+  Status s = PreadExactly(fd, 0, out.size(), out.data(), path, size);
+  if (s.ok()) {
+    // One byte past the size: a file still being written would otherwise be
+    // taken as a whole file, cut wherever the read happened to stop.
+    char more;
+    ssize_t r;
+    do {
+      r = ::pread(fd, &more, 1, static_cast<off_t>(size));
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) s = ErrnoToStatus(errno, "read", path);
+    if (r > 0) {
+      s = DataLossError("'" + path + "' grew while being read (it had " + std::to_string(size) +
+                        " bytes); " + std::string(what) + " is read whole, once");
+    }
+  }
+  ::close(fd);
+  if (!s.ok()) return s;
+  return out;
+}
 
 StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& dir, const std::string& name,
                                           Links links) {
@@ -214,18 +290,8 @@ StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& dir, const std::str
   StatusOr<int> fd = OpenComponent(dir_fd, name.substr(begin), O_NONBLOCK, links, path);
   ::close(dir_fd);
   if (!fd.ok()) return fd.status();
-  // The descriptor decides: the entry may have changed since it was looked at.
-  struct stat st;
-  if (::fstat(*fd, &st) != 0) {
-    Status s = ErrnoToStatus(errno, "stat", path);
-    ::close(*fd);
-    return s;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(*fd);
-    return NotRegular(path, st.st_mode);
-  }
-  return ReadOnlyFile(*fd, static_cast<uint64_t>(st.st_size), path);
+  TOKPACK_ASSIGN_OR_RETURN(const uint64_t size, RegularFileSize(*fd, path, kDatasetFile));
+  return ReadOnlyFile(*fd, size, path);
 }
 
 ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
@@ -249,11 +315,7 @@ ReadOnlyFile::~ReadOnlyFile() {
 }
 
 StatusOr<std::string> ReadOnlyFile::ReadAll(uint64_t max_bytes) const {
-  if (size_ > max_bytes) {
-    return InvalidArgumentError("'" + path_ + "' is " + std::to_string(size_) +
-                                " bytes, more than the " + std::to_string(max_bytes) +
-                                "-byte cap for this file");
-  }
+  if (size_ > max_bytes) return OverCap(path_, size_, max_bytes, "this file");
   std::string out;
   TOKPACK_RETURN_IF_ERROR(ReadAt(0, static_cast<size_t>(size_), &out));
   return out;
@@ -261,17 +323,7 @@ StatusOr<std::string> ReadOnlyFile::ReadAll(uint64_t max_bytes) const {
 
 Status ReadOnlyFile::ReadAt(uint64_t offset, size_t n, std::string* out) const {
   out->resize(n);
-  for (size_t done = 0; done < n;) {
-    const ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return ErrnoToStatus(errno, "read", path_);
-    if (r == 0) {
-      return DataLossError("'" + path_ + "' ends at byte " + std::to_string(offset + done) +
-                           " while being read (it had " + std::to_string(size_) + " bytes)");
-    }
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
+  return PreadExactly(fd_, offset, n, out->data(), path_, size_);
 }
 
 Status ReadOnlyFile::ReadBlocks(size_t block_bytes,
@@ -310,8 +362,9 @@ Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::st
   return s;
 }
 
-Status CopyFile(FileSystem* fs, const std::string& from, const std::string& to) {
-  TOKPACK_ASSIGN_OR_RETURN(std::string data, ReadFileToString(from));
+Status CopyFile(FileSystem* fs, const std::string& from, const std::string& to, uint64_t max_bytes,
+                std::string_view what) {
+  TOKPACK_ASSIGN_OR_RETURN(std::string data, ReadSmallFile(from, max_bytes, what));
   TOKPACK_ASSIGN_OR_RETURN(auto file, fs->NewWritableFile(to));
   TOKPACK_RETURN_IF_ERROR(file->Append(data));
   return file->Close();

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "tokpack/files.h"  // ReadSmallFile, the caps on whole-file reads.
 #include "tokpack/status.h"
 
 namespace tokpack {
@@ -41,7 +42,11 @@ class FileSystem {
 // The process-wide POSIX implementation (never null, never freed).
 FileSystem* PosixFileSystem();
 
-// Whole-file read. NotFound, IoError (naming the path) otherwise.
+// Whole-file read, uncapped: NotFound, IoError (naming the path) otherwise.
+// For files tokpack wrote itself (a packing plan in its cache) and the .idx
+// of a bare Megatron prefix (data, which may be many GB). A file read as
+// configuration is read with ReadSmallFile (tokpack/files.h: a regular file,
+// a cap), and one a manifest names is opened by ReadOnlyFile.
 StatusOr<std::string> ReadFileToString(const std::string& path);
 
 // Streams a file through `visit` in blocks of at most `block_bytes`; stops at
@@ -113,8 +118,10 @@ StatusOr<std::string> ReadDatasetFile(const std::string& dir, const std::string&
 Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
                            std::string_view data);
 
-// Copies a file through `fs` (used for the tokenizer model).
-Status CopyFile(FileSystem* fs, const std::string& from, const std::string& to);
+// Copies the file `from` (read by ReadSmallFile with `max_bytes` and `what`)
+// to `to` through `fs`; used for the tokenizer file.
+Status CopyFile(FileSystem* fs, const std::string& from, const std::string& to, uint64_t max_bytes,
+                std::string_view what);
 
 // mkdir -p.
 Status CreateDirs(const std::string& dir);

@@ -83,7 +83,8 @@ StatusOr<Manifest> ImportMegatron(const ImportOptions& o) {
   }
   if (tokenizer) {
     TOKPACK_RETURN_IF_ERROR(CopyFile(PosixFileSystem(), o.tokenizer_model,
-                                     JoinPath(staging->path(), m.tokenizer.file)));
+                                     JoinPath(staging->path(), m.tokenizer.file),
+                                     kMaxTokenizerBytes, "a tokenizer file"));
   }
   TOKPACK_RETURN_IF_ERROR(staging->Commit(PosixFileSystem(), m.ToJson()));
   return m;

@@ -375,8 +375,9 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   if (o.texts) m.provenance.inputs[0].bytes = bytes_read.load();
   progress.Stop();
   TOKPACK_ASSIGN_OR_RETURN(m.shards, writer.Finish());
-  TOKPACK_RETURN_IF_ERROR(
-      CopyFile(fs, o.tokenizer_model, JoinPath(staging->path(), m.tokenizer.file)));
+  TOKPACK_RETURN_IF_ERROR(CopyFile(fs, o.tokenizer_model,
+                                   JoinPath(staging->path(), m.tokenizer.file), kMaxTokenizerBytes,
+                                   "a tokenizer file"));
   if (m.provenance.inputs.size() > Provenance::kMaxListedInputs) {
     TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(fs, staging->path(), Provenance::kInputsFileName,
                                                 InputListFile(m.provenance.inputs)));

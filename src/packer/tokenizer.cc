@@ -31,18 +31,26 @@ namespace {
 
 // The special tokens named by the tokenizer_config.json beside a
 // tokenizer.json, as Hugging Face model repositories ship it (each a string
-// or {"content": ...}). Empty where there is no such file or field.
+// or {"content": ...}). Empty where there is no such file or field; an error
+// naming the file where there is one that cannot be read as a file (a FIFO,
+// a device, a directory, over kMaxTokenizerConfigBytes), since the EOS a
+// build appends would otherwise change silently.
 struct ConfigTokens {
   std::string eos, bos, pad;
 };
 
-ConfigTokens ReadConfigTokens(const std::string& tokenizer_json_path) {
+StatusOr<ConfigTokens> ReadConfigTokens(const std::string& tokenizer_json_path) {
   ConfigTokens tokens;
   const size_t slash = tokenizer_json_path.rfind('/');
   const std::string dir =
       slash == std::string::npos ? std::string(".") : tokenizer_json_path.substr(0, slash);
-  StatusOr<std::string> text = ReadFileToString(JoinPath(dir, "tokenizer_config.json"));
-  if (!text.ok()) return tokens;
+  StatusOr<std::string> text = ReadSmallFile(JoinPath(dir, "tokenizer_config.json"),
+                                             kMaxTokenizerConfigBytes, "a tokenizer_config.json");
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) return tokens;
+  if (!text.ok()) {
+    return text.status().WithContext("the EOS and BOS tokens of tokenizer '" + tokenizer_json_path +
+                                     "'");
+  }
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (parser.parse(*text).get(root) != simdjson::SUCCESS) return tokens;
@@ -114,7 +122,8 @@ Status LoadSentencepiece(const std::string& path, const std::string& bytes,
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path,
                                                      const TokenizerOptions& o) {
-  TOKPACK_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  TOKPACK_ASSIGN_OR_RETURN(std::string bytes,
+                           ReadSmallFile(path, kMaxTokenizerBytes, "a tokenizer file"));
   return FromBytes(bytes, path, o, /*read_config=*/true);
 }
 
@@ -148,7 +157,10 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromBytes(const std::string& byt
       info.file = "tokenizer.json";
       info.vocab_size = bpe.vocab_size();
       info.unk_id = bpe.unk_id();
-      const ConfigTokens config = read_config ? ReadConfigTokens(path) : ConfigTokens();
+      ConfigTokens config;
+      if (read_config) {
+        TOKPACK_ASSIGN_OR_RETURN(config, ReadConfigTokens(path));
+      }
       const std::string& eos = o.eos_token.empty() ? config.eos : o.eos_token;
       const std::string& bos = o.bos_token.empty() ? config.bos : o.bos_token;
       TOKPACK_ASSIGN_OR_RETURN(info.eos_id, SpecialId(bpe, path, eos, "EOS",

@@ -28,6 +28,9 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// How messages name Cursor::kMaxPosition.
+constexpr const char* kLastPosition = "2^63 - 1, the last position a cursor records";
+
 // The datasets' names in messages.
 std::vector<std::string> Names(const std::vector<Loader::Source>& sources) {
   std::vector<std::string> names;
@@ -50,7 +53,6 @@ class LoaderImpl : public Loader {
         phases_(std::move(phases)),
         o_(plan.options),
         limit_(limit),
-        ahead_limit_(limit),
         orders_(std::move(plan.orders)),
         views_(std::move(plan.views)),
         samples_(std::move(samples)),
@@ -62,7 +64,8 @@ class LoaderImpl : public Loader {
     pipeline_->stage = std::move(stage);
     pipeline_->options = o_;
     for (Slot& slot : pipeline_->host.slots()) slot.rows.resize(static_cast<size_t>(o_.batch_size));
-    end_step_ = EndStep(0, 0);
+    SetEnd(0, 0);
+    ahead_limit_ = end_position_;
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
     lookahead_ = lookahead_ && o_.lookahead_steps > 0;  // 0: no hints at all.
   }
@@ -139,7 +142,7 @@ class LoaderImpl : public Loader {
 
   int64_t RemainingSteps() const override {
     std::lock_guard<std::mutex> lock(pipeline_->mu);
-    return end_step_ < 0 ? -1 : end_step_ - consume_step_;
+    return limit_ == UINT64_MAX ? -1 : end_step_ - consume_step_;
   }
 
   LoaderStats Stats() const override {
@@ -167,14 +170,25 @@ class LoaderImpl : public Loader {
   // Continues at `state` (the consumer's, or a loaded cursor's) with
   // `phases`: the batches planned for the old state are dropped, and the
   // schedule restarts there. InvalidArgument (and no change) when the
-  // epochs or max_steps limit from there is out of range.
+  // epochs or max_steps limit from there is out of range, or when an
+  // endless loader there has no room for a step (Room()).
   Status Restart(MixtureState state, std::vector<MixturePhase> phases) {
     const uint64_t position = state.Position();
     TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit,
                              PositionLimit(o_, samples_, phases, position, state.step));
+    // A loader with epochs or max_steps ends within the room (PositionLimit
+    // keeps its limit at or below Cursor::kMaxPosition, and a cursor's step
+    // is at most its position); an endless one would stop at once.
+    if (limit == UINT64_MAX && Room(position, state.step) == 0) {
+      return InvalidArgumentError(
+          "at position " + std::to_string(position) + " (step " + std::to_string(state.step) +
+          ") there is no room for another step of " + std::to_string(GlobalBatch()) +
+          " positions (batch_size * world_size) before " + kLastPosition);
+    }
     PhaseSchedule schedule(phases, GlobalBatch());
     schedule.Reset(state);
-    uint64_t ticket = 0, generation = 0;
+    const int64_t state_step = state.step;
+    uint64_t ticket = 0, generation = 0, ahead_limit = 0;
     {
       std::lock_guard<std::mutex> lock(pipeline_->mu);
       generation = ++generation_;
@@ -184,7 +198,8 @@ class LoaderImpl : public Loader {
       // Steps restart at the consumer's; slots still filling for the old
       // generation are told apart by it (FindReady, Finish).
       plan_step_ = copy_step_ = consume_step_;
-      end_step_ = EndStep(position, consume_step_);
+      SetEnd(position, state_step);
+      ahead_limit = end_position_;
       ticket = next_ticket_++;
       pipeline_->host.Reset();
       pipeline_->device.Reset();
@@ -197,7 +212,7 @@ class LoaderImpl : public Loader {
       schedule_ = schedule;
       ahead_ = std::move(schedule);
       ahead_steps_ = 0;
-      ahead_limit_ = limit;
+      ahead_limit_ = ahead_limit;
       planned_generation_ = generation;
       ++planned_tickets_;
       plan_cv_.notify_all();
@@ -208,7 +223,14 @@ class LoaderImpl : public Loader {
   // timeout < 0: wait as long as it takes.
   StatusOr<std::shared_ptr<const Batch>> NextWithin(double timeout) {
     std::unique_lock<std::mutex> lock(pipeline_->mu);
-    if (end_step_ >= 0 && consume_step_ >= end_step_) return std::shared_ptr<const Batch>();
+    if (consume_step_ >= end_step_) {
+      if (!out_of_room_) return std::shared_ptr<const Batch>();
+      return OutOfRangeError("the loader is at position " + std::to_string(end_position_) +
+                             " (step " + std::to_string(consumer_state_.step) +
+                             "), and another step of " + std::to_string(GlobalBatch()) +
+                             " positions (batch_size * world_size) would pass " + kLastPosition +
+                             ": a loader stops there rather than wrap its position or step count");
+    }
     SlotRing& ring = Last();
     if (ring.Held() == ring.slots().size()) {
       const bool device = pipeline_->stage != nullptr;
@@ -241,15 +263,39 @@ class LoaderImpl : public Loader {
   uint64_t GlobalBatch() const {
     return static_cast<uint64_t>(o_.batch_size) * static_cast<uint64_t>(o_.world_size);
   }
-  // The step number at which the data ends when step `step` starts at
-  // global position `position`; -1 when endless.
-  int64_t EndStep(uint64_t position, int64_t step) const {
-    if (limit_ == UINT64_MAX) return -1;
-    if (position >= limit_) return step;
-    return step + static_cast<int64_t>((limit_ - position) / GlobalBatch());
+  // The steps a loader whose next batch starts at global position
+  // `position` with step number `step` can take before its position would
+  // pass Cursor::kMaxPosition or its step INT64_MAX: every cursor it saves
+  // stays one that resumes. (The step bound follows from the position's for
+  // a valid cursor, whose step is at most its position; both are kept.)
+  uint64_t Room(uint64_t position, int64_t step) const {
+    if (position >= Cursor::kMaxPosition || step < 0) return 0;
+    return std::min((Cursor::kMaxPosition - position) / GlobalBatch(),
+                    static_cast<uint64_t>(INT64_MAX - step));
   }
-  // Under mu: whether local step `step` lies past the end of the data.
-  bool PastEnd(int64_t step) const { return end_step_ >= 0 && step >= end_step_; }
+  // Under mu: where this loader stops when the batch of local step
+  // consume_step_ (step number `step`) starts at global position
+  // `position`: at the end of the data (limit_), or, first, at the end of
+  // the Room() (out_of_room_, an error for Next()).
+  void SetEnd(uint64_t position, int64_t step) {
+    const uint64_t room = Room(position, step);
+    uint64_t steps = room;
+    out_of_room_ = true;
+    if (limit_ != UINT64_MAX) {
+      const uint64_t data = position >= limit_ ? 0 : (limit_ - position) / GlobalBatch();
+      if (data <= room) {
+        steps = data;
+        out_of_room_ = false;
+      }
+    }
+    // Local steps count this process's batches from 0: the sum saturates
+    // only ~2^63 batches from now, never reached.
+    steps = std::min(steps, static_cast<uint64_t>(INT64_MAX - consume_step_));
+    end_step_ = consume_step_ + static_cast<int64_t>(steps);
+    end_position_ = position + steps * GlobalBatch();
+  }
+  // Under mu: whether local step `step` lies past the end.
+  bool PastEnd(int64_t step) const { return step >= end_step_; }
 
   // The cursor after the last batch handed out. On the consumer's thread.
   Cursor Now() const { return Cursor::Of(o_, sources_, phases_, consumer_state_); }
@@ -409,7 +455,8 @@ class LoaderImpl : public Loader {
   std::vector<MixturePhase> phases_;
   LoaderOptions o_;  // As resolved by PlanShuffle.
   // Global positions available in all (UINT64_MAX: endless), from the
-  // phases and the step count: under mu, and a copy under plan_mu_.
+  // phases and the step count: under mu. ahead_limit_, under plan_mu_:
+  // end_position_ of the latest restart, where the lookahead stops.
   uint64_t limit_;
   uint64_t ahead_limit_;
   std::vector<SampleOrder> orders_;
@@ -432,7 +479,12 @@ class LoaderImpl : public Loader {
   std::atomic<bool> stopping_{false};
   // Under mu:
   uint64_t next_ticket_ = 0;
-  int64_t end_step_ = -1;  // Step number where the data ends; -1: endless.
+  // Local step where Next() stops (SetEnd): the end of the data, or of the
+  // positions a cursor records (out_of_room_); end_position_ is its global
+  // position.
+  int64_t end_step_ = 0;
+  uint64_t end_position_ = 0;
+  bool out_of_room_ = false;
   int64_t plan_step_ = 0;  // Next step an assembler claims.
   int64_t copy_step_ = 0;  // Next step the copy stage moves.
   int64_t consume_step_ = 0;

@@ -1,8 +1,10 @@
 #include "storage/object_url.h"
 
 #include <cctype>
-#include <fstream>
 #include <map>
+#include <sstream>
+
+#include "tokpack/files.h"
 
 namespace tokpack {
 namespace {
@@ -13,10 +15,17 @@ std::string Trim(std::string s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-// The key/value pairs of section `[section]` of an AWS-style INI file.
-std::map<std::string, std::string> IniSection(const std::string& path, const std::string& section) {
+// The key/value pairs of section `[section]` of an AWS-style INI file; none
+// when there is no such file (the settings' defaults name one whether it
+// exists or not). `what` names the file in errors.
+StatusOr<std::map<std::string, std::string>> IniSection(const std::string& path,
+                                                        const std::string& section,
+                                                        std::string_view what) {
   std::map<std::string, std::string> out;
-  std::ifstream in(path);
+  StatusOr<std::string> text = ReadSmallFile(path, kMaxAwsFileBytes, what);
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) return out;
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   std::string line;
   bool inside = false;
   while (std::getline(in, line)) {
@@ -34,23 +43,28 @@ std::map<std::string, std::string> IniSection(const std::string& path, const std
   return out;
 }
 
-void AwsCredentials(const StorageOptions& o, ObjectLocation* loc) {
+Status AwsCredentials(const StorageOptions& o, ObjectLocation* loc) {
   loc->access_key = o.aws_access_key_id;
   loc->secret_key = o.aws_secret_access_key;
   loc->session_token = o.aws_session_token;
   const std::string profile = o.aws_profile.empty() ? "default" : o.aws_profile;
   if (loc->access_key.empty() && !o.aws_shared_credentials_file.empty()) {
-    auto creds = IniSection(o.aws_shared_credentials_file, profile);
+    TOKPACK_ASSIGN_OR_RETURN(auto creds, IniSection(o.aws_shared_credentials_file, profile,
+                                                    "an AWS shared credentials file"));
     loc->access_key = creds["aws_access_key_id"];
     loc->secret_key = creds["aws_secret_access_key"];
     loc->session_token = creds["aws_session_token"];
   }
   loc->region = o.aws_region;
   if (loc->region.empty() && !o.aws_config_file.empty()) {
-    loc->region = IniSection(o.aws_config_file,
-                             profile == "default" ? "default" : "profile " + profile)["region"];
+    TOKPACK_ASSIGN_OR_RETURN(
+        auto config,
+        IniSection(o.aws_config_file, profile == "default" ? "default" : "profile " + profile,
+                   "an AWS config file"));
+    loc->region = config["region"];
   }
   if (loc->region.empty()) loc->region = "us-east-1";
+  return Status::Ok();
 }
 
 std::string WithSlash(std::string s) {
@@ -106,7 +120,7 @@ StatusOr<ObjectLocation> ResolveObjectUrl(std::string_view url, const StorageOpt
   const std::string key_base = PercentEncode(prefix.empty() ? "" : WithSlash(prefix), true);
   if (scheme == "s3") {
     loc.kind = ObjectLocation::Kind::kS3;
-    AwsCredentials(options, &loc);
+    TOKPACK_RETURN_IF_ERROR(AwsCredentials(options, &loc));
     const std::string& endpoint = options.s3_endpoint;
     if (!endpoint.empty()) {
       loc.base = WithSlash(endpoint) + PercentEncode(loc.bucket, false) + "/" + key_base;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
 
 #include "tests/test_util.h"
 
@@ -106,6 +107,72 @@ TEST_F(ReadOnlyFileTest, LinksAreFollowedOnlyWhenAsked) {
 TEST_F(ReadOnlyFileTest, TheDatasetDirectoryItselfMayBeALink) {
   ASSERT_EQ(::symlink("ds", dir_.Join("ds-link").c_str()), 0);
   EXPECT_EQ(*ReadDatasetFile(dir_.Join("ds-link"), "sub/plain", 100, Links::kRefuse), "nested");
+}
+
+// ReadSmallFile: the rule for files read as configuration (a tokenizer, a
+// cursor, a phases file). Paths are the user's, so links are followed.
+class ReadSmallFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { WriteStringToFile(dir_.Join("plain"), "hello"); }
+  TempDir dir_;
+};
+
+TEST_F(ReadSmallFileTest, ReadsARegularFileThroughLinks) {
+  EXPECT_EQ(*ReadSmallFile(dir_.Join("plain"), 5, "a test file"), "hello");
+  ASSERT_EQ(::symlink("plain", dir_.Join("link").c_str()), 0);
+  EXPECT_EQ(*ReadSmallFile(dir_.Join("link"), 5, "a test file"), "hello");
+  WriteStringToFile(dir_.Join("empty"), "");
+  EXPECT_EQ(*ReadSmallFile(dir_.Join("empty"), 0, "a test file"), "");
+  auto missing = ReadSmallFile(dir_.Join("missing"), 5, "a test file");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find(dir_.Join("missing")), std::string::npos);
+}
+
+// A FIFO used to block the reader until a writer came; a device (or a link to
+// one) was read until memory ran out; a directory failed with a parser's
+// complaint about its (empty) contents. Each is refused naming the path,
+// what it is and the kind of file expected, without a read.
+TEST_F(ReadSmallFileTest, RefusesWhatIsNotARegularFileWithoutBlocking) {
+  ASSERT_EQ(::mkfifo(dir_.Join("fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/dev/zero", dir_.Join("zero").c_str()), 0);
+  ASSERT_EQ(::mkdir(dir_.Join("dir").c_str(), 0700), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {dir_.Join("fifo"), "is a FIFO"},
+      {dir_.Join("zero"), "is a device"},
+      {"/dev/zero", "is a device"},
+      {dir_.Join("dir"), "is a directory"},
+  };
+  for (const auto& [path, kind] : cases) {
+    auto r = ReadSmallFile(path, kMaxCursorBytes, "a cursor file");
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << path;
+    EXPECT_EQ(r.status().message(),
+              "'" + path + "' " + kind + ", not a regular file (a cursor file must be one)");
+  }
+}
+
+// The cap is checked against the size before anything is allocated or read:
+// a sparse file far over it costs nothing.
+TEST_F(ReadSmallFileTest, RefusesAFileOverTheCapNamingTheCap) {
+  auto r = ReadSmallFile(dir_.Join("plain"), 4, "a test file");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "'" + dir_.Join("plain") + "' is 5 bytes, more than the 4-byte cap for a test file");
+  const std::string sparse = dir_.Join("sparse");
+  WriteStringToFile(sparse, "");
+  ASSERT_EQ(::truncate(sparse.c_str(), static_cast<off_t>(kMaxTokenizerBytes + 1)), 0);
+  r = ReadSmallFile(sparse, kMaxTokenizerBytes, "a tokenizer file");
+  EXPECT_EQ(r.status().message(), "'" + sparse + "' is 1073741825 bytes, more than the " +
+                                      "1073741824-byte cap for a tokenizer file");
+}
+
+// A file whose content outruns its size (as /proc's do: size 0) is refused
+// rather than taken as the bytes that happened to be read.
+TEST_F(ReadSmallFileTest, RefusesAFileThatGrowsWhileRead) {
+  auto r = ReadSmallFile("/proc/self/status", 1 << 20, "a test file");
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(r.status().message().find("'/proc/self/status' grew while being read"),
+            std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

@@ -480,13 +480,66 @@ TEST_F(LoaderTest, StatesWithUnreachableNumbersAreRefusedNamingTheField) {
   top.phases = {{0, {0.7}, {0}}};
   top.position = top.sources[0].consumed = top.phases[0].counts[0] = UINT64_MAX;
   refused(single.get(), top, "position 18446744073709551615");
-  // The last position a loader reaches still loads and serves its step.
+  // The last position a cursor records parses, but an endless loader there
+  // has no room for a step: refused at load, where it used to serve a batch
+  // past 2^63 - 1 and save a cursor no loader could resume.
   top.position = top.sources[0].consumed = top.phases[0].counts[0] = Cursor::kMaxPosition;
   top.step = static_cast<int64_t>((Cursor::kMaxPosition + 2) / 3);
-  ASSERT_TRUE(single->LoadState(top.ToJson()).ok());
-  EXPECT_EQ(single->Step(), static_cast<int64_t>((Cursor::kMaxPosition + 2) / 3));
-  auto batch = single->Next();
-  ASSERT_TRUE(batch.ok() && *batch) << (batch.ok() ? "end" : batch.status().ToString());
+  refused(single.get(), top,
+          "at position 9223372036854775807 (step 3074457345618258603) there is no room for "
+          "another step of 3 positions (batch_size * world_size) before 2^63 - 1");
+  EXPECT_EQ(single->Step(), 0);  // Unchanged.
+  // With a limit the loader simply ends there.
+  LoaderOptions limited = Opts();
+  limited.epochs = 1;
+  auto ends = Make(limited);
+  ASSERT_TRUE(ends->LoadState(top.ToJson()).ok());
+  EXPECT_EQ(ends->RemainingSteps(), 0);
+  auto end = ends->Next();
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_EQ(*end, nullptr);
+}
+
+// An endless loader near the top of the positions serves the steps that fit
+// below 2^63 - 1, each with its step number, then fails every further Next()
+// with OutOfRange naming the position; the cursor after its last batch
+// resumes. It used to run on: three steps from a cursor at 2^63 - 1 the step
+// count could wrap negative, and the positions past 2^63 - 1 made a cursor
+// that LoadState refused.
+TEST_F(LoaderTest, AnEndlessLoaderStopsAtTheLastPositionACursorRecords) {
+  auto l = Make(Opts());  // batch_size 3, world_size 1.
+  Cursor near = *Cursor::Parse(l->SaveState());
+  const uint64_t position = Cursor::kMaxPosition - 7;  // Room for 2 steps of 3.
+  near.position = near.sources[0].consumed = position;
+  near.phases = {{0, {0.7}, {position}}};
+  near.step = INT64_MAX - 10;  // At most the position: a valid cursor.
+  ASSERT_TRUE(l->LoadState(near.ToJson()).ok());
+  EXPECT_EQ(l->RemainingSteps(), -1);  // Still endless as far as the data goes.
+  for (int64_t k = 0; k < 2; ++k) {
+    auto b = l->Next();
+    ASSERT_TRUE(b.ok() && *b) << (b.ok() ? "end" : b.status().ToString());
+    EXPECT_EQ((*b)->step(), INT64_MAX - 10 + k);
+  }
+  const std::string last = l->SaveState();
+  for (int i = 0; i < 2; ++i) {
+    auto past = l->Next();
+    EXPECT_EQ(past.status().code(), StatusCode::kOutOfRange);
+    EXPECT_NE(past.status().message().find(
+                  "at position 9223372036854775806 (step 9223372036854775799), and another "
+                  "step of 3 positions (batch_size * world_size) would pass 2^63 - 1"),
+              std::string::npos)
+        << past.status().ToString();
+  }
+  EXPECT_EQ(l->SaveState(), last);
+  // The saved cursor resumes, on a loader of a global batch that fits.
+  LoaderOptions one = Opts();
+  one.batch_size = 1;
+  auto resumed = Make(one);
+  ASSERT_TRUE(resumed->LoadState(last).ok()) << last;
+  auto b = resumed->Next();
+  ASSERT_TRUE(b.ok() && *b) << (b.ok() ? "end" : b.status().ToString());
+  EXPECT_EQ((*b)->step(), INT64_MAX - 8);
+  EXPECT_EQ(resumed->Next().status().code(), StatusCode::kOutOfRange);
 }
 
 TEST_F(LoaderTest, ShutdownWhileThreadsWaitDoesNotHang) {

@@ -1,6 +1,7 @@
 #include "storage/object_url.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -43,6 +44,32 @@ TEST(ObjectUrl, S3ReadsTheProfileFromTheCredentialsFiles) {
   EXPECT_EQ(loc->secret_key, "TS");
   EXPECT_EQ(loc->region, "ap-south-1");
   EXPECT_EQ(loc->UrlOf("manifest.json"), "https://b.s3.ap-south-1.amazonaws.com/p/manifest.json");
+}
+
+// The credentials files are configuration like any other (tokpack/files.h):
+// missing is anonymous, as before; a FIFO (which blocked the first request
+// forever) or a device (read without end) is an error naming it.
+TEST(ObjectUrl, CredentialsFilesThatAreNotFilesAreRefusedNamingThem) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.Join("credentials").c_str(), 0600), 0);
+  StorageOptions o;
+  o.aws_shared_credentials_file = dir.Join("credentials");
+  auto loc = ResolveObjectUrl("s3://b/p", o);
+  EXPECT_EQ(loc.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(loc.status().message().find("'" + dir.Join("credentials") +
+                                        "' is a FIFO, not a regular file (an AWS shared "
+                                        "credentials file must be one)"),
+            std::string::npos)
+      << loc.status().message();
+  o.aws_shared_credentials_file = dir.Join("missing");
+  o.aws_config_file = "/dev/zero";
+  loc = ResolveObjectUrl("s3://b/p", o);
+  EXPECT_NE(loc.status().message().find("'/dev/zero' is a device"), std::string::npos)
+      << loc.status().message();
+  o.aws_config_file = dir.Join("missing");
+  loc = ResolveObjectUrl("s3://b/p", o);
+  ASSERT_TRUE(loc.ok()) << loc.status().ToString();
+  EXPECT_FALSE(loc->signed_requests());
 }
 
 TEST(ObjectUrl, DefaultOptionsAreAnonymousAndReadNoFiles) {

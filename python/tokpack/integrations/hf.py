@@ -35,7 +35,7 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_callback import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
-from .. import _phases
+from .. import _core, _phases
 from .._loader import Loader
 from ._trained import TrainedBatches, run_steps
 
@@ -244,13 +244,17 @@ def _write_cursor(folder: str, cursor: Mapping[str, Any]) -> None:
 
 def _read_cursor(checkpoint: str) -> Dict[str, Any]:
     path = os.path.join(checkpoint, CURSOR_FILE)
-    if not os.path.isfile(path):
+    # The core's rule for a cursor file, as the CLI's --state-in: a regular
+    # file of at most MAX_CURSOR_BYTES (a FIFO or a device planted in a
+    # checkpoint is refused, not waited on or read without end).
+    try:
+        text = _core.read_small_file(path, _core.MAX_CURSOR_BYTES, "a cursor file")
+    except FileNotFoundError:
         raise FileNotFoundError(
             f"no tokpack cursor at {path}: the checkpoint {checkpoint} was not saved by a "
             f"TokpackTrainer, so where its data stopped is unknown; resume from a checkpoint "
-            f"a TokpackTrainer saved, or start without resume_from_checkpoint")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+            f"a TokpackTrainer saved, or start without resume_from_checkpoint") from None
+    return json.loads(text)
 
 
 def _global_step(checkpoint: str) -> int:
