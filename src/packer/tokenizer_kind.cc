@@ -12,7 +12,19 @@ namespace tokpack {
 TokenizerKind DetectTokenizerKind(std::string_view bytes) {
   size_t i = bytes.find_first_not_of(" \t\r\n");
   if (i != std::string_view::npos && bytes[i] == '{') return TokenizerKind::kHuggingFaceJson;
-  const std::string_view line = bytes.substr(0, bytes.find('\n'));
+  // tiktoken's load_tiktoken_bpe reads `line.split()` for each non-empty line
+  // of contents.splitlines(): blank lines are skipped and a CRLF line's '\r'
+  // dropped, so the first line with content decides. A sentencepiece model
+  // starts with '\n' (its tag 0x0a) too, but its next line is a varint
+  // length, never "base64 rank", so it still falls through to the check below.
+  std::string_view line;
+  for (size_t pos = 0; pos < bytes.size() && line.empty();) {
+    size_t eol = bytes.find('\n', pos);
+    if (eol == std::string_view::npos) eol = bytes.size();
+    line = bytes.substr(pos, eol - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos = eol + 1;
+  }
   const size_t space = line.find(' ');
   auto all_of = [](std::string_view s, std::string_view set) {
     return !s.empty() && s.find_first_not_of(set) == std::string_view::npos;

@@ -1,11 +1,14 @@
 // tiktoken ranks files: parsing, encode_ordinary semantics, errors.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokpack/tokenizer.h"
 
 namespace tokpack {
 namespace {
@@ -126,6 +129,51 @@ TEST(TiktokenTest, LongPieceIsNotQuadratic) {
   Ids ids = Encode(*t, std::string(n, 'a'));
   EXPECT_EQ(ids, Ids(n / 8, 258));
   EXPECT_LT(BpeTokenizer::MergeStepsForTesting() - before, 4 * n);
+}
+
+// Writes `bytes` to a file and loads it as a tokenizer of whatever kind its
+// content says.
+Ids LoadAndEncode(const std::string& bytes, std::string_view text) {
+  testing::TempDir dir;
+  const std::string path = dir.Join("r.tiktoken");
+  testing::WriteStringToFile(path, bytes);
+  TokenizerOptions o;
+  o.pattern = "gpt2";
+  auto t = Tokenizer::Load(path, o);
+  Ids ids;
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  if (!t.ok()) return ids;
+  EXPECT_EQ((*t)->info().type, "tiktoken");
+  Status st = (*t)->Encode(text, &ids);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return ids;
+}
+
+std::string WithCrlf(const std::string& lf) {
+  std::string out;
+  for (char c : lf) out += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  return out;
+}
+
+constexpr std::string_view kText = "abcd ab x abc Hello world\r\n";
+
+TEST(TiktokenTest, CrlfRanksFileGivesTheIdsOfTheLfFile) {
+  // tiktoken's load_tiktoken_bpe splits lines, so a '\r' before '\n' is not
+  // part of the rank; the first line decided the kind and had it there.
+  const std::string lf = testing::TiktokenRanks({"ab", "abc", "abcd", "Hello", " world"});
+  const Ids want = LoadAndEncode(lf, kText);
+  EXPECT_FALSE(want.empty());
+  EXPECT_EQ(LoadAndEncode(WithCrlf(lf), kText), want);
+}
+
+TEST(TiktokenTest, BlankLinesBeforeRanksAreSkippedAsTiktokenDoes) {
+  // tiktoken keeps only the non-empty lines; a leading '\n' (0x0a, the tag a
+  // sentencepiece model starts with) made the file a "bad sentencepiece model".
+  const std::string lf = testing::TiktokenRanks({"ab", "abc", "abcd", "Hello", " world"});
+  const Ids want = LoadAndEncode(lf, kText);
+  EXPECT_EQ(LoadAndEncode("\n" + lf, kText), want);
+  EXPECT_EQ(LoadAndEncode("\n\n" + lf + "\n", kText), want);
+  EXPECT_EQ(LoadAndEncode("\r\n" + WithCrlf(lf), kText), want);
 }
 
 TEST(TiktokenTest, ConcurrentEncodesAgree) {
