@@ -79,8 +79,8 @@ void PrintInfoText(const DatasetInfo& info) {
           "  part %-6zu %llu/%llu: %llu runs, %llu documents, %llu tokens, fingerprint %s%s\n", j,
           static_cast<ull>(part.weight), static_cast<ull>(total), static_cast<ull>(part.runs),
           static_cast<ull>(part.documents), static_cast<ull>(part.tokens),
-                  HashToHex(part.fingerprint).c_str(),
-                  part.documents == 0 ? " (empty: cannot be opened)" : "");
+          HashToHex(part.fingerprint).c_str(),
+          part.documents == 0 ? " (empty: cannot be opened)" : "");
     }
   }
   const uint64_t docs = m.TotalDocuments();

@@ -43,8 +43,8 @@ std::string Join(const std::vector<std::string>& parts) {
 // "different tokenizers (...)", "different BOS/EOS settings (...)", both
 // joined by "and", or empty when a and b agree in the fields both know.
 std::string Differences(const Manifest& a, const Manifest& b, Unknown unknown) {
-  const unsigned both = (KnownFields(a) & KnownFields(b)) |
-                        (unknown == Unknown::kDiffers ? kTokenizer | kVocab : 0);
+  const unsigned both =
+      (KnownFields(a) & KnownFields(b)) | (unknown == Unknown::kDiffers ? kTokenizer | kVocab : 0);
   const TokenizerInfo& s = a.tokenizer;
   const TokenizerInfo& t = b.tokenizer;
   std::vector<std::string> tokenizer;

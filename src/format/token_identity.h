@@ -35,8 +35,8 @@ struct NamedManifest {
 enum class Unknown { kMatches, kDiffers };
 
 // OK when every two of `datasets` have the same token identity in the
-// fields both know (with Unknown::kDiffers: in every tokenizer field). Else InvalidArgument naming the first two found to
-// differ and every field in which they do, with both values:
+// fields both know (with Unknown::kDiffers: in every tokenizer field). Else InvalidArgument naming
+// the first two found to differ and every field in which they do, with both values:
 //   'a' and 'b' have different tokenizers (tokenizer file xxh3
 //   0x1f.. vs 0x9c.., eos_id 100257 vs 1)
 // or "different BOS/EOS settings (add_eos true vs false)", or both. Each

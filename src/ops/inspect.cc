@@ -47,17 +47,17 @@ Status InspectSplit(const Dataset& dataset, const std::string& split, DatasetInf
     return offset;
   };
   std::vector<uint64_t> shard_documents;
-  for (const ShardInfo& shard : dataset.manifest().shards) shard_documents.push_back(shard.documents);
+  for (const ShardInfo& shard : dataset.manifest().shards)
+    shard_documents.push_back(shard.documents);
   const SplitRuns runs(spec, shard_documents);
   info->split_run_documents = runs.run_documents();
   info->split_runs = runs.runs();
   uint64_t first = 0;  // The shard's first document.
   for (size_t k = 0; k < shard_documents.size(); ++k) {
-    for (size_t j = 0; j < spec.parts(); ++j) {
-      for (const DocumentRange& r : runs.Ranges(j, k)) {
-        info->split_parts[j].documents += r.end - r.begin;
-        info->split_parts[j].tokens += start(first + r.end) - start(first + r.begin);
-      }
+    for (const SplitRuns::Dealt& d : runs.Deal(k)) {
+      DatasetInfo::SplitPart& part = info->split_parts[d.part];
+      part.documents += d.range.end - d.range.begin;
+      part.tokens += start(first + d.range.end) - start(first + d.range.begin);
     }
     first += shard_documents[k];
   }

@@ -43,8 +43,7 @@ StatusOr<Manifest> Combine(const std::vector<std::pair<std::string, Manifest>>& 
                            const std::function<std::string(size_t, const std::string&)>& shard_at) {
   std::vector<NamedManifest> named;
   for (const auto& [dir, m] : parts) named.push_back({dir, &m});
-  TOKPACK_RETURN_IF_ERROR(
-      CheckTokenIdentity(named, Unknown::kDiffers).WithContext("cannot merge"));
+  TOKPACK_RETURN_IF_ERROR(CheckTokenIdentity(named, Unknown::kDiffers).WithContext("cannot merge"));
   Manifest out;
   const Manifest& first = parts[0].second;
   out.dtype = first.dtype;

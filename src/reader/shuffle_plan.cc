@@ -95,6 +95,13 @@ std::string WindowNotice(const RemoteData& r, const LoaderOptions& o,
   }
   const WindowOrder& w = *windows.front();
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
+  // Only past this node's cache does a full shuffle cost more than the data.
+  const std::string full =
+      !r.over_cache()
+          ? ""
+          : "; a full shuffle would fetch about " +
+                std::to_string(static_cast<uint64_t>(FullShuffleAmplification(r, o, item) + 0.5)) +
+                " bytes per byte served";
   return "tokpack: shuffle=auto chose \"window\": the remote shards (" + Bytes(r.bin_bytes) +
          ") exceed " + Bytes(ShufflePlan::kAutoWindowBytes) +
          ", so each chunk is read once per epoch; window_chunks=" +
@@ -103,10 +110,7 @@ std::string WindowNotice(const RemoteData& r, const LoaderOptions& o,
          " x " + Bytes(r.chunk_bytes) + " chunks (" + std::to_string(w.unit_tokens() / L - 1) +
          " samples each); " + std::to_string(left_out) + " of " +
          std::to_string(served + left_out) +
-         " samples per epoch cross unit edges and are left out; a full shuffle would fetch "
-         "about " +
-         std::to_string(static_cast<uint64_t>(FullShuffleAmplification(r, o, item) + 0.5)) +
-         " bytes per byte served";
+         " samples per epoch cross unit edges and are left out" + full;
 }
 
 // The window being read and the next one, being fetched, share the cache; a
@@ -137,10 +141,11 @@ StatusOr<ShufflePlan> PlanShuffle(const std::vector<Loader::Source>& sources,
   // Bins are not windows of fetch chunks: packed data is shuffled in full.
   if (chose) o.shuffle = remote.large() && !packed ? ShuffleMode::kWindow : ShuffleMode::kFull;
   if (o.shuffle == ShuffleMode::kWindow && o.window_chunks == 0) {
-    o.window_chunks = !remote.any ? ShufflePlan::kLocalWindowChunks
-                                  : static_cast<int64_t>(std::clamp<uint64_t>(
-                                        ShufflePlan::kRemoteWindowBytes / remote.chunk_sum, 1,
-                                        uint64_t{1} << 30));
+    o.window_chunks =
+        !remote.any
+            ? ShufflePlan::kLocalWindowChunks
+            : static_cast<int64_t>(std::clamp<uint64_t>(
+                  ShufflePlan::kRemoteWindowBytes / remote.chunk_sum, 1, uint64_t{1} << 30));
   }
   std::vector<std::shared_ptr<const WindowOrder>> windows;
   for (size_t s = 0; s < sources.size(); ++s) {

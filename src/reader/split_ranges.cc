@@ -171,27 +171,36 @@ SplitRuns::SplitRuns(const SplitSpec& spec, std::vector<uint64_t> shard_document
   key_ = XXH3_64bits(keyed.data(), keyed.size());
 }
 
-size_t SplitRuns::PartOfRun(uint64_t g) const {
-  const uint64_t slot = FeistelPermutation(runs_, key_).Apply(g);
+size_t SplitRuns::PartOfSlot(uint64_t slot) const {
   // The last part j with bounds_[j] <= slot (parts of weight 0 hold no slot).
   return std::upper_bound(bounds_.begin(), bounds_.end() - 1, slot) - bounds_.begin() - 1;
 }
 
+size_t SplitRuns::PartOfRun(uint64_t g) const {
+  return PartOfSlot(FeistelPermutation(runs_, key_).Apply(g));
+}
+
+std::vector<SplitRuns::Dealt> SplitRuns::Deal(size_t shard) const {
+  std::vector<Dealt> dealt;
+  const uint64_t d = shard_documents_[shard];
+  if (d == 0) return dealt;
+  const FeistelPermutation pi(runs_, key_);
+  for (uint64_t begin = 0, g = first_run_[shard]; begin < d; begin += run_documents_, ++g) {
+    const size_t part = PartOfSlot(pi.Apply(g));
+    const uint64_t end = std::min(d, begin + run_documents_);
+    if (!dealt.empty() && dealt.back().part == part) {
+      dealt.back().range.end = end;
+    } else {
+      dealt.push_back({part, {begin, end}});
+    }
+  }
+  return dealt;
+}
+
 std::vector<DocumentRange> SplitRuns::Ranges(size_t part, size_t shard) const {
   std::vector<DocumentRange> ranges;
-  const uint64_t d = shard_documents_[shard];
-  if (d == 0) return ranges;
-  const FeistelPermutation pi(runs_, key_);
-  const uint64_t lo = bounds_[part], hi = bounds_[part + 1];
-  for (uint64_t begin = 0, g = first_run_[shard]; begin < d; begin += run_documents_, ++g) {
-    const uint64_t slot = pi.Apply(g);
-    if (slot < lo || slot >= hi) continue;
-    const uint64_t end = std::min(d, begin + run_documents_);
-    if (!ranges.empty() && ranges.back().end == begin) {
-      ranges.back().end = end;
-    } else {
-      ranges.push_back({begin, end});
-    }
+  for (const Dealt& d : Deal(shard)) {
+    if (d.part == part) ranges.push_back(d.range);
   }
   return ranges;
 }

@@ -92,10 +92,20 @@ class SplitRuns {
   size_t PartOfRun(uint64_t g) const;
   // Runs dealt to `part`.
   uint64_t RunsOf(size_t part) const { return bounds_[part + 1] - bounds_[part]; }
+  // A range of adjacent runs of one shard dealt to one part.
+  struct Dealt {
+    size_t part = 0;
+    DocumentRange range;
+  };
+  // Shard k's documents, in order, as maximal ranges of adjacent runs of
+  // one part each: every part's share of the shard in one pass.
+  std::vector<Dealt> Deal(size_t shard) const;
   // Part `part`'s documents of shard k, in order, adjacent runs merged.
   std::vector<DocumentRange> Ranges(size_t part, size_t shard) const;
 
  private:
+  size_t PartOfSlot(uint64_t slot) const;
+
   std::vector<uint64_t> shard_documents_;
   std::vector<uint64_t> first_run_;  // Per shard, its first run's number.
   std::vector<uint64_t> bounds_;     // Part j holds pi(g) in [bounds_[j], bounds_[j+1]).

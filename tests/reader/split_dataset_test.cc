@@ -47,7 +47,8 @@ class SplitDataset : public ::testing::Test {
     for (uint64_t d : sizes) {
       for (uint64_t i = 0; i < d; i += runs.run_documents(), ++g) {
         if (runs.PartOfRun(g) != j) continue;
-        for (uint64_t e = i; e < std::min(d, i + runs.run_documents()); ++e) docs.push_back(first + e);
+        for (uint64_t e = i; e < std::min(d, i + runs.run_documents()); ++e)
+          docs.push_back(first + e);
       }
       first += d;
     }
