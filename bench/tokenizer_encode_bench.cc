@@ -9,6 +9,10 @@
 // wall time also counts the time other processes held the core.
 //
 //   tokenizer_encode_bench MODEL INPUT.jsonl [--passes N] [--text-key KEY]
+//                          [--pattern REGEX_OR_PRESET]
+//
+// --pattern is what a tiktoken ranks file needs (e.g. cl100k_base). The first
+// pass starts with empty piece caches: --passes 1 measures a cold cache.
 //
 // bench/spm_speed.py runs it from two builds, interleaved.
 #include <simdjson.h>
@@ -45,11 +49,14 @@ double ThreadCpuSeconds() {
 int main(int argc, char** argv) {
   std::vector<std::string> pos;
   std::string key = "text";
+  tokpack::TokenizerOptions options;
   int passes = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--text-key" && i + 1 < argc) {
       key = argv[++i];
+    } else if (a == "--pattern" && i + 1 < argc) {
+      options.pattern = argv[++i];
     } else if (a == "--passes" && i + 1 < argc) {
       passes = std::atoi(argv[++i]);
     } else {
@@ -57,10 +64,12 @@ int main(int argc, char** argv) {
     }
   }
   if (pos.size() != 2 || passes < 1) {
-    std::fprintf(stderr, "usage: %s MODEL INPUT.jsonl [--passes N] [--text-key KEY]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s MODEL INPUT.jsonl [--passes N] [--text-key KEY] [--pattern P]\n",
+                 argv[0]);
     return 2;
   }
-  auto tok = tokpack::Tokenizer::Load(pos[0]);
+  auto tok = tokpack::Tokenizer::Load(pos[0], options);
   if (!tok.ok()) Die(tok.status().ToString());
   const std::vector<std::string> texts =
       tokpack::bench::ReadJsonlTextsOrExit("tokenizer_encode_bench", pos[1], key);

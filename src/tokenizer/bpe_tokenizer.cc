@@ -7,23 +7,12 @@
 
 #include "common/utf8.h"
 #include "tokenizer/bpe_merge.h"
+#include "tokenizer/piece_cache.h"
 #include "tokenizer/unicode.h"
 
 namespace tokpack {
 namespace {
 
-// A direct-mapped cache of piece -> ids. Entries are one cache line; pieces
-// longer than the key or encoding to more ids than fit are not cached (they
-// are rare in text, and merging them is what the cache would save anyway).
-struct CacheEntry {
-  uint64_t hash;
-  uint8_t key_len;  // 0: empty (pieces are never empty).
-  uint8_t n_ids;
-  char key[22];
-  int32_t ids[8];
-};
-static_assert(sizeof(CacheEntry) == 64, "one cache line");
-constexpr size_t kCacheEntries = size_t{1} << 16;  // 4 MiB per tokenizer per thread.
 // Merge buffers larger than this are freed after use.
 constexpr size_t kKeepScratchSymbols = size_t{1} << 20;
 // Text buffers and split lists larger than this are freed after each text.
@@ -35,10 +24,12 @@ void FreeIfLarge(T* buffer) {
 }
 constexpr size_t kCacheSlots = 2;  // Tokenizers a thread caches at once.
 
-struct PieceCache {
+struct OwnedCache {
   uint64_t owner = 0;  // Serial of the tokenizer whose pieces these are; 0: none.
-  std::unique_ptr<CacheEntry[]> entries;
+  PieceCache cache;
 };
+// Pieces a scanner hands over at once: their cache slots are prefetched together.
+constexpr size_t kScanBatch = 32;
 
 std::atomic<uint64_t> next_serial{1};
 
@@ -58,9 +49,9 @@ void AppendCodepoint(uint32_t cp, std::string* out) {
 }  // namespace
 
 struct BpeTokenizer::ThreadState {
-  std::array<PieceCache, kCacheSlots> caches;
+  std::array<OwnedCache, kCacheSlots> caches;
   size_t next_victim = 0;
-  CacheEntry* cache = nullptr;  // The current tokenizer's.
+  PieceCache* cache = nullptr;  // The current tokenizer's.
   std::vector<int> symbols;
   MergeScratch merge;
   std::vector<AddedSplit> raw_splits, normalized_splits;
@@ -77,17 +68,16 @@ struct BpeTokenizer::ThreadState {
   }
 
   void Select(uint64_t serial) {
-    for (PieceCache& c : caches) {
+    for (OwnedCache& c : caches) {
       if (c.owner == serial) {
-        cache = c.entries.get();
+        cache = &c.cache;
         return;
       }
     }
-    PieceCache& c = caches[next_victim++ % kCacheSlots];
-    if (!c.entries) c.entries.reset(new CacheEntry[kCacheEntries]);
-    std::memset(static_cast<void*>(c.entries.get()), 0, sizeof(CacheEntry) * kCacheEntries);
+    OwnedCache& c = caches[next_victim++ % kCacheSlots];
+    c.cache.Clear();
     c.owner = serial;
-    cache = c.entries.get();
+    cache = &c.cache;
   }
 
   // Frees what a huge text grew, so that one does not pin its buffers for the
@@ -177,6 +167,13 @@ Status BpeTokenizer::RunStage(size_t stage, std::string_view piece, ThreadState*
                               std::vector<int>* ids, BpeEncodeStats* stats) const {
   if (stage == stages_.size()) return EncodeFinal(piece, ts, ids, stats);
   const PreTokenizerStage& st = stages_[stage];
+  if (st.kind == PreTokenizerStage::Kind::kSplit && st.regex->scanner() != nullptr &&
+      stage + 1 == stages_.size() && FinalStageIsPiece() &&
+      (st.behavior == SplitBehavior::kIsolated ||
+       (st.behavior == SplitBehavior::kRemoved && st.invert))) {
+    // The scanner's matches tile the piece and every one is kept.
+    return ScanPieces(*st.regex->scanner(), piece, ts, ids, stats);
+  }
   if (st.kind == PreTokenizerStage::Kind::kSplit &&
       (st.behavior == SplitBehavior::kIsolated || st.behavior == SplitBehavior::kRemoved)) {
     // These behaviours never join parts: stream them (the common case, and
@@ -240,6 +237,9 @@ Status BpeTokenizer::EncodeFinal(std::string_view piece, ThreadState* ts, std::v
     p = ts->prefixed;
   }
   if (byte_level_stage_.regex == nullptr) return EncodePiece(p, ts, ids, stats);
+  if (byte_level_stage_.regex->scanner() != nullptr) {
+    return ScanPieces(*byte_level_stage_.regex->scanner(), p, ts, ids, stats);
+  }
   // Isolated: matches and the text between them are pieces alike.
   Status status;
   size_t prev = 0;
@@ -285,9 +285,50 @@ Status BpeTokenizer::AddUnknownUnit(std::string_view unit, std::vector<int>* sym
   return Status::Ok();
 }
 
+Status BpeTokenizer::ScanPieces(const SplitScanner& scanner, std::string_view text, ThreadState* ts,
+                                std::vector<int>* ids, BpeEncodeStats* stats) const {
+  size_t ends[kScanBatch];
+  PieceCache::Key keys[kScanBatch];
+  const char* const end = text.data() + text.size();
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t n = scanner.Scan(text, pos, ends, kScanBatch);
+    // Compute the batch's keys and prefetch their slots, so that the lookups
+    // below do not wait on memory one piece at a time.
+    for (size_t k = 0, s = pos; k < n; s = ends[k++]) {
+      const size_t len = ends[k] - s;
+      if (len > PieceCache::kMaxBytes || (len == 1 && byte_level_)) continue;
+      keys[k] = PieceCache::KeyOf(text.data() + s, len, end);
+      ts->cache->Prefetch(keys[k]);
+    }
+    ts->Flush(ids, kSinkRun);
+    for (size_t k = 0, s = pos; k < n; s = ends[k++]) {
+      const std::string_view piece = text.substr(s, ends[k] - s);
+      if (piece.size() == 1 && byte_level_) {
+        const int id = byte_ids_[static_cast<unsigned char>(piece[0])];
+        if (id >= 0) {
+          ids->push_back(id);
+          continue;
+        }
+      } else if (piece.size() <= PieceCache::kMaxBytes) {
+        ++stats->cache_lookups;
+        if (ts->cache->Lookup(keys[k], ids)) {
+          ++stats->cache_hits;
+          continue;
+        }
+        TOKPACK_RETURN_IF_ERROR(EncodeUncached(piece, &keys[k], ts, ids, stats));
+        continue;
+      }
+      TOKPACK_RETURN_IF_ERROR(EncodeUncached(piece, nullptr, ts, ids, stats));
+    }
+    pos = ends[n - 1];
+  }
+  return Status::Ok();
+}
+
 Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
                                  BpeEncodeStats* stats) const {
-  // Every piece passes here: the one place a streaming Encode() hands a run on.
+  // Every piece passes here or through ScanPieces: where a streaming Encode()
+  // hands a run on.
   ts->Flush(ids, kSinkRun);
   if (piece.size() == 1 && byte_level_) {
     // A one-byte piece is its byte's token (a merge needs two symbols): no
@@ -298,28 +339,25 @@ Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::v
       return Status::Ok();
     }
   }
-  const uint64_t hash = HashBytes(piece);
-  // The cache comes first, also for pieces that are whole tokens: its entry is
-  // one cache line, while a vocabulary probe touches a slot and the key arena.
-  CacheEntry* entry = nullptr;
-  if (piece.size() <= sizeof(entry->key)) {
-    entry = &ts->cache[hash & (kCacheEntries - 1)];
-    if (entry->hash == hash && entry->key_len == piece.size() &&
-        std::memcmp(entry->key, piece.data(), piece.size()) == 0) {
-      ids->insert(ids->end(), entry->ids, entry->ids + entry->n_ids);
-      return Status::Ok();
-    }
+  if (piece.size() > PieceCache::kMaxBytes) return EncodeUncached(piece, nullptr, ts, ids, stats);
+  const PieceCache::Key key =
+      PieceCache::KeyOf(piece.data(), piece.size(), piece.data() + piece.size());
+  ++stats->cache_lookups;
+  if (ts->cache->Lookup(key, ids)) {
+    ++stats->cache_hits;
+    return Status::Ok();
   }
+  return EncodeUncached(piece, &key, ts, ids, stats);
+}
+
+Status BpeTokenizer::EncodeUncached(std::string_view piece, const PieceCache::Key* key,
+                                    ThreadState* ts, std::vector<int>* ids,
+                                    BpeEncodeStats* stats) const {
   auto remember = [&](const int* begin, size_t n) {
-    if (entry == nullptr || n > std::size(entry->ids)) return;
-    entry->hash = hash;
-    entry->key_len = static_cast<uint8_t>(piece.size());
-    entry->n_ids = static_cast<uint8_t>(n);
-    std::memcpy(entry->key, piece.data(), piece.size());
-    std::copy(begin, begin + n, entry->ids);
+    if (key != nullptr) ts->cache->Store(*key, begin, n);
   };
   if (ignore_merges_) {
-    int id = vocab_.Find(piece, hash);
+    int id = vocab_.Find(piece);
     if (id >= 0) {
       ids->push_back(id);
       remember(&id, 1);

@@ -15,9 +15,10 @@
 // that concatenate to a token, with whole-piece lookup first (ignore_merges).
 //
 // Thread-safe: all methods are const and may run on many threads at once.
-// Each thread keeps a direct-mapped cache of recent pieces (4 MiB, for the
-// last two tokenizers it used), so the hot path takes no lock and allocates
-// nothing for cached pieces.
+// Each thread keeps a direct-mapped cache of recent pieces (piece_cache.h:
+// 2 MiB, for each of the last two tokenizers it used, so at most 4 MiB per
+// thread), so the hot path takes no lock and allocates nothing for cached
+// pieces.
 //
 // Exactness was checked against tokenizers 0.23 and tiktoken 0.14 with
 // tests/tokenizer/compare_reference.py. Known differences, all confined to
@@ -43,6 +44,7 @@
 #include "tokenizer/added_vocab.h"
 #include "tokenizer/flat_map.h"
 #include "tokenizer/normalizer.h"
+#include "tokenizer/piece_cache.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokpack/status.h"
 
@@ -68,6 +70,8 @@ struct BpeEncodeStats {
   int64_t byte_fallback_tokens = 0;  // <0xXX> tokens: the text is kept as bytes.
   int64_t dropped_chars = 0;         // Characters with no token, fallback or unk:
                                      // tokenizers drops them silently.
+  int64_t cache_lookups = 0;         // Pieces looked up in the piece cache,
+  int64_t cache_hits = 0;            // and those it had.
 };
 
 class BpeTokenizer {
@@ -136,6 +140,18 @@ class BpeTokenizer {
                      BpeEncodeStats* stats) const;
   Status EncodePiece(std::string_view piece, ThreadState* ts, std::vector<int>* ids,
                      BpeEncodeStats* stats) const;
+  // Encodes the matches of `scanner` in `text` (all of them pieces), a batch
+  // at a time.
+  Status ScanPieces(const SplitScanner& scanner, std::string_view text, ThreadState* ts,
+                    std::vector<int>* ids, BpeEncodeStats* stats) const;
+  // A piece the cache lacks: merged, and stored under `key` unless null.
+  Status EncodeUncached(std::string_view piece, const PieceCache::Key* key, ThreadState* ts,
+                        std::vector<int>* ids, BpeEncodeStats* stats) const;
+  // Whether the last pre-tokenizer stage's pieces go to BPE as they are.
+  bool FinalStageIsPiece() const {
+    return !byte_level_stage_.present ||
+           (!byte_level_stage_.add_prefix_space && byte_level_stage_.regex == nullptr);
+  }
   Status AddUnknownUnit(std::string_view unit, std::vector<int>* symbols, int* pending_unk,
                         BpeEncodeStats* stats) const;
   // Records what Decode() gives for `id` (and grows vocab_size_).

@@ -91,7 +91,8 @@ std::string Pcre2Message(int code) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern, RegexDialect dialect) {
+StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern, RegexDialect dialect,
+                                                RegexEngine engine) {
   std::unique_ptr<Regex> re(new Regex());
   re->translated_ = TranslatePattern(pattern);
   pcre2_compile_context* cc = pcre2_compile_context_create(nullptr);
@@ -112,6 +113,7 @@ StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern, RegexD
   // Without JIT (e.g. on a platform PCRE2's JIT does not support) matching
   // is slower but gives the same matches.
   re->jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+  if (engine == RegexEngine::kAuto) re->scanner_ = SplitScanner::ForPattern(pattern, dialect);
   return re;
 }
 

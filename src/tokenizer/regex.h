@@ -8,6 +8,9 @@
 // (Oniguruma's Ruby syntax) or end of text (Rust). Matches always start and
 // end on UTF-8 character boundaries.
 //
+// The split patterns models use (split_scanner.h) run on hand-written
+// scanners instead of PCRE2, with the same matches.
+//
 // Immutable after Compile(); safe to share between threads. Matching uses
 // per-thread match data and JIT stack, so it takes no lock and, after a
 // thread's first match, allocates nothing.
@@ -16,10 +19,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "tokenizer/split_scanner.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
@@ -29,10 +34,16 @@ enum class RegexDialect {
   kRust,       // tiktoken (fancy-regex).
 };
 
+enum class RegexEngine {
+  kAuto,   // A hand-written scanner where one knows the pattern, else PCRE2.
+  kPcre2,  // PCRE2 always: the reference the scanners are tested against.
+};
+
 class Regex {
  public:
   // Errors quote PCRE2's message and the offset in the pattern.
-  static StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern, RegexDialect dialect);
+  static StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern, RegexDialect dialect,
+                                                  RegexEngine engine = RegexEngine::kAuto);
   ~Regex();
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
@@ -47,6 +58,18 @@ class Regex {
   // ended is skipped.
   template <typename Fn>
   Status ForEachMatch(std::string_view subject, Fn&& fn) const {
+    if (scanner_ != nullptr) {
+      // The scanners' patterns match every character: matches tile the text.
+      size_t ends[64];
+      for (size_t pos = 0; pos < subject.size();) {
+        const size_t n = scanner_->Scan(subject, pos, ends, std::size(ends));
+        for (size_t k = 0; k < n; ++k) {
+          fn(pos, ends[k]);
+          pos = ends[k];
+        }
+      }
+      return Status::Ok();
+    }
     size_t pos = 0;
     size_t last_end = SIZE_MAX;
     while (pos <= subject.size()) {
@@ -70,6 +93,8 @@ class Regex {
   static std::string Escape(std::string_view literal);
   // The pattern after the dialect rewrite (for tests and error messages).
   const std::string& translated() const { return translated_; }
+  // The hand-written scanner that runs this pattern, or nullptr (PCRE2 does).
+  const SplitScanner* scanner() const { return scanner_; }
 
   static size_t Utf8SequenceLength(unsigned char lead) {
     return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
@@ -79,6 +104,7 @@ class Regex {
   Regex() = default;
   void* code_ = nullptr;  // pcre2_code_8*; void keeps pcre2.h out of this header.
   bool jit_ = false;
+  const SplitScanner* scanner_ = nullptr;
   std::string translated_;
 };
 

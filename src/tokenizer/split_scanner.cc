@@ -1,0 +1,242 @@
+#include "tokenizer/split_scanner.h"
+
+#include "tokenizer/char_class.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/unicode.h"
+
+namespace tokpack {
+namespace {
+
+using C = CharClass;
+// [^\s\p{L}\p{N}]: punctuation, symbols, marks, controls.
+constexpr uint8_t kNotOther = C::kSpace | C::kLetter | C::kNumber;
+
+uint8_t ClassAt(std::string_view s, size_t i, size_t* len) {
+  if (i >= s.size()) {
+    *len = 0;
+    return 0;
+  }
+  return CharClassAt(s, i, len);
+}
+
+// The end of the run from `i` of characters that have a bit of `mask`
+// (want = true) or none of them (want = false).
+template <bool want>
+size_t RunEnd(std::string_view s, size_t i, uint8_t mask) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  while (i < s.size()) {
+    if (p[i] < 0x80) {
+      if (((kCharClassBlocks[p[i]] & mask) != 0) != want) break;
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    if (((CharClassAt(s, i, &len) & mask) != 0) != want) break;
+    i += len;
+  }
+  return i;
+}
+
+size_t RunOf(std::string_view s, size_t i, uint8_t mask) { return RunEnd<true>(s, i, mask); }
+size_t RunOfNone(std::string_view s, size_t i, uint8_t mask) { return RunEnd<false>(s, i, mask); }
+
+// \p{N}{1,max} from i, where s[i] is a number; max 0 means no bound.
+size_t Digits(std::string_view s, size_t i, int max) {
+  if (max == 0) return RunOf(s, i, C::kNumber);
+  for (int k = 0; k < max && i < s.size(); ++k) {
+    size_t len = 0;
+    if (!(CharClassAt(s, i, &len) & C::kNumber)) break;
+    i += len;
+  }
+  return i;
+}
+
+constexpr SplitScanner kGpt2("gpt2", SplitScanner::Family::kGpt2, 0, false, true);
+constexpr SplitScanner kCl100k("cl100k", SplitScanner::Family::kCl100k, 3, true, true);
+constexpr SplitScanner kLlama3("llama3", SplitScanner::Family::kLlama3, 3, true, false);
+constexpr SplitScanner kQwen2("qwen2", SplitScanner::Family::kLlama3, 1, true, false);
+constexpr SplitScanner kO200k("o200k", SplitScanner::Family::kO200k, 3, true, false);
+
+}  // namespace
+
+const SplitScanner* SplitScanner::ForPattern(std::string_view pattern, RegexDialect dialect) {
+  // Every pattern here reads the same in both dialects: their only `$`
+  // follows a possessive \s++, which leaves no newline for a line end to
+  // precede, so it is the end of the text either way.
+  (void)dialect;
+  struct Known {
+    const char* pattern;
+    const SplitScanner* scanner;
+  };
+  static const Known kKnown[] = {
+      {kByteLevelPattern, &kGpt2},
+      {SplitPatternPreset("gpt2"), &kGpt2},
+      {SplitPatternPreset("cl100k_base"), &kCl100k},
+      {SplitPatternPreset("llama3"), &kLlama3},
+      {SplitPatternPreset("qwen2"), &kQwen2},
+      {SplitPatternPreset("o200k_base"), &kO200k},
+  };
+  for (const Known& k : kKnown) {
+    if (pattern == k.pattern) return k.scanner;
+  }
+  return nullptr;
+}
+
+size_t SplitScanner::Scan(std::string_view text, size_t pos, size_t* ends, size_t max) const {
+  size_t n = 0;
+  while (n < max && pos < text.size()) {
+    pos = MatchEnd(text, pos);
+    ends[n++] = pos;
+  }
+  return n;
+}
+
+size_t SplitScanner::Contraction(std::string_view text, size_t pos) const {
+  // text[pos] is an apostrophe. Caseless matching folds as PCRE2 does: the
+  // only non-ASCII letter folding to one of these is U+017F (long s) to s.
+  auto letter = [&](size_t at, char want, size_t* len) {
+    if (at >= text.size()) return false;
+    const auto b = static_cast<unsigned char>(text[at]);
+    *len = 1;
+    if (b == static_cast<unsigned char>(want)) return true;
+    if (!ignore_case_) return false;
+    if (b == static_cast<unsigned char>(want - 'a' + 'A')) return true;
+    if (want == 's' && b == 0xC5 && at + 1 < text.size() &&
+        static_cast<unsigned char>(text[at + 1]) == 0xBF) {
+      *len = 2;
+      return true;
+    }
+    return false;
+  };
+  const size_t i = pos + 1;
+  size_t a = 0, b = 0;
+  // The alternatives' first letters differ, so their order does not matter.
+  for (char c : {'s', 't', 'm', 'd'}) {
+    if (letter(i, c, &a)) return i + a;
+  }
+  for (const char* pair : {"re", "ve", "ll"}) {
+    if (letter(i, pair[0], &a) && letter(i + a, pair[1], &b)) return i + a + b;
+  }
+  return 0;
+}
+
+size_t SplitScanner::Spaces(std::string_view text, size_t pos) const {
+  size_t end = pos, last = pos, after_newline = 0;
+  while (end < text.size()) {
+    size_t len = 0;
+    const uint8_t c = CharClassAt(text, end, &len);
+    if (!(c & C::kSpace)) break;
+    last = end;
+    if (c & C::kNewline) after_newline = end + len;
+    end += len;
+  }
+  if (space_run_to_end_ && end == text.size()) return end;  // \s++$
+  // \s*[\r\n]+ (cl100k: \s*[\r\n]): through the run's last line break.
+  if (family_ != Family::kGpt2 && after_newline != 0) return after_newline;
+  if (end == text.size()) return end;  // \s+(?!\S) at the end.
+  if (last > pos) return last;         // \s+(?!\S): all but the last.
+  return end;                          // \s / \s+: the one character.
+}
+
+size_t SplitScanner::O200kLetters(std::string_view text, size_t start) const {
+  const size_t n = text.size();
+  auto contraction = [&](size_t e) {
+    if (e < n && text[e] == '\'') {
+      const size_t c = Contraction(text, e);
+      if (c != 0) return c;
+    }
+    return e;
+  };
+  // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+: the greedy
+  // upper run, then backing off one character at a time until a lower one.
+  const size_t upper_end = RunOf(text, start, C::kUpperish);
+  size_t len = 0;
+  if (ClassAt(text, upper_end, &len) & C::kLowerish) {
+    return contraction(RunOf(text, upper_end, C::kLowerish));
+  }
+  for (size_t j = upper_end; j > start;) {
+    j = PreviousCharStart(text, j);
+    if (CharClassAt(text, j, &len) & C::kLowerish) return contraction(j + len);
+  }
+  return 0;
+}
+
+size_t SplitScanner::MatchEnd(std::string_view text, size_t pos) const {
+  const size_t n = text.size();
+  size_t len0 = 0;
+  const uint8_t c0 = CharClassAt(text, pos, &len0);
+  const char b0 = text[pos];
+  if (b0 == '\'' && family_ != Family::kO200k) {
+    const size_t e = Contraction(text, pos);
+    if (e != 0) return e;
+  }
+  size_t len1 = 0;
+  if (family_ == Family::kGpt2) {
+    //  ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+ with the space, then without.
+    size_t q = pos;
+    uint8_t c = c0;
+    if (b0 == ' ') {
+      const uint8_t c1 = ClassAt(text, pos + 1, &len1);
+      if (len1 != 0 && !(c1 & C::kSpace)) {
+        q = pos + 1;
+        c = c1;
+      }
+    }
+    if (c & C::kLetter) return RunOf(text, q, C::kLetter);
+    if (c & C::kNumber) return RunOf(text, q, C::kNumber);
+    if (!(c & C::kSpace)) return RunOfNone(text, q, kNotOther);
+    return Spaces(text, pos);
+  }
+  const bool prefix = !(c0 & (C::kNewline | C::kLetter | C::kNumber));
+  if (family_ == Family::kO200k) {
+    // Two letter branches, each with its optional [^\r\n\p{L}\p{N}] first.
+    if (prefix) {
+      const size_t e = O200kLetters(text, pos + len0);
+      if (e != 0) return e;
+    }
+    if (c0 & (C::kUpperish | C::kLowerish)) {
+      const size_t e = O200kLetters(text, pos);
+      if (e != 0) return e;
+    }
+    for (size_t start : {pos + len0, pos}) {
+      if (start == pos + len0 && !prefix) continue;
+      const size_t upper_end = RunOf(text, start, C::kUpperish);
+      if (upper_end == start) continue;
+      const size_t e = RunOf(text, upper_end, C::kLowerish);
+      if (e < n && text[e] == '\'') {
+        const size_t c = Contraction(text, e);
+        if (c != 0) return c;
+      }
+      return e;
+    }
+  } else {
+    // [^\r\n\p{L}\p{N}]?\p{L}+
+    if (c0 & C::kLetter) return RunOf(text, pos + len0, C::kLetter);
+    if (prefix && (ClassAt(text, pos + len0, &len1) & C::kLetter)) {
+      return RunOf(text, pos + len0 + len1, C::kLetter);
+    }
+  }
+  if (c0 & C::kNumber) return Digits(text, pos, max_digits_);
+  //  ?[^\s\p{L}\p{N}]+ then [\r\n]* (o200k: [\r\n/]*).
+  size_t q = pos;
+  uint8_t c = c0;
+  if (b0 == ' ') {
+    const uint8_t c1 = ClassAt(text, pos + 1, &len1);
+    if (len1 != 0 && !(c1 & kNotOther)) {
+      q = pos + 1;
+      c = c1;
+    }
+  }
+  if (!(c & kNotOther)) {
+    size_t e = RunOfNone(text, q, kNotOther);
+    if (family_ == Family::kO200k) {
+      while (e < n && (text[e] == '\r' || text[e] == '\n' || text[e] == '/')) ++e;
+      return e;
+    }
+    return RunOf(text, e, C::kNewline);
+  }
+  return Spaces(text, pos);
+}
+
+}  // namespace tokpack

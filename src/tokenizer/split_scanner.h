@@ -1,0 +1,69 @@
+// SplitScanner: hand-written matchers for the split patterns that models
+// use (GPT-2's, cl100k's, o200k's, Llama 3's, Qwen 2's), which give the same
+// matches as running the pattern with Regex's PCRE2 path, several times
+// faster. Regex::Compile picks one by recognising the pattern's text; any
+// other pattern keeps the regex engine.
+//
+// Each of these patterns matches every character of a text, so its matches
+// tile the text: a scanner reports only where each match ends. The scanners
+// read character classes from char_class.h (PCRE2's Unicode data), and are
+// checked against the PCRE2 path by tests/tokenizer/split_scanner_test.cc
+// (every code point in each position of each branch) and a fuzzer
+// (tests/fuzz/split_scanner_fuzz.cc).
+//
+// Immutable; safe to share between threads.
+#ifndef TOKPACK_SRC_TOKENIZER_SPLIT_SCANNER_H_
+#define TOKPACK_SRC_TOKENIZER_SPLIT_SCANNER_H_
+
+#include <cstddef>
+#include <string_view>
+
+namespace tokpack {
+
+enum class RegexDialect;
+
+class SplitScanner {
+ public:
+  // The patterns' families. Within one, the variants differ in the knobs below.
+  enum class Family { kGpt2, kCl100k, kLlama3, kO200k };
+
+  // The scanner for `pattern` read in `dialect`, or nullptr when it is not a
+  // pattern recognised here (the caller then runs the regex). The result is
+  // a static object.
+  static const SplitScanner* ForPattern(std::string_view pattern, RegexDialect dialect);
+
+  // Writes the ends of the matches that follow `pos` (< text.size(), the end
+  // of the previous match or 0) to ends[0..n) and returns n, 1 <= n <= max.
+  // `text` must be valid UTF-8.
+  size_t Scan(std::string_view text, size_t pos, size_t* ends, size_t max) const;
+
+  // The end of the match that starts at `pos` (< text.size()).
+  size_t MatchEnd(std::string_view text, size_t pos) const;
+
+  // A short name for tests and diagnostics, e.g. "cl100k".
+  const char* name() const { return name_; }
+
+  constexpr SplitScanner(const char* name, Family family, int max_digits, bool ignore_case,
+                         bool space_run_to_end)
+      : name_(name),
+        family_(family),
+        max_digits_(max_digits),
+        ignore_case_(ignore_case),
+        space_run_to_end_(space_run_to_end) {}
+
+ private:
+  size_t Contraction(std::string_view text, size_t pos) const;
+  size_t Spaces(std::string_view text, size_t pos) const;
+  // o200k's first letter branch from `start`: the match's end, or 0.
+  size_t O200kLetters(std::string_view text, size_t start) const;
+
+  const char* name_;
+  Family family_;
+  int max_digits_;         // \p{N}{1,k}; 0: \p{N}+ (GPT-2, with an optional space).
+  bool ignore_case_;       // Contractions are (?i:...).
+  bool space_run_to_end_;  // cl100k's \s++$ before \s*[\r\n] (end of text).
+};
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_SRC_TOKENIZER_SPLIT_SCANNER_H_
