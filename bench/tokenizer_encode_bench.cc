@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
 
   double best = 1e300, best_cpu = 1e300;
   uint64_t tokens = 0, hash = 1469598103934665603ull;
+  int64_t lookups = 0, hits = 0;  // Of the first (cold-cache) pass.
   std::vector<int> ids;
   for (int pass = 0; pass < passes; ++pass) {
     tokens = 0;
@@ -92,6 +93,10 @@ int main(int argc, char** argv) {
       tokpack::EncodeCounts counts;
       ids.clear();
       if (auto st = (*tok)->Encode(text, &ids, &counts); !st.ok()) Die(st.ToString());
+      if (pass == 0) {
+        lookups += counts.cache_lookups;
+        hits += counts.cache_hits;
+      }
       tokens += ids.size();
       for (int id : ids) hash = (hash ^ static_cast<uint32_t>(id)) * 1099511628211ull;
       hash = (hash ^ 0xffffffffu) * 1099511628211ull;  // Document boundary.
@@ -104,10 +109,12 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"seconds\": %.6f, \"mb_per_s\": %.4f, \"cpu_seconds\": %.6f, "
       "\"mb_per_cpu_s\": %.4f, \"documents\": %zu, \"tokens\": %llu, "
-      "\"text_bytes\": %llu, \"ids_fnv1a\": \"%016llx\", \"passes\": %d}\n",
+      "\"text_bytes\": %llu, \"ids_fnv1a\": \"%016llx\", \"passes\": %d, "
+      "\"cache_hit_rate\": %.4f}\n",
       best, static_cast<double>(text_bytes) / best / 1e6, best_cpu,
       static_cast<double>(text_bytes) / best_cpu / 1e6, texts.size(),
       static_cast<unsigned long long>(tokens), static_cast<unsigned long long>(text_bytes),
-      static_cast<unsigned long long>(hash), passes);
+      static_cast<unsigned long long>(hash), passes,
+      lookups > 0 ? static_cast<double>(hits) / static_cast<double>(lookups) : 0.0);
   return 0;
 }

@@ -42,6 +42,12 @@ void PrintSummary(const BuildSummary& s, const std::string& output) {
                static_cast<unsigned long long>(c.byte_fallback_tokens), mb, text_mb, s.seconds,
                s.seconds > 0 ? text_mb / s.seconds : 0.0,
                ProgressPrinter::Count(s.seconds > 0 ? c.tokens / s.seconds : 0).c_str());
+  if (s.piece_cache_lookups > 0) {
+    std::fprintf(stderr, "  piece cache: %.1f%% of %s pieces found (a bounded cache per thread)\n",
+                 100.0 * static_cast<double>(s.piece_cache_hits) /
+                     static_cast<double>(s.piece_cache_lookups),
+                 ProgressPrinter::Count(static_cast<double>(s.piece_cache_lookups)).c_str());
+  }
   std::fprintf(stderr, "  inputs: %zu read", m.provenance.inputs.size());
   if (!s.skipped_files.empty()) {
     std::fprintf(stderr, ", %zu skipped (--skip-unknown-files):", s.skipped_files.size());

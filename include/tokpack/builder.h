@@ -165,6 +165,10 @@ struct BuildSummary {
   std::vector<std::string> skipped_files;  // With skip_unknown_files.
   double seconds = 0;
   uint64_t uploaded_bytes = 0;  // Bytes pushed, for an object-store output.
+  // Pieces the encoders looked up in their piece caches, and found there
+  // (0 and 0 for a tokenizer without one).
+  uint64_t piece_cache_lookups = 0;
+  uint64_t piece_cache_hits = 0;
 };
 
 // Runs a build. Errors name the offending file and line (malformed JSON,

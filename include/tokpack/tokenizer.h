@@ -38,10 +38,13 @@ struct TokenizerOptions {
   std::string bos_token;
 };
 
-// Tokens of one Encode() call that do not carry their text exactly.
+// What one Encode() call did: tokens that do not carry their text exactly,
+// and how often the piece cache spared the encoder its work.
 struct EncodeCounts {
   int64_t unknown = 0;        // The unknown token: the text is lost.
   int64_t byte_fallback = 0;  // Byte tokens (<0xXX>): the text is kept as bytes.
+  int64_t cache_lookups = 0;  // Pieces looked up in the per-thread piece cache,
+  int64_t cache_hits = 0;     // and those found there.
 };
 
 class Tokenizer {

@@ -64,7 +64,7 @@ struct EncodedBatch {
   std::string tokens;                // All documents' tokens in the shard dtype.
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
   uint64_t utf8_repaired = 0;        // Documents written whose invalid UTF-8 was replaced.
-  EncodeCounts lossy;                // Unknown and byte-fallback tokens written.
+  EncodeCounts counts;               // Unknown and byte-fallback tokens written, cache use.
   struct Dropped {
     uint32_t record;  // Index of the record in its RawBatch.
     Drop why;

@@ -65,7 +65,7 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
   out->doc_tokens.clear();
   out->dropped.clear();
   out->utf8_repaired = 0;
-  out->lossy = EncodeCounts();
+  out->counts = EncodeCounts();
   for (size_t i = 0; i < in.records.size(); ++i) {
     const bool big = in.text(i).size() > kKeepScratchBytes;
     const bool failed = !EncodeRecord(in, i, out);
@@ -141,8 +141,8 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
     AppendTokens(&bos, 1);
   }
   const uint64_t before_text = doc_tokens_;
-  EncodeCounts lossy;
-  if (Status s = tokenizer_->Encode(text, &ids_, &lossy, &sink_); !s.ok()) {
+  EncodeCounts counts;
+  if (Status s = tokenizer_->Encode(text, &ids_, &counts, &sink_); !s.ok()) {
     out->tokens.resize(old);
     drop(Drop::kFailed, s.message(), s.code());
     return false;
@@ -152,8 +152,10 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
     drop(Drop::kEmpty, "");
     return true;
   }
-  out->lossy.unknown += lossy.unknown;
-  out->lossy.byte_fallback += lossy.byte_fallback;
+  out->counts.unknown += counts.unknown;
+  out->counts.byte_fallback += counts.byte_fallback;
+  out->counts.cache_lookups += counts.cache_lookups;
+  out->counts.cache_hits += counts.cache_hits;
   if (settings_.add_eos) {
     const int eos = static_cast<int>(tok.eos_id);
     AppendTokens(&eos, 1);

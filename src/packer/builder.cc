@@ -63,6 +63,7 @@ class Pipeline {
 
   std::atomic<uint64_t> documents{0};
   std::atomic<uint64_t> tokens{0};
+  uint64_t cache_lookups = 0, cache_hits = 0;  // Written by Write(), read after Run().
 
  private:
   void Fail(Status s) {
@@ -189,8 +190,10 @@ Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
     }
   }
   counts->utf8_repaired += batch.utf8_repaired;
-  counts->unknown_tokens += static_cast<uint64_t>(batch.lossy.unknown);
-  counts->byte_fallback_tokens += static_cast<uint64_t>(batch.lossy.byte_fallback);
+  counts->unknown_tokens += static_cast<uint64_t>(batch.counts.unknown);
+  counts->byte_fallback_tokens += static_cast<uint64_t>(batch.counts.byte_fallback);
+  cache_lookups += static_cast<uint64_t>(batch.counts.cache_lookups);
+  cache_hits += static_cast<uint64_t>(batch.counts.cache_hits);
   const size_t item = TokenDtypeSize(dtype_);
   size_t offset = 0;
   for (uint32_t n : batch.doc_tokens) {
@@ -391,6 +394,8 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   summary.text_bytes = reader.text_bytes();
   summary.skipped_files = std::move(expanded.skipped);
   summary.seconds = SecondsSince(t0);
+  summary.piece_cache_lookups = pipeline.cache_lookups;
+  summary.piece_cache_hits = pipeline.cache_hits;
   return summary;
 }
 

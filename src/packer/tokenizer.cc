@@ -232,6 +232,8 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids, EncodeCou
       if (counts) {
         counts->unknown = stats.unk_tokens + stats.dropped_chars;
         counts->byte_fallback = stats.byte_fallback_tokens;
+        counts->cache_lookups = stats.cache_lookups;
+        counts->cache_hits = stats.cache_hits;
       }
       return Status::Ok();
     }

@@ -19,6 +19,8 @@ struct CharClass {
   static constexpr uint8_t kUpperish = 8;   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k)
   static constexpr uint8_t kLowerish = 16;  // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k)
   static constexpr uint8_t kNewline = 32;   // [\r\n]
+  static constexpr uint8_t kMark = 64;      // \p{M} (DeepSeek)
+  static constexpr uint8_t kPunct = 128;    // [\p{P}\p{S}] (DeepSeek)
 };
 
 // Generated (char_class_table.cc): block of each 256 code points, and blocks.

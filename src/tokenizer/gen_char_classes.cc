@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
   Mark(R"([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])", CharClass::kUpperish, &table);
   Mark(R"([\p{Ll}\p{Lm}\p{Lo}\p{M}])", CharClass::kLowerish, &table);
   Mark(R"([\r\n])", CharClass::kNewline, &table);
+  Mark(R"(\p{M})", CharClass::kMark, &table);
+  Mark(R"([\p{P}\p{S}])", CharClass::kPunct, &table);
 
   // Two stages: blocks of 256 code points, identical blocks stored once.
   std::map<std::vector<uint8_t>, int> block_ids;

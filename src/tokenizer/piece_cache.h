@@ -1,4 +1,4 @@
-// PieceCache: a bounded, direct-mapped cache of pre-tokenized piece -> ids,
+// PieceCache: a bounded, two-way set-associative cache of piece -> ids,
 // which spares BPE merging (and a vocabulary probe) for the pieces that recur,
 // most of them in running text.
 //
@@ -6,7 +6,8 @@
 // kMaxIds ids, exactly the ids the tokenizer gives that piece; a slot is
 // either empty (all zero) or such a pair. Its size is fixed (kBytes), so
 // memory never grows with the corpus. A slot is half a cache line: the
-// piece zero-padded with its length in the last byte, then the ids.
+// piece zero-padded with its length in the last byte, then the ids; the two
+// slots a piece may take share one line, so a lookup touches one line.
 //
 // Not thread-safe: each thread keeps its own (BpeTokenizer::ThreadState).
 #ifndef TOKPACK_SRC_TOKENIZER_PIECE_CACHE_H_
@@ -25,9 +26,9 @@ class PieceCache {
  public:
   static constexpr size_t kMaxBytes = 15;
   static constexpr size_t kMaxIds = 4;
-  static constexpr size_t kSlotBits = 16;
-  static constexpr size_t kSlots = size_t{1} << kSlotBits;
-  static constexpr size_t kBytes = kSlots * 32;  // 2 MiB.
+  static constexpr size_t kSetBits = 15;
+  static constexpr size_t kSets = size_t{1} << kSetBits;
+  static constexpr size_t kBytes = kSets * 64;  // 2 MiB.
 
   // A piece of at most kMaxBytes, as the slots store it.
   struct Key {
@@ -59,28 +60,35 @@ class PieceCache {
 
   // Empties the cache (allocating it on first use).
   void Clear() {
-    if (!slots_) slots_.reset(new Slot[kSlots]);
-    std::memset(static_cast<void*>(slots_.get()), 0, sizeof(Slot) * kSlots);
+    if (!sets_) sets_.reset(new Set[kSets]);
+    std::memset(static_cast<void*>(sets_.get()), 0, sizeof(Set) * kSets);
   }
 
   // Starts loading the slot of `key` into the CPU cache.
-  void Prefetch(const Key& key) const { __builtin_prefetch(&slots_[Index(key)]); }
+  void Prefetch(const Key& key) const { __builtin_prefetch(&sets_[Index(key)]); }
 
   // Appends the ids of `key` to *ids and returns true if the cache has them.
   bool Lookup(const Key& key, std::vector<int>* ids) const {
-    const Slot& s = slots_[Index(key)];
-    if (s.key[0] != key.lo || s.key[1] != key.hi) return false;
+    const Set& set = sets_[Index(key)];
+    const Slot* found = nullptr;
+    for (const Slot& s : set.ways) {
+      if (s.key[0] == key.lo && s.key[1] == key.hi) found = &s;
+    }
+    if (found == nullptr) return false;
+    const Slot& s = *found;
     size_t n = 1;  // A stored piece has at least one id.
     while (n < kMaxIds && s.ids[n] >= 0) ++n;
     ids->insert(ids->end(), s.ids, s.ids + n);
     return true;
   }
 
-  // Remembers that `key` encodes to ids[0..n) (1 <= n; more than kMaxIds are
-  // not stored), replacing what its slot held.
+  // Remembers that `key` (not in the cache) encodes to ids[0..n) (1 <= n;
+  // more than kMaxIds are not stored). The set's older entry makes way.
   void Store(const Key& key, const int* ids, size_t n) {
     if (n == 0 || n > kMaxIds) return;
-    Slot& s = slots_[Index(key)];
+    Set& set = sets_[Index(key)];
+    set.ways[1] = set.ways[0];
+    Slot& s = set.ways[0];
     s.key[0] = key.lo;
     s.key[1] = key.hi;
     for (size_t i = 0; i < kMaxIds; ++i) s.ids[i] = i < n ? ids[i] : -1;
@@ -91,15 +99,18 @@ class PieceCache {
     uint64_t key[2];
     int32_t ids[kMaxIds];
   };
-  static_assert(sizeof(Slot) * kSlots == kBytes, "half a cache line per slot");
+  struct alignas(64) Set {
+    Slot ways[2];
+  };
+  static_assert(sizeof(Set) * kSets == kBytes, "a cache line per set");
   static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "keys keep the low bytes");
 
   static size_t Index(const Key& k) {
     const uint64_t h = (k.lo ^ (k.hi * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
-    return static_cast<size_t>(h >> (64 - kSlotBits));
+    return static_cast<size_t>(h >> (64 - kSetBits));
   }
 
-  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<Set[]> sets_;
 };
 
 }  // namespace tokpack

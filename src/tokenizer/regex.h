@@ -58,8 +58,13 @@ class Regex {
   // ended is skipped.
   template <typename Fn>
   Status ForEachMatch(std::string_view subject, Fn&& fn) const {
+    if (scanner_ != nullptr && !scanner_->tiles()) {
+      size_t start = 0, end = 0;
+      for (size_t pos = 0; scanner_->Find(subject, pos, &start, &end); pos = end) fn(start, end);
+      return Status::Ok();
+    }
     if (scanner_ != nullptr) {
-      // The scanners' patterns match every character: matches tile the text.
+      // Every piece Scan() cuts is a match: they tile the text.
       size_t ends[64];
       for (size_t pos = 0; pos < subject.size();) {
         const size_t n = scanner_->Scan(subject, pos, ends, std::size(ends));

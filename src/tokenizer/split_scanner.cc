@@ -57,27 +57,67 @@ constexpr SplitScanner kCl100k("cl100k", SplitScanner::Family::kCl100k, 3, true,
 constexpr SplitScanner kLlama3("llama3", SplitScanner::Family::kLlama3, 3, true, false);
 constexpr SplitScanner kQwen2("qwen2", SplitScanner::Family::kLlama3, 1, true, false);
 constexpr SplitScanner kO200k("o200k", SplitScanner::Family::kO200k, 3, true, false);
+constexpr SplitScanner kDigitGroups("digits3", SplitScanner::Family::kDigitGroups, 3, false, false);
+constexpr SplitScanner kCjkRuns("cjk", SplitScanner::Family::kCjkRuns, 0, false, false);
+constexpr SplitScanner kDeepSeek("deepseek", SplitScanner::Family::kDeepSeek, 0, false, false);
+
+// DeepSeek V3's pre-tokenizer (tokenizer.json of deepseek-ai/DeepSeek-V3),
+// three Splits in a row.
+constexpr const char* kDeepSeekDigits = R"(\p{N}{1,3})";
+constexpr const char* kDeepSeekCjk = "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+";
+constexpr const char* kDeepSeekWords =
+    "[!\"#$%&'()*+,\\-./"
+    ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+    " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+
+bool InCjkRanges(uint32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FA5) || (cp >= 0x3040 && cp <= 0x30FF);
+}
+
+bool AsciiPunct(unsigned char b) {
+  return (b >= '!' && b <= '/') || (b >= ':' && b <= '@') || (b >= '[' && b <= '`') ||
+         (b >= '{' && b <= '~');
+}
+bool AsciiLetter(unsigned char b) { return (b | 0x20) >= 'a' && (b | 0x20) <= 'z'; }
 
 }  // namespace
 
-const SplitScanner* SplitScanner::ForPattern(std::string_view pattern, RegexDialect dialect) {
-  // Every pattern here reads the same in both dialects: their only `$`
-  // follows a possessive \s++, which leaves no newline for a line end to
-  // precede, so it is the end of the text either way.
-  (void)dialect;
-  struct Known {
-    const char* pattern;
-    const SplitScanner* scanner;
-  };
-  static const Known kKnown[] = {
+namespace {
+
+struct Known {
+  const char* pattern;
+  const SplitScanner* scanner;
+};
+
+const std::vector<Known>& KnownScanners() {
+  static const std::vector<Known> kKnown = {
       {kByteLevelPattern, &kGpt2},
       {SplitPatternPreset("gpt2"), &kGpt2},
       {SplitPatternPreset("cl100k_base"), &kCl100k},
       {SplitPatternPreset("llama3"), &kLlama3},
       {SplitPatternPreset("qwen2"), &kQwen2},
       {SplitPatternPreset("o200k_base"), &kO200k},
+      {kDeepSeekDigits, &kDigitGroups},
+      {kDeepSeekCjk, &kCjkRuns},
+      {kDeepSeekWords, &kDeepSeek},
   };
-  for (const Known& k : kKnown) {
+  return kKnown;
+}
+
+}  // namespace
+
+std::vector<std::string_view> SplitScanner::KnownPatterns() {
+  std::vector<std::string_view> out;
+  for (const Known& k : KnownScanners()) out.push_back(k.pattern);
+  return out;
+}
+
+const SplitScanner* SplitScanner::ForPattern(std::string_view pattern, RegexDialect dialect) {
+  // Every pattern here reads the same in both dialects: their only `$`
+  // follows a possessive \s++, which leaves no newline for a line end to
+  // precede, so it is the end of the text either way.
+  (void)dialect;
+  for (const Known& k : KnownScanners()) {
     if (pattern == k.pattern) return k.scanner;
   }
   return nullptr;
@@ -86,7 +126,14 @@ const SplitScanner* SplitScanner::ForPattern(std::string_view pattern, RegexDial
 size_t SplitScanner::Scan(std::string_view text, size_t pos, size_t* ends, size_t max) const {
   size_t n = 0;
   while (n < max && pos < text.size()) {
-    pos = MatchEnd(text, pos);
+    const size_t end = MatchAt(text, pos);
+    if (end == pos) {
+      // Text between matches: up to where the next match starts.
+      size_t start = 0, ignored = 0;
+      pos = Find(text, pos, &start, &ignored) ? start : text.size();
+    } else {
+      pos = end;
+    }
     ends[n++] = pos;
   }
   return n;
@@ -162,9 +209,75 @@ size_t SplitScanner::O200kLetters(std::string_view text, size_t start) const {
   return 0;
 }
 
-size_t SplitScanner::MatchEnd(std::string_view text, size_t pos) const {
+size_t SplitScanner::DeepSeekAt(std::string_view text, size_t pos) const {
+  size_t len0 = 0, len1 = 0;
+  const uint8_t c0 = CharClassAt(text, pos, &len0);
+  const auto b0 = static_cast<unsigned char>(text[pos]);
+  // [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+  if (AsciiPunct(b0) && pos + 1 < text.size() &&
+      AsciiLetter(static_cast<unsigned char>(text[pos + 1]))) {
+    size_t e = pos + 2;
+    while (e < text.size() && AsciiLetter(static_cast<unsigned char>(text[e]))) ++e;
+    return e;
+  }
+  // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+: with the first character as the
+  // optional one, then without (where both match they end alike).
+  constexpr uint8_t kWord = C::kLetter | C::kMark;
+  if (!(c0 & (C::kNewline | C::kLetter | C::kPunct)) &&
+      (ClassAt(text, pos + len0, &len1) & kWord)) {
+    return RunOf(text, pos + len0, kWord);
+  }
+  if (c0 & kWord) return RunOf(text, pos, kWord);
+  //  ?[\p{P}\p{S}]+[\r\n]*
+  size_t q = pos;
+  if (b0 == ' ' && (ClassAt(text, pos + 1, &len1) & C::kPunct)) q = pos + 1;
+  if (q > pos || (c0 & C::kPunct)) {
+    return RunOf(text, RunOf(text, q, C::kPunct), C::kNewline);
+  }
+  if (c0 & C::kSpace) return Spaces(text, pos);
+  return pos;
+}
+
+bool SplitScanner::Find(std::string_view text, size_t pos, size_t* start, size_t* end) const {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  while (pos < n) {
+    // Skip what cannot start a match a byte at a time: ASCII other than
+    // digits for the digit groups; bytes that lead no CJK character
+    // (U+3040..U+30FF and U+4E00..U+9FA5 lead with E3..E9) for the runs.
+    if (family_ == Family::kDigitGroups) {
+      while (pos < n && p[pos] < 0x80 && (p[pos] < '0' || p[pos] > '9')) ++pos;
+    } else if (family_ == Family::kCjkRuns) {
+      while (pos < n && (p[pos] < 0xE3 || p[pos] > 0xE9)) ++pos;
+    }
+    if (pos >= n) break;
+    const size_t e = MatchAt(text, pos);
+    if (e > pos) {
+      *start = pos;
+      *end = e;
+      return true;
+    }
+    pos += Regex::Utf8SequenceLength(p[pos]);
+  }
+  return false;
+}
+
+size_t SplitScanner::MatchAt(std::string_view text, size_t pos) const {
   const size_t n = text.size();
   size_t len0 = 0;
+  switch (family_) {
+    case Family::kDigitGroups:
+      return (CharClassAt(text, pos, &len0) & C::kNumber) ? Digits(text, pos, max_digits_) : pos;
+    case Family::kCjkRuns: {
+      size_t e = pos;
+      while (e < n && InCjkRanges(DecodeUtf8(text, e, &len0))) e += len0;
+      return e;
+    }
+    case Family::kDeepSeek:
+      return DeepSeekAt(text, pos);
+    default:
+      break;
+  }
   const uint8_t c0 = CharClassAt(text, pos, &len0);
   const char b0 = text[pos];
   if (b0 == '\'' && family_ != Family::kO200k) {

@@ -1,11 +1,13 @@
 // SplitScanner: hand-written matchers for the split patterns that models
-// use (GPT-2's, cl100k's, o200k's, Llama 3's, Qwen 2's), which give the same
-// matches as running the pattern with Regex's PCRE2 path, several times
-// faster. Regex::Compile picks one by recognising the pattern's text; any
-// other pattern keeps the regex engine.
+// use (GPT-2's, cl100k's, o200k's, Llama 3's, Qwen 2's, and the three that
+// DeepSeek V3 chains), which give the same matches as running the pattern
+// with Regex's PCRE2 path, several times faster. Regex::Compile picks one by
+// recognising the pattern's text; any other pattern keeps the regex engine.
 //
-// Each of these patterns matches every character of a text, so its matches
-// tile the text: a scanner reports only where each match ends. The scanners
+// A regex search tries each start position in turn and takes the first
+// alternative that matches there; a scanner answers the same question for
+// one position (MatchAt). Most of these patterns match at every character,
+// so their matches tile the text (tiles()). The scanners
 // read character classes from char_class.h (PCRE2's Unicode data), and are
 // checked against the PCRE2 path by tests/tokenizer/split_scanner_test.cc
 // (every code point in each position of each branch) and a fuzzer
@@ -17,6 +19,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 namespace tokpack {
 
@@ -25,20 +28,40 @@ enum class RegexDialect;
 class SplitScanner {
  public:
   // The patterns' families. Within one, the variants differ in the knobs below.
-  enum class Family { kGpt2, kCl100k, kLlama3, kO200k };
+  enum class Family {
+    kGpt2,
+    kCl100k,
+    kLlama3,
+    kO200k,
+    kDigitGroups,  // DeepSeek's \p{N}{1,3}.
+    kCjkRuns,      // DeepSeek's [一-龥぀-ゟ゠-ヿ]+.
+    kDeepSeek,     // DeepSeek's third split.
+  };
 
   // The scanner for `pattern` read in `dialect`, or nullptr when it is not a
   // pattern recognised here (the caller then runs the regex). The result is
   // a static object.
   static const SplitScanner* ForPattern(std::string_view pattern, RegexDialect dialect);
 
-  // Writes the ends of the matches that follow `pos` (< text.size(), the end
-  // of the previous match or 0) to ends[0..n) and returns n, 1 <= n <= max.
+  // Whether the matches tile every text (each character is in one).
+  bool tiles() const { return family_ < Family::kDigitGroups; }
+
+  // Cuts text[pos..] (pos < text.size(), the end of a previous piece or 0)
+  // into the pieces an Isolated split makes, matches and the text between
+  // them alike: writes their ends to ends[0..n) and returns n, 1 <= n <= max.
   // `text` must be valid UTF-8.
   size_t Scan(std::string_view text, size_t pos, size_t* ends, size_t max) const;
 
-  // The end of the match that starts at `pos` (< text.size()).
-  size_t MatchEnd(std::string_view text, size_t pos) const;
+  // The end of the match that starts at `pos` (< text.size()), or `pos` if
+  // none starts there. Never `pos` where tiles().
+  size_t MatchAt(std::string_view text, size_t pos) const;
+
+  // The leftmost match at or after `pos`: sets [*start, *end) and returns
+  // true, or returns false if there is none.
+  bool Find(std::string_view text, size_t pos, size_t* start, size_t* end) const;
+
+  // Every pattern ForPattern() recognises, for tests.
+  static std::vector<std::string_view> KnownPatterns();
 
   // A short name for tests and diagnostics, e.g. "cl100k".
   const char* name() const { return name_; }
@@ -56,6 +79,7 @@ class SplitScanner {
   size_t Spaces(std::string_view text, size_t pos) const;
   // o200k's first letter branch from `start`: the match's end, or 0.
   size_t O200kLetters(std::string_view text, size_t start) const;
+  size_t DeepSeekAt(std::string_view text, size_t pos) const;
 
   const char* name_;
   Family family_;

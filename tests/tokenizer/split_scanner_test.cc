@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <utility>
@@ -55,18 +56,11 @@ struct Pair {
 // Each recognised pattern, compiled both ways, in both dialects.
 std::vector<Pair> Pairs() {
   std::vector<Pair> out;
-  const std::vector<std::pair<std::string, std::string>> patterns = {
-      {"bytelevel", kByteLevelPattern},
-      {"gpt2", SplitPatternPreset("gpt2")},
-      {"cl100k", SplitPatternPreset("cl100k_base")},
-      {"o200k", SplitPatternPreset("o200k_base")},
-      {"llama3", SplitPatternPreset("llama3")},
-      {"qwen2", SplitPatternPreset("qwen2")},
-  };
-  for (const auto& [name, pattern] : patterns) {
+  for (std::string_view pattern : SplitScanner::KnownPatterns()) {
     for (RegexDialect d : {RegexDialect::kRust, RegexDialect::kOniguruma}) {
       Pair p;
-      p.name = name + (d == RegexDialect::kRust ? "/rust" : "/oniguruma");
+      p.name = std::string(SplitScanner::ForPattern(pattern, d)->name()) +
+               (d == RegexDialect::kRust ? "/rust" : "/oniguruma");
       p.scanned = std::move(Regex::Compile(pattern, d).value());
       p.pcre2 = std::move(Regex::Compile(pattern, d, RegexEngine::kPcre2).value());
       EXPECT_NE(p.scanned->scanner(), nullptr) << p.name;
@@ -81,45 +75,18 @@ std::vector<Pair> Pairs() {
 // character they compare by value (apostrophe, contraction letters in both
 // cases and their non-ASCII fold, space, CR, LF, slash).
 const std::vector<uint32_t>& Alphabet() {
-  static const std::vector<uint32_t> kAlphabet = {'s',
-                                                  'S',
-                                                  't',
-                                                  'r',
-                                                  'E',
-                                                  'v',
-                                                  'm',
-                                                  'l',
-                                                  'L',
-                                                  'd',
-                                                  'x',
-                                                  'K',
-                                                  '\'',
-                                                  ' ',
-                                                  '\t',
-                                                  '\r',
-                                                  '\n',
-                                                  '/',
-                                                  '1',
-                                                  '.',
-                                                  0x17F /* long s */,
-                                                  0x212A /* Kelvin */,
-                                                  0xE9,
-                                                  0xC4,
-                                                  0x1C5 /* Lt */,
-                                                  0x2B0 /* Lm */,
-                                                  0x4E2D /* Lo */,
-                                                  0x301 /* Mn */,
-                                                  0x903 /* Mc */,
-                                                  0xBD /* No */,
-                                                  0x663 /* Nd */,
-                                                  0x2163 /* Nl */,
-                                                  0x85 /* NEL */,
-                                                  0xA0,
-                                                  0x3000,
-                                                  0x2028,
-                                                  0x1F600,
-                                                  0xAD /* Cf */,
-                                                  0x0 /* NUL */};
+  // clang-format off
+  static const std::vector<uint32_t> kAlphabet = {
+      's', 'S', 't', 'r', 'E', 'v', 'm', 'l', 'L', 'd', 'x', 'K', '\'', ' ', '\t', '\r', '\n',
+      '/', '1', '.', 0x17F /* long s */, 0x212A /* Kelvin */, 0xE9, 0xC4, 0x1C5 /* Lt */,
+      0x2B0 /* Lm */, 0x4E2D /* Lo */, 0x301 /* Mn */, 0x903 /* Mc */, 0xBD /* No */,
+      0x663 /* Nd */, 0x2163 /* Nl */, 0x85 /* NEL */, 0xA0, 0x3000, 0x2028, 0x1F600,
+      0xAD /* Cf */, 0x0 /* NUL */,
+      // What DeepSeek's splits tell apart besides: ASCII punctuation before
+      // ASCII letters, \p{P} and \p{S} beyond ASCII, its CJK ranges' edges.
+      '!', '-', '\\', 'A', 0x3001, 0xAB, 0x20AC, 0x3042, 0x30FF, 0x9FA5, 0x9FA6, 0x3400, 0x1,
+      0x200B};
+  // clang-format on
   return kAlphabet;
 }
 
@@ -131,6 +98,8 @@ TEST(SplitScannerTest, CharacterTableMatchesPcre2OnEveryCodePoint) {
       {R"([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}])", CharClass::kUpperish},
       {R"([\p{Ll}\p{Lm}\p{Lo}\p{M}])", CharClass::kLowerish},
       {R"([\r\n])", CharClass::kNewline},
+      {R"(\p{M})", CharClass::kMark},
+      {R"([\p{P}\p{S}])", CharClass::kPunct},
   };
   for (const auto& [klass, bit] : classes) {
     auto re = Regex::Compile(std::string("\\A") + klass, RegexDialect::kRust, RegexEngine::kPcre2);
@@ -170,7 +139,7 @@ TEST(SplitScannerTest, EveryShortStringSplitsAsPcre2Does) {
       }
     }
   }
-  EXPECT_GT(checked, 500000u);
+  EXPECT_GT(checked, 1000000u);
 }
 
 TEST(SplitScannerTest, RandomTextSplitsAsPcre2Does) {
@@ -191,6 +160,17 @@ TEST(SplitScannerTest, RandomTextSplitsAsPcre2Does) {
       ASSERT_EQ(Matches(*p.scanned, text), Matches(*p.pcre2, text))
           << p.name << " on '" << text << "'";
     }
+  }
+}
+
+TEST(SplitScannerTest, RecognisesEachModelFamily) {
+  std::vector<std::string> names;
+  for (std::string_view p : SplitScanner::KnownPatterns()) {
+    names.push_back(SplitScanner::ForPattern(p, RegexDialect::kOniguruma)->name());
+  }
+  for (const char* want :
+       {"gpt2", "cl100k", "o200k", "llama3", "qwen2", "digits3", "cjk", "deepseek"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
 }
 
