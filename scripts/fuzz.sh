@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets (the .idx, manifest and cursor parsers, the
 # paths a manifest names, a remote manifest as a server returns it, and the
-# Parquet plugin), built with clang, ASan and UBSan in build-asan/
+# Parquet plugin, and the split scanners against PCRE2), built with clang, ASan and UBSan in build-asan/
 # (scripts/build_sanitized.sh, which test.sh has run already), each for
 # FUZZ_SECONDS (default 20) from the committed seeds. The seeds are copied, so
 # the repository is not modified. Exits non-zero on a crash.
@@ -11,10 +11,10 @@ SECONDS_EACH="${FUZZ_SECONDS:-20}"
 "$ROOT/scripts/build_sanitized.sh" fuzz
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-for name in idx manifest cursor dataset_path remote_manifest parquet; do
+for name in idx manifest cursor dataset_path remote_manifest parquet split_scanner; do
   mkdir -p "$WORK/$name"
   cp "$ROOT/tests/fuzz/seeds/$name/"* "$WORK/$name/"
-  echo "== fuzzing the $name parser for ${SECONDS_EACH}s"
+  echo "== fuzzing $name for ${SECONDS_EACH}s"
   "$ROOT/build-asan/tests/fuzz/${name}_fuzz" -max_total_time="$SECONDS_EACH" \
     -max_len=65536 -print_final_stats=0 "$WORK/$name" 2>"$WORK/$name.log" ||
     { tail -40 "$WORK/$name.log"; exit 1; }

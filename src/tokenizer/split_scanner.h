@@ -1,5 +1,5 @@
 // SplitScanner: hand-written matchers for the split patterns that models
-// use (GPT-2's, cl100k's, o200k's, Llama 3's, Qwen 2's, and the three that
+// use (GPT-2's, cl100k's, o200k's, Llama 3's, Qwen 2's and 3.5's, and the three that
 // DeepSeek V3 chains), which give the same matches as running the pattern
 // with Regex's PCRE2 path, several times faster. Regex::Compile picks one by
 // recognising the pattern's text; any other pattern keeps the regex engine.
@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <string_view>
 #include <vector>
+
+#include "tokenizer/char_class.h"
 
 namespace tokpack {
 
@@ -67,12 +69,13 @@ class SplitScanner {
   const char* name() const { return name_; }
 
   constexpr SplitScanner(const char* name, Family family, int max_digits, bool ignore_case,
-                         bool space_run_to_end)
+                         bool space_run_to_end, bool marks_in_words = false)
       : name_(name),
         family_(family),
         max_digits_(max_digits),
         ignore_case_(ignore_case),
-        space_run_to_end_(space_run_to_end) {}
+        space_run_to_end_(space_run_to_end),
+        word_(marks_in_words ? CharClass::kLetter | CharClass::kMark : CharClass::kLetter) {}
 
  private:
   size_t Contraction(std::string_view text, size_t pos) const;
@@ -86,6 +89,7 @@ class SplitScanner {
   int max_digits_;         // \p{N}{1,k}; 0: \p{N}+ (GPT-2, with an optional space).
   bool ignore_case_;       // Contractions are (?i:...).
   bool space_run_to_end_;  // cl100k's \s++$ before \s*[\r\n] (end of text).
+  uint8_t word_;           // CharClass bits of a word: letters (and marks).
 };
 
 }  // namespace tokpack

@@ -169,7 +169,7 @@ TEST(SplitScannerTest, RecognisesEachModelFamily) {
     names.push_back(SplitScanner::ForPattern(p, RegexDialect::kOniguruma)->name());
   }
   for (const char* want :
-       {"gpt2", "cl100k", "o200k", "llama3", "qwen2", "digits3", "cjk", "deepseek"}) {
+       {"gpt2", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "digits3", "cjk", "deepseek"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
 }
