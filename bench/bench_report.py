@@ -17,17 +17,24 @@ from harness import median as med
 
 # --------------------------------------------------------------------------
 
+def spm_label(version, where):
+    return f"sentencepiece {version} ({where})" if version else f"sentencepiece ({where})"
+
+
 def packing_section(P, plots):
     mb = P["input_bytes"] / 1e6
     S = P["seconds"]
+    c = P["check"]
+    tok_spm = spm_label(c.get("tokpack_sentencepiece"), "C++, built from its PyPI sdist")
+    py_spm = spm_label(c.get("sentencepiece_python"), "Python wheel")
     labels = {
-        "tokpack": f"`tokpack build --threads {P['procs']}` (C++, system libsentencepiece)",
+        "tokpack": f"`tokpack build --threads {P['procs']}` (C++, {tok_spm})",
         "megatron": f"Megatron-style: `multiprocessing.Pool({P['procs']})`, "
-                    f"`imap(encode, lines, 32)`, sentencepiece (Python), "
+                    f"`imap(encode, lines, 32)`, {py_spm}, "
                     f"`IndexedDatasetBuilder.add_document` + `finalize`",
         "litdata": f"LitData `optimize(fn, inputs=<{len(P['inputs'])} files>, "
                    f"num_workers={P['procs']}, item_loader=TokensLoader(), "
-                   f"chunk_bytes=\"{P['chunk_bytes']}\")`, sentencepiece (Python)",
+                   f"chunk_bytes=\"{P['chunk_bytes']}\")`, {py_spm}",
     }
     rows = ["| packer | median s | per round, s | input MB/s | documents/s | tokpack is |",
             "|---|---:|---|---:|---:|---:|"]
@@ -44,8 +51,51 @@ def packing_section(P, plots):
     plot_bars(plots / "benchmarks-packing.png", bars,
               f"Packing {mb:.1f} MB of JSONL, {P['procs']} processes/threads (higher is better)",
               "input MB/s", log=False)
-    c = P["check"]
     return "\n".join(rows), mb, c
+
+
+def packing_check_prose(c):
+    """What the outputs' comparison found, in words, from the check alone."""
+    out = []
+    tok_v, py_v = c.get("tokpack_sentencepiece"), c.get("sentencepiece_python")
+    same_spm = tok_v is not None and tok_v == py_v
+    spm = (f"tokpack and the Python pipelines encode with the same sentencepiece release "
+           f"({tok_v})" if same_spm else
+           f"tokpack encodes with sentencepiece {tok_v or '(release not recorded)'}, the "
+           f"Python pipelines with {py_v or '(not recorded)'}")
+    if "megatron_error" in c:
+        out.append(f"- Megatron-style output not compared: {c['megatron_error']}.")
+    elif "megatron_stream_equal" in c:
+        files = c.get("megatron_files_byte_identical") or {}
+        ident = [ext for ext, same in files.items() if same]
+        layout = ("byte-identical `.bin`/`.idx` files" if files and len(ident) == len(files)
+                  else "the same layout (Megatron's `IndexedDataset` reads both)")
+        head = (f"- tokpack's shard and the Megatron-style `.bin`/`.idx`: "
+                f"{c['tokpack_documents']:,} against {c['megatron_documents']:,} documents, "
+                f"{c['tokpack_tokens']:,} against {c['megatron_tokens']:,} tokens, "
+                f"{c['megatron_dtype']}; {spm}. ")
+        if c["megatron_stream_equal"]:
+            out.append(head + f"The token streams are identical: {layout}.")
+        else:
+            n = c.get("megatron_docs_differing")
+            which = (f"{n:,} of {c['tokpack_documents']:,} documents differ (the first: "
+                     f"{', '.join(map(str, c.get('megatron_first_differing_doc', [])))})"
+                     if n is not None else "the document counts differ")
+            why = ("" if same_spm else
+                   " This run did not record which sentencepiece tokpack encoded with."
+                   if tok_v is None else
+                   " The two sentencepiece releases may cut some texts differently.")
+            out.append(head + f"The token streams differ: {which}.{why}")
+    if "litdata_error" in c:
+        out.append(f"- LitData's output not compared: {c['litdata_error']}.")
+    elif "litdata_tokens" in c:
+        same = c.get("litdata_token_histogram_equal")
+        out.append(
+            f"- LitData's chunks hold {c['litdata_tokens']:,} tokens against tokpack's "
+            f"{c['tokpack_tokens']:,}, and the same histogram of token ids: "
+            f"{'yes' if same else 'no'}; its order depends on which worker took which file, "
+            "so only the count and the histogram are compared.")
+    return "\n".join(out)
 
 
 def resume_section(S, plots):
@@ -92,7 +142,7 @@ def main():
             table=table, mb=mb, docs=P["documents"], files=len(P["inputs"]), machine=machine,
             procs=P["procs"], rounds=P["rounds"], model=P["model"],
             load=f"{P['loadavg'][0]:.1f} before, {P['loadavg'][1]:.1f} after",
-            check=json.dumps(c)), report)
+            check=json.dumps(c), prose=packing_check_prose(c)), report)
     if a.resume and Path(a.resume).exists():
         S = json.loads(Path(a.resume).read_text())
         harness.write_section("resume", TEMPLATE_RESUME.format(
@@ -140,18 +190,7 @@ Same output? (`bench/packing_peers.py` compares after the last round):
 
 `{check}`
 
-- tokpack's shard and the Megatron-style `.bin`/`.idx` have the same layout
-  (Megatron's `IndexedDataset` reads both), the same number of documents, and the
-  same dtype; they differ only where the two *sentencepiece versions* differ: tokpack
-  links Debian's libsentencepiece 0.1.97, the Python pipelines use PyPI's current
-  wheel. Debian's `python3-sentencepiece` (also 0.1.97) run over the same documents
-  (`system_sentencepiece_stream_equal`) gives tokpack's token stream exactly; the
-  differing documents differ in how long runs of one repeated character (`*****`,
-  `=====`, `-----` rulers in the copyright files) are cut into equal-scoring pieces.
-  With the same sentencepiece on both sides the files are expected to be identical.
-- LitData's chunks hold the same number of tokens as the Megatron-style output (both
-  PyPI sentencepiece); its order depends on which worker took which file, so only the
-  token count and histogram are compared.
+{prose}
 """
 
 TEMPLATE_RESUME = """Made by `bench/resume_bench.py` and `bench/bench_report.py` (scripts/bench_all.sh) on

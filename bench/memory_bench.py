@@ -92,7 +92,7 @@ def main():
     ap.add_argument("--report", help="write the memory section of this report")
     a = ap.parse_args()
     sys.path.insert(0, str(REPO / "tests" / "python"))
-    from tokenizer_bench import train_bpe
+    from bpe_corpus import train_bpe
 
     work = Path(a.work or tempfile.mkdtemp(prefix="tokpack-membench-"))
     work.mkdir(parents=True, exist_ok=True)

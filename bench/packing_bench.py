@@ -224,6 +224,78 @@ def olmo_available(env_python):
     return None, harness.last_line(r.stderr)
 
 
+def span(values, spec):
+    """"a" or "a to b" (smallest to largest) of numbers formatted with `spec`."""
+    lo, hi = min(values), max(values)
+    return spec.format(lo) if spec.format(lo) == spec.format(hi) else (
+        f"{spec.format(lo)} to {spec.format(hi)}")
+
+
+def reading_prose(args, dist, plan_res, olmo_res, info, same, load_res):
+    """The bullets under the tables, every claim computed from this run's numbers."""
+    out = []
+    seq_lens = [L for L in info]
+    if seq_lens:
+        pads = [info[L]["padding_fraction"] for L in seq_lens]
+        text = (f"- Padding: best-fit decreasing leaves {span(pads, '{:.4%}')} padding on "
+                "this long-tailed distribution")
+        if same:
+            agree = [L for L, v in same.items() if v]
+            where = ("every L" if len(agree) == len(same) else
+                     "L = " + ", ".join(f"{L:,}" for L in agree) if agree else "no L")
+            text += (f"; tokpack's bins equal OLMo-core's with the same pieces at {where} "
+                     f"({len(agree)} of {len(same)})")
+        drops = [1 - r[0]["tokens"] / dist["tokens"] for k, r in olmo_res.items()
+                 if k.startswith("olmo-truncate") and r]
+        if drops:
+            text += (f". OLMo-core's default `truncate` gives fewer bins by dropping the tail "
+                     f"of every document longer than L: {span(drops, '{:.2%}')} of the tokens; "
+                     "tokpack never drops a token (a long document's pieces are packed like "
+                     "documents)")
+        out.append(text + ".")
+        t = {L: median([r["seconds"] for r in plan_res[f"tokpack:{L}"]]) for L in seq_lens}
+        rss = {L: median([r["maxrss_kb"] for r in plan_res[f"tokpack:{L}"]]) * 1024
+               for L in seq_lens}
+        per_doc = span([b / args.docs for b in rss.values()], "{:.0f}")
+        mib = span([b / MiB for b in rss.values()], "{:,.0f}")
+        text = (f"- Plan: `tokpack pack` takes {span(t.values(), '{:.1f}')} s for "
+                f"{args.docs:,} documents, peak RSS {mib} MiB "
+                f"({per_doc} bytes per document: the whole plan is held in memory, as the "
+                "loader needs it)")
+        frag = {L: olmo_res.get(f"olmo-fragment:{L}") for L in seq_lens}
+        frag = {L: r for L, r in frag.items() if r}
+        if frag:
+            ratios = [median([x["seconds"] for x in r]) / t[L] for L, r in frag.items()]
+            extra = [(median([x["maxrss_kb"] for x in r]) - median(
+                [x["import_rss_kb"] for x in r])) * 1024 / args.docs for r in frag.values()]
+            faster = min(ratios) >= 1
+            text += (f"; OLMo-core's packer (`fragment`) on the same lengths takes "
+                     f"{span(ratios, '{:.1f}')}x "
+                     f"{'as long' if faster else 'the time (it is faster here)'}, and "
+                     f"{span(extra, '{:.0f}')} bytes per document on top of its import")
+        out.append(text + ".")
+    base = load_res.get("concat", [])
+    bounded = load_res.get("concat+boundaries", [])
+    packed = load_res.get("best_fit", [])
+    if base and packed:
+        sps = [r["samples_per_s"] for r in packed]
+        r_concat = harness.ratio_rounds(sps, [r["samples_per_s"] for r in base])
+        text = (f"- Loader: best_fit serves {r_concat:.2f}x the samples/s of plain concat "
+                f"({'meets' if r_concat >= 0.9 else 'below'} the 0.9x target on this machine); "
+                "a packed row gathers its pieces and carries `position_ids`, `cu_seqlens` and "
+                "labels with the ignore index at every piece end")
+        if bounded:
+            r_b = harness.ratio_rounds(sps, [r["samples_per_s"] for r in bounded])
+            rel = (f"about as fast ({r_b:.2f}x)" if abs(r_b - 1) < 0.03 else
+                   f"{'faster' if r_b > 1 else 'slower'} ({r_b:.2f}x)")
+            per = [x / y for x, y in zip(sps, [r["samples_per_s"] for r in bounded]) if y]
+            text += (f"; against concat with the same outputs (`document_boundaries=True`) it "
+                     f"is {rel}; per round: {', '.join(f'{x:.2f}x' for x in per)}")
+        out.append(text + ". Either is far above what a training step consumes (see the "
+                   "integrations section for data time per step).")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=10_000_000)
@@ -370,7 +442,8 @@ def main():
         lrows.append(f"| {label} | {median(sps):,.0f} | {median(sps) * Ls * eff:,.0f} | "
                      f"{harness.fmt(ratio, '{:.3f}')}x | {harness.fmt(ratio_b, '{:.3f}')}x |")
     loader_table = "\n".join(lrows)
-    print(plan_table, loader_table, f"took {took:.0f} s", sep="\n\n")
+    reading = reading_prose(args, dist, plan_res, olmo_res, info, same, load_res)
+    print(plan_table, loader_table, reading, f"took {took:.0f} s", sep="\n\n")
     results = {"dist": dist, "plan": plan_res, "olmo": olmo_res, "info": info,
                "loader": load_res, "loader_info": loader_info, "failed":
                {**plan_failed, **olmo_failed, **load_failed}, "seconds": took}
@@ -391,7 +464,7 @@ def main():
             plan_table=plan_table, loader_table=loader_table, loader_docs=args.loader_docs,
             loader_tokens=int(ll.sum()), Ls=Ls, steps=args.loader_steps,
             loader_rounds=args.loader_rounds, loader_bins=loader_info.get("bins", 0),
-            loader_pad=pad, took=took / 60, load=f"{load_before:.1f} before, "
+            loader_pad=pad, reading=reading, took=took / 60, load=f"{load_before:.1f} before, "
             f"{harness.loadavg():.1f} after")
         harness.write_section("best-fit-packing", doc, Path(args.report))
 
@@ -444,6 +517,10 @@ row from its pieces); concat with `document_boundaries=True` builds the same out
 the documents a window crosses, so the last column compares like with like.
 
 {loader_table}
+
+Reading the tables (these words are made from the numbers above by the script):
+
+{reading}
 """
 
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Packing benchmark against peers (not a test): `tokpack build` against a
 Megatron-style pipeline and LitData's optimize(), on the same corpus, the same
-sentencepiece model and the same number of processes/threads.
+sentencepiece model and the same number of processes/threads (tokpack encodes
+with the sentencepiece release cmake/sentencepiece.cmake builds from its PyPI
+sdist, the Python pipelines with the venv's sentencepiece wheel; the check
+records both versions).
 
   * tokpack: `tokpack build -i FILES -o DIR -t MODEL --threads N --quiet`.
   * Megatron-style: what Megatron-LM's tools/preprocess_data.py does (its tools/
@@ -176,8 +179,10 @@ def compare(a, tok_dir, meg_dir, lit_dir):
     out = {}
     ds = tokpack.Dataset(tok_dir)
     out["tokpack_documents"], out["tokpack_tokens"] = len(ds), ds.num_tokens
-    # Python sentencepiece against the system libsentencepiece tokpack links.
+    # tokpack encodes with the sentencepiece release cmake/sentencepiece.cmake
+    # builds from its PyPI sdist; the Python pipelines with this venv's wheel.
     out["sentencepiece_python"] = sentencepiece.__version__
+    out["tokpack_sentencepiece"] = tokpack_sentencepiece()
     stream = np.concatenate([np.fromfile(p, dtype=np.uint16)
                              for p in sorted(glob.glob(f"{tok_dir}/shard-*.bin"))])
     lengths = np.array([len(ds.doc(i)) for i in range(len(ds))])
@@ -206,20 +211,6 @@ def compare(a, tok_dir, meg_dir, lit_dir):
             out["megatron_files_byte_identical"] = same
     except Exception as e:  # Recorded in the report.
         out["megatron_error"] = f"{type(e).__name__}: {e}"
-    # tokpack links the system libsentencepiece (Debian's 0.1.97); the Python
-    # pipelines use PyPI's wheel. Debian's python3-sentencepiece (the same
-    # 0.1.97), when installed, encodes every document for the comparison.
-    try:
-        enc = subprocess.run(
-            ["/usr/bin/python3", "-c", SYSTEM_SPM, a.model, *a.inputs],
-            capture_output=True, check=True)
-        sys_stream = np.frombuffer(enc.stdout, dtype=np.uint16)
-        out["system_sentencepiece_stream_equal"] = bool(np.array_equal(sys_stream, stream))
-        if "megatron_stream_equal" in out:
-            out["megatron_equal_to_system_sentencepiece"] = bool(
-                np.array_equal(sys_stream, mstream))
-    except Exception as e:
-        out["system_sentencepiece_error"] = f"{type(e).__name__}: {e}"[:300]
     try:
         index = json.loads((Path(lit_dir) / "index.json").read_text())
         out["litdata_tokens"] = sum(c["dim"] for c in index["chunks"])
@@ -239,17 +230,13 @@ def compare(a, tok_dir, meg_dir, lit_dir):
     return out
 
 
-SYSTEM_SPM = """
-import json, sys, array, sentencepiece
-sp = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1])
-out = array.array("H")
-for path in sys.argv[2:]:
-    for line in open(path, encoding="utf-8"):
-        ids = sp.encode(json.loads(line)["text"])
-        if ids:
-            out.extend(ids + [sp.eos_id()])
-sys.stdout.buffer.write(out.tobytes())
-"""
+def tokpack_sentencepiece():
+    """The sentencepiece release tokpack is built with (cmake/sentencepiece.cmake)."""
+    import re
+
+    text = (REPO / "cmake" / "sentencepiece.cmake").read_text()
+    m = re.search(r"set\(TOKPACK_SPM_VERSION ([^)\s]+)\)", text)
+    return m.group(1) if m else None
 
 
 # --------------------------------------------------------------------------

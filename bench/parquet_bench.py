@@ -3,7 +3,7 @@
 the same texts as JSONL.zst, and both against tokpack's bare encode of those
 texts (the tokenizer bound), same run, interleaved.
 
-The texts are tokenizer_bench.py's (license and copyright prose every Debian
+The texts are bpe_corpus.py's (license and copyright prose every Debian
 machine has, in documents of a few KB), encoded with a Llama-3-style 32k BPE
 trained on them. The Parquet file is FineWeb-like: a `text` column and an
 `id` column, snappy, row groups of 1000 rows. Every measurement is a fresh
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import harness
 from harness import REPO, median
-from tokenizer_bench import corpus, run_bare, run_build, train_bpe
+from bpe_corpus import corpus, run_bare, run_build, train_bpe
 
 
 def main():

