@@ -41,6 +41,14 @@ class BytesToIdMap {
   }
   int Find(std::string_view key) const { return Find(key, HashBytes(key)); }
   size_t size() const { return size_; }
+  // Makes room for `n` keys of `bytes` bytes in all, so that loading a
+  // vocabulary of known size does not rehash as it grows.
+  void Reserve(size_t n, size_t bytes) {
+    size_t capacity = slots_.size();
+    while (capacity < 2 * n) capacity *= 2;
+    if (capacity > slots_.size()) Rehash(capacity);
+    arena_.reserve(bytes);
+  }
 
  private:
   struct Slot {
@@ -125,6 +133,12 @@ class PairMap {
     }
   }
   size_t size() const { return size_; }
+  // Makes room for `n` pairs without rehashing.
+  void Reserve(size_t n) {
+    size_t capacity = slots_.size();
+    while (capacity < 2 * n) capacity *= 2;
+    if (capacity > slots_.size()) Rehash(capacity);
+  }
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};  // Ids are non-negative.

@@ -57,6 +57,16 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
   std::vector<std::pair<std::string, int>> tokens;
   size_t line_no = 0;
   std::string bytes;
+  // A line per token, base64 taking 4 bytes per 3: room up front, so that the
+  // tables do not rehash as they fill. Capped, so that a file of blank lines
+  // does not reserve memory in proportion (real vocabularies stay under it).
+  constexpr size_t kMaxReserved = size_t{1} << 18;
+  const size_t lines = std::min<size_t>(
+      kMaxReserved, static_cast<size_t>(std::count(ranks.begin(), ranks.end(), '\n')) + 1);
+  const size_t token_bytes = std::min(ranks.size() * 3 / 4, 16 * kMaxReserved);
+  t->vocab_.Reserve(lines, token_bytes);
+  t->literal_vocab_.Reserve(lines, token_bytes);
+  tokens.reserve(lines);
   for (size_t pos = 0; pos < ranks.size();) {
     size_t eol = ranks.find('\n', pos);
     if (eol == std::string_view::npos) eol = ranks.size();
@@ -66,15 +76,15 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
-    const std::string where = name + ": line " + std::to_string(line_no);
+    auto where = [&] { return name + ": line " + std::to_string(line_no); };
     size_t space = line.find(' ');
     if (space == std::string_view::npos) {
-      return InvalidArgumentError(where + ": expected 'base64 rank', got '" +
+      return InvalidArgumentError(where() + ": expected 'base64 rank', got '" +
                                   std::string(line.substr(0, 80)) + "'");
     }
     size_t bad = DecodeBase64(line.substr(0, space), &bytes);
     if (bad != std::string_view::npos) {
-      return InvalidArgumentError(where + ", column " + std::to_string(bad + 1) + " (byte " +
+      return InvalidArgumentError(where() + ", column " + std::to_string(bad + 1) + " (byte " +
                                   std::to_string(line_start + bad) + "): invalid base64 '" +
                                   std::string(line.substr(0, space).substr(0, 80)) + "'");
     }
@@ -83,16 +93,16 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
     auto [end, ec] = std::from_chars(rank_text.data(), rank_text.data() + rank_text.size(), rank);
     if (ec != std::errc() || end != rank_text.data() + rank_text.size() || rank < 0 ||
         rank > kMaxTokenId) {
-      return InvalidArgumentError(where + ": rank '" + std::string(rank_text.substr(0, 40)) +
+      return InvalidArgumentError(where() + ": rank '" + std::string(rank_text.substr(0, 40)) +
                                   "' is not a token id in [0, " + std::to_string(kMaxTokenId) +
                                   "]");
     }
     const int id = static_cast<int>(rank);
     if (id < t->vocab_size_ && t->has_id_[id]) {
-      return InvalidArgumentError(where + ": rank " + std::to_string(id) + " appears twice");
+      return InvalidArgumentError(where() + ": rank " + std::to_string(id) + " appears twice");
     }
     if (t->vocab_.Find(bytes) >= 0) {
-      return InvalidArgumentError(where + ": the token appears twice");
+      return InvalidArgumentError(where() + ": the token appears twice");
     }
     t->vocab_.Insert(bytes, id);
     t->literal_vocab_.Insert(bytes, id);
@@ -101,7 +111,9 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
     tokens.emplace_back(bytes, id);
   }
   // The rank of a pair of adjacent parts is the rank of their concatenation:
-  // list each token under every way of cutting it into two tokens.
+  // list each token under every way of cutting it into two tokens (real
+  // vocabularies have about two such cuts per token).
+  t->merges_.Reserve(2 * tokens.size());
   for (const auto& [token, id] : tokens) {
     for (size_t cut = 1; cut < token.size(); ++cut) {
       std::string_view s = token;
