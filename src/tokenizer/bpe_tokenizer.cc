@@ -301,6 +301,9 @@ Status BpeTokenizer::ScanPieces(const SplitScanner& scanner, std::string_view te
       ts->cache->Prefetch(keys[k]);
     }
     ts->Flush(ids, kSinkRun);
+    // Room for the batch's cached ids, so that appending them never grows.
+    const size_t room = kScanBatch * PieceCache::kMaxIds;
+    if (ids->capacity() - ids->size() < room) ids->reserve(2 * ids->capacity() + room);
     for (size_t k = 0, s = pos; k < n; s = ends[k++]) {
       const std::string_view piece = text.substr(s, ends[k] - s);
       if (piece.size() == 1 && byte_level_) {
@@ -343,6 +346,7 @@ Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::v
   const PieceCache::Key key =
       PieceCache::KeyOf(piece.data(), piece.size(), piece.data() + piece.size());
   ++stats->cache_lookups;
+  if (ids->capacity() - ids->size() < PieceCache::kMaxIds) ids->reserve(2 * ids->capacity() + 16);
   if (ts->cache->Lookup(key, ids)) {
     ++stats->cache_hits;
     return Status::Ok();

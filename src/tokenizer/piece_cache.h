@@ -68,6 +68,7 @@ class PieceCache {
   void Prefetch(const Key& key) const { __builtin_prefetch(&sets_[Index(key)]); }
 
   // Appends the ids of `key` to *ids and returns true if the cache has them.
+  // (Cheapest when *ids has room for kMaxIds more.)
   bool Lookup(const Key& key, std::vector<int>* ids) const {
     const Set& set = sets_[Index(key)];
     const Slot* found = nullptr;
@@ -76,9 +77,8 @@ class PieceCache {
     }
     if (found == nullptr) return false;
     const Slot& s = *found;
-    size_t n = 1;  // A stored piece has at least one id.
-    while (n < kMaxIds && s.ids[n] >= 0) ++n;
-    ids->insert(ids->end(), s.ids, s.ids + n);
+    ids->push_back(s.ids[0]);  // A stored piece has at least one id.
+    for (size_t i = 1; i < kMaxIds && s.ids[i] >= 0; ++i) ids->push_back(s.ids[i]);
     return true;
   }
 
