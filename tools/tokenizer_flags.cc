@@ -14,8 +14,9 @@ namespace tokpack::cli {
 std::function<Status()> AddTokenizerOptions(CLI::App* app, TokenizerOptions* options) {
   auto specials = std::make_shared<std::vector<std::string>>();
   app->add_option("--pattern", options->pattern,
-                  "tiktoken files: split regex, or a preset (cl100k_base, o200k_base, llama3) "
-                  "that also brings its special tokens");
+                  "tiktoken files: split regex, or a preset (cl100k_base, o200k_base, llama3, "
+                  "qwen2) that also brings its special tokens; gpt2, r50k_base, p50k_base: the "
+                  "pattern alone");
   app->add_option("--special", *specials,
                   "tiktoken files: a special token as TEXT=ID (repeatable), e.g. "
                   "'<|endoftext|>=100257'");

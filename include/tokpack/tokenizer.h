@@ -28,7 +28,8 @@ namespace tokpack {
 // defines.
 struct TokenizerOptions {
   // tiktoken files only (required there): the split regex, or a preset name
-  // that also brings its special tokens: cl100k_base, o200k_base, llama3.
+  // that also brings its special tokens: cl100k_base, o200k_base, llama3,
+  // qwen2 (gpt2, r50k_base, p50k_base: the pattern alone).
   std::string pattern;
   // tiktoken files only: special tokens as (text, id), added to a preset's.
   std::vector<std::pair<std::string, int64_t>> special_tokens;

@@ -70,6 +70,11 @@ const Preset kPresets[] = {
       {"<|eot_id|>", 128009}},
      "<|end_of_text|>",
      "<|begin_of_text|>"},
+    // Qwen's qwen.tiktoken (Qwen 1 to 3): the three named tokens after the ranks.
+    {"qwen2",
+     {{"<|endoftext|>", 151643}, {"<|im_start|>", 151644}, {"<|im_end|>", 151645}},
+     "<|endoftext|>",
+     ""},
 };
 
 }  // namespace
@@ -79,7 +84,8 @@ StatusOr<TiktokenSetup> ResolveTiktokenOptions(const std::string& path, const To
     return InvalidArgumentError(
         "tokenizer '" + path +
         "' is a tiktoken ranks file, which does not carry its split pattern: give one "
-        "(--pattern / pattern=) as a preset name (cl100k_base, o200k_base, llama3) or a regex");
+        "(--pattern / pattern=) as a preset name (cl100k_base, o200k_base, llama3, qwen2) or a "
+        "regex");
   }
   TiktokenSetup setup;
   setup.options.pattern = SplitPatternFor(o.pattern);

