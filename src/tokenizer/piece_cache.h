@@ -26,9 +26,9 @@ class PieceCache {
  public:
   static constexpr size_t kMaxBytes = 15;
   static constexpr size_t kMaxIds = 4;
-  static constexpr size_t kSetBits = 15;
+  static constexpr size_t kSetBits = 16;
   static constexpr size_t kSets = size_t{1} << kSetBits;
-  static constexpr size_t kBytes = kSets * 64;  // 2 MiB.
+  static constexpr size_t kBytes = kSets * 64;  // 4 MiB.
 
   // A piece of at most kMaxBytes, as the slots store it.
   struct Key {
