@@ -70,6 +70,8 @@ SpmUnigram::SpmUnigram(const SpmModel& model, std::unique_ptr<Trie> trie)
                       : piece.score;
   }
   unk_score_ = min_score - kUnkPenalty;
+  // The unknown piece is not in the trie: its slot scores unknown characters.
+  if (unk_id_ >= 0) scores_[unk_id_] = unk_score_;
 }
 
 SpmUnigram::~SpmUnigram() = default;

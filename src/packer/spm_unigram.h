@@ -63,7 +63,8 @@ class SpmUnigram {
   static std::unique_ptr<SpmUnigram> Create(const SpmModel& model);
   ~SpmUnigram();
 
-  // The score of piece `id` on an edge of the lattice.
+  // The score of piece `id` on an edge of the lattice (the unknown id's: an
+  // unknown character's).
   float Score(int id) const { return scores_[id]; }
 
   // Sets *edges to the lattice of `word` in the order EncodeOptimized visits

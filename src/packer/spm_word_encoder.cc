@@ -95,17 +95,27 @@ void FreeIfLarge(T* buffer) {
 
 }  // namespace
 
-// One word's ids, one cache line. For a unigram word, also the bound below
-// which its path holds (SpmUnigram::Certify; negative: never, run the
-// Viterbi); its path then has no unknown character, so its ids are its edges
-// and their scores carry the Viterbi's score on.
+// One word and its ids, one cache line: the word's bytes, then its ids from
+// the next 4-byte boundary, in `data`. For a unigram word, also the bound
+// below which its path holds (SpmUnigram::Certify; negative: never, run the
+// Viterbi); the ids are then its path's edges, whose scores carry the
+// Viterbi's score on.
 struct SpmWordEncoder::CacheEntry {
   uint32_t hash;  // The word's HashBytes, truncated: a quick mismatch.
   float limit;
   uint8_t key_len;  // 0: empty (words are never empty).
   uint8_t n_ids;
-  char key[22];
-  int32_t ids[8];
+  int32_t data[13];
+
+  static size_t IdsOffset(size_t key_len) { return (key_len + 3) / 4; }
+  static bool Fits(size_t key_len, size_t n_ids) {
+    return IdsOffset(key_len) + n_ids <= std::size(CacheEntry{}.data);
+  }
+  // Words this long with one id still fit.
+  static constexpr size_t kMaxKey = sizeof(data) - sizeof(int32_t);
+
+  char* key() { return reinterpret_cast<char*>(data); }
+  int32_t* ids() { return data + IdsOffset(key_len); }
 };
 
 struct SpmWordEncoder::ThreadState {
@@ -223,21 +233,21 @@ Status SpmWordEncoder::EncodeWords(std::string_view text, ThreadState* tsp, std:
     const uint64_t hash = HashBytes(word);
     CacheEntry* entry = nullptr;
     bool hit = false;
-    if (word.size() <= sizeof(entry->key)) {
+    if (word.size() <= CacheEntry::kMaxKey) {
       entry = &ts.cache[hash & (kCacheEntries - 1)];
       hit = entry->hash == static_cast<uint32_t>(hash) && entry->key_len == word.size() &&
-            std::memcmp(entry->key, word.data(), word.size()) == 0;
+            std::memcmp(entry->key(), word.data(), word.size()) == 0;
       if (!hit) {
         entry->key_len = 0;  // Until it holds this word.
         entry->hash = static_cast<uint32_t>(hash);
-        std::memcpy(entry->key, word.data(), word.size());
+        std::memcpy(entry->key(), word.data(), word.size());
       }
     }
     IdRun run;
     if (unigram_) {
       run = EncodeUnigramWord(word, entry, hit, &base, &ts);
     } else if (hit) {
-      run = {entry->ids, entry->n_ids};
+      run = {entry->ids(), entry->n_ids};
     } else {
       TOKPACK_ASSIGN_OR_RETURN(const bool encoded, EncodeBpeWord(word, &ts));
       if (!encoded) {
@@ -245,20 +255,19 @@ Status SpmWordEncoder::EncodeWords(std::string_view text, ThreadState* tsp, std:
         return Status::Ok();
       }
       run = {ts.word_ids.data(), ts.word_ids.size()};
-      if (entry && run.n <= std::size(entry->ids)) {
-        std::copy(run.ids, run.ids + run.n, entry->ids);
-        entry->n_ids = static_cast<uint8_t>(run.n);
+      if (entry && CacheEntry::Fits(word.size(), run.n)) {
         entry->key_len = static_cast<uint8_t>(word.size());
+        entry->n_ids = static_cast<uint8_t>(run.n);
+        std::copy(run.ids, run.ids + run.n, entry->ids());
       }
     }
-    // EncodeOptimized merges a run of unknown pieces into one id, across
-    // words too.
-    if (prev_unk && run.n > 0 && run.ids[0] == unk_id_) {
-      ++run.ids;
-      --run.n;
+    // EncodeOptimized merges a run of unknown pieces into one id (without
+    // byte_fallback), across words too.
+    for (size_t i = 0; i < run.n; ++i) {
+      const bool unk = run.ids[i] == unk_id_ && !byte_fallback_;
+      if (!unk || !prev_unk) ids->push_back(run.ids[i]);
+      prev_unk = unk;
     }
-    ids->insert(ids->end(), run.ids, run.ids + run.n);
-    prev_unk = !byte_fallback_ && !ids->empty() && ids->back() == unk_id_;
   }
   return Status::Ok();
 }
@@ -267,23 +276,25 @@ SpmWordEncoder::IdRun SpmWordEncoder::EncodeUnigramWord(std::string_view word, C
                                                         bool hit, float* base,
                                                         ThreadState* ts) const {
   if (hit && std::fabs(*base) < entry->limit) {
-    for (uint8_t i = 0; i < entry->n_ids; ++i) *base = unigram_->Score(entry->ids[i]) + *base;
-    return {entry->ids, entry->n_ids};
+    const int32_t* cached = entry->ids();
+    for (uint8_t i = 0; i < entry->n_ids; ++i) *base = unigram_->Score(cached[i]) + *base;
+    return {cached, entry->n_ids};
   }
   unigram_->Lattice(word, &ts->edges);
   double limit = -1;
   if (entry && !hit) {
     limit = unigram_->Certify(ts->edges, word.size(), &ts->scratch, &ts->path);
     const std::vector<SpmUnigram::Edge>& path = ts->path;
-    // Cached as certain only with one id per edge (no unknown character), so
-    // that the ids give the scores; otherwise as a word to run the Viterbi on.
+    // Cached as certain with its edges' ids, which give their scores: not
+    // where an unknown character stands for its bytes (byte_fallback).
     const bool certain =
-        limit >= 0 && path.size() <= std::size(entry->ids) &&
-        std::none_of(path.begin(), path.end(), [&](const auto& e) { return e.id == unk_id_; });
+        limit >= 0 && CacheEntry::Fits(word.size(), path.size()) &&
+        (!byte_fallback_ ||
+         std::none_of(path.begin(), path.end(), [&](const auto& e) { return e.id == unk_id_; }));
+    entry->key_len = static_cast<uint8_t>(word.size());
     entry->limit = certain ? FloatBelow(limit) : -1.0f;
     entry->n_ids = static_cast<uint8_t>(certain ? path.size() : 0);
-    for (size_t i = 0; i < entry->n_ids; ++i) entry->ids[i] = path[i].id;
-    entry->key_len = static_cast<uint8_t>(word.size());
+    for (size_t i = 0; i < entry->n_ids; ++i) entry->ids()[i] = path[i].id;
   }
   if (std::fabs(*base) < limit) {
     for (const SpmUnigram::Edge& e : ts->path) *base = e.score + *base;
@@ -308,17 +319,14 @@ StatusOr<bool> SpmWordEncoder::EncodeBpeWord(std::string_view word, ThreadState*
 void SpmWordEncoder::EmitPath(std::string_view word, const std::vector<SpmUnigram::Edge>& path,
                               std::vector<int>* ids) const {
   ids->clear();
-  bool prev_unk = false;
   for (const SpmUnigram::Edge& e : path) {
-    const bool unk = e.id == unk_id_;  // Only unknown characters' edges carry it.
-    if (unk && byte_fallback_) {
+    if (e.id == unk_id_ && byte_fallback_) {
       for (size_t i = e.begin; i < e.end; ++i) {
         ids->push_back(byte_ids_[static_cast<unsigned char>(word[i])]);
       }
-    } else if (!unk || !prev_unk) {
+    } else {
       ids->push_back(e.id);
     }
-    prev_unk = unk;
   }
 }
 

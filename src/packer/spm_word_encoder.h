@@ -22,8 +22,9 @@
 // BPE, where the identity normalizer would change a word.
 //
 // The cache: direct-mapped, 2^16 entries of 64 bytes (4 MiB) per tokenizer
-// per thread, for the last two tokenizers a thread used; words of up to 22
-// bytes with up to 8 ids. It never grows with the corpus.
+// per thread, for the last two tokenizers a thread used; a word and its ids
+// share 52 bytes (a 6-letter word with up to 10 ids, a 20-letter one with up
+// to 7). It never grows with the corpus.
 //
 // Thread-safe: Encode() is const.
 #ifndef TOKPACK_SRC_PACKER_SPM_WORD_ENCODER_H_
@@ -81,8 +82,8 @@ class SpmWordEncoder {
                           ThreadState* ts) const;
   // False where the identity normalizer would change `word`.
   StatusOr<bool> EncodeBpeWord(std::string_view word, ThreadState* ts) const;
-  // The ids EncodeOptimized emits for a unigram path (from its unknown pieces:
-  // one id per run, or their bytes with byte_fallback).
+  // The ids of a unigram path's edges, an unknown character's bytes with
+  // byte_fallback (runs of unknown ids are merged as they are appended).
   void EmitPath(std::string_view word, const std::vector<SpmUnigram::Edge>& path,
                 std::vector<int>* ids) const;
 
