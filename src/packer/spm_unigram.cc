@@ -76,8 +76,8 @@ SpmUnigram::SpmUnigram(const SpmModel& model, std::unique_ptr<Trie> trie)
 
 SpmUnigram::~SpmUnigram() = default;
 
-void SpmUnigram::Lattice(std::string_view word, std::vector<Edge>* edges) const {
-  edges->clear();
+template <typename Visit>
+void SpmUnigram::ForEachEdge(std::string_view word, Visit visit) const {
   for (size_t begin = 0; begin < word.size();) {
     const size_t one = std::min(SpmCharLen(word[begin]), word.size() - begin);
     bool covered = false;  // EncodeOptimized's has_single_node.
@@ -86,66 +86,81 @@ void SpmUnigram::Lattice(std::string_view word, std::vector<Edge>* edges) const 
       const int id = trie_->array.traverse(word.data(), node_pos, key_pos, key_pos + 1);
       if (id == -2) break;
       if (id < 0) continue;
-      edges->push_back(
-          {static_cast<uint32_t>(begin), static_cast<uint32_t>(key_pos), id, scores_[id]});
+      visit(Edge{static_cast<uint32_t>(begin), static_cast<uint32_t>(key_pos), id});
       covered |= key_pos - begin == one;
     }
     if (!covered) {
-      edges->push_back(
-          {static_cast<uint32_t>(begin), static_cast<uint32_t>(begin + one), unk_id_, unk_score_});
+      visit(Edge{static_cast<uint32_t>(begin), static_cast<uint32_t>(begin + one), unk_id_});
     }
     begin += one;
   }
 }
 
-void SpmUnigram::Viterbi(const std::vector<Edge>& edges, size_t size, float* score,
-                         Scratch* scratch, std::vector<Edge>* path) const {
+namespace {
+
+// Appends the path ending at byte `end` whose edges' starts and ids are
+// from_begin and from_id, in order.
+void Backtrack(size_t end, const std::vector<int>& from_begin, const std::vector<int>& from_id,
+               std::vector<SpmUnigram::Edge>* path) {
+  path->clear();
+  for (size_t i = end; i > 0; i = static_cast<size_t>(from_begin[i])) {
+    path->push_back({static_cast<uint32_t>(from_begin[i]), static_cast<uint32_t>(i), from_id[i]});
+  }
+  std::reverse(path->begin(), path->end());
+}
+
+}  // namespace
+
+void SpmUnigram::Viterbi(std::string_view word, float* score, Scratch* scratch,
+                         std::vector<Edge>* path) const {
   // EncodeOptimized's best_path_ends_at, over the word's bytes: the best score
-  // ending at each, and the edge that gives it (-1: none yet, its
+  // ending at each, and the edge that gives it (from_begin -1: none yet, its
   // "starts_at == -1"). The same operations in the same order, so the same
   // float roundings and the same winner among equal scores (the first).
   std::vector<float>& best = scratch->scores;
-  std::vector<int>& from = scratch->from;
-  best.assign(size + 1, 0.0f);
-  from.assign(size + 1, -1);
+  std::vector<int>& from_begin = scratch->from_begin;
+  std::vector<int>& from_id = scratch->from_id;
+  best.assign(word.size() + 1, 0.0f);
+  from_begin.assign(word.size() + 1, -1);
+  from_id.resize(word.size() + 1);
   best[0] = *score;
   // No edge crosses the word's start, so the text's frontier is there.
   size_t max_frontier = 0;
   uint32_t begin = UINT32_MAX;
   float till_here = 0;
-  for (size_t k = 0; k < edges.size(); ++k) {
-    const Edge& e = edges[k];
+  ForEachEdge(word, [&](const Edge& e) {
     if (e.begin != begin) {
       begin = e.begin;
       till_here = best[begin];
       if (till_here < -kScoreResetThreshold || till_here > kScoreResetThreshold) {
         for (size_t i = begin; i <= max_frontier; ++i) {
-          if (i == begin || from[i] >= 0) best[i] -= till_here;
+          if (i == begin || from_begin[i] >= 0) best[i] -= till_here;
         }
         till_here = 0.0f;
       }
     }
     max_frontier = std::max<size_t>(max_frontier, e.end);
-    const float candidate = e.score + till_here;
-    if (from[e.end] < 0 || candidate > best[e.end]) {
+    const float candidate = Score(e.id) + till_here;
+    if (from_begin[e.end] < 0 || candidate > best[e.end]) {
       best[e.end] = candidate;
-      from[e.end] = static_cast<int>(k);
+      from_begin[e.end] = static_cast<int>(e.begin);
+      from_id[e.end] = e.id;
     }
-  }
-  path->clear();
-  for (size_t i = size; i > 0; i = edges[from[i]].begin) path->push_back(edges[from[i]]);
-  std::reverse(path->begin(), path->end());
-  *score = best[size];
+  });
+  Backtrack(word.size(), from_begin, from_id, path);
+  *score = best[word.size()];
 }
 
-double SpmUnigram::Certify(const std::vector<Edge>& edges, size_t size, Scratch* scratch,
-                           std::vector<Edge>* path) const {
+double SpmUnigram::Certify(std::string_view word, Scratch* scratch, std::vector<Edge>* path) const {
   // The two best scores of distinct paths to each byte, in double: exact for
   // sums of a word's float scores, up to a relative 1e-15.
+  const size_t size = word.size();
   std::vector<double>& exact = scratch->exact;
-  std::vector<int>& from = scratch->from;
+  std::vector<int>& from_begin = scratch->from_begin;
+  std::vector<int>& from_id = scratch->from_id;
   exact.assign(2 * (size + 1), -std::numeric_limits<double>::infinity());
-  from.assign(size + 1, -1);
+  from_begin.assign(size + 1, -1);
+  from_id.resize(size + 1);
   double* best = exact.data();
   double* second = best + size + 1;
   best[0] = 0;
@@ -153,29 +168,28 @@ double SpmUnigram::Certify(const std::vector<Edge>& edges, size_t size, Scratch*
   double span = 0;    // Bounds |score| of every path: the widest edge at each character.
   double widest = 0;  // Of the character being visited.
   uint32_t begin = UINT32_MAX;
-  for (size_t k = 0; k < edges.size(); ++k) {
-    const Edge& e = edges[k];
+  ForEachEdge(word, [&](const Edge& e) {
     if (e.begin != begin) {
       begin = e.begin;
       ++chars;
       span += widest;
       widest = 0;
     }
-    widest = std::max(widest, std::fabs(static_cast<double>(e.score)));
-    for (double c : {best[e.begin] + e.score, second[e.begin] + e.score}) {
+    const double s = Score(e.id);
+    widest = std::max(widest, std::fabs(s));
+    for (double c : {best[e.begin] + s, second[e.begin] + s}) {
       if (c > best[e.end]) {
         second[e.end] = best[e.end];
         best[e.end] = c;
-        from[e.end] = static_cast<int>(k);
+        from_begin[e.end] = static_cast<int>(e.begin);
+        from_id[e.end] = e.id;
       } else if (c > second[e.end]) {
         second[e.end] = c;
       }
     }
-  }
+  });
   span += widest;
-  path->clear();
-  for (size_t i = size; i > 0; i = edges[from[i]].begin) path->push_back(edges[from[i]]);
-  std::reverse(path->begin(), path->end());
+  Backtrack(size, from_begin, from_id, path);
 
   // From a starting score s, Viterbi's computed score of a path is s plus its
   // exact score plus one rounding per edge, each at most half a unit in the

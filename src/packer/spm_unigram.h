@@ -44,18 +44,19 @@ class SpmUnigram {
     uint32_t begin;
     uint32_t end;
     int id;  // The model's unknown id (-1 where it has none) for an unknown character.
-    float score;
   };
 
   // EncodeOptimized rescales its scores once the best score so far exceeds
   // this magnitude (kScoreResetThreshold).
   static constexpr float kScoreResetThreshold = 100000.0f;
 
-  // Reusable buffers of Viterbi() and Certify(), one per thread.
+  // Reusable buffers of Viterbi() and Certify(), one per thread: a few words
+  // per byte of the word, as EncodeOptimized keeps per byte of the text.
   struct Scratch {
     std::vector<float> scores;
     std::vector<double> exact;
-    std::vector<int> from;
+    std::vector<int> from_begin;
+    std::vector<int> from_id;
   };
 
   // nullptr where the model has no piece to build a trie of (then texts are
@@ -63,34 +64,35 @@ class SpmUnigram {
   static std::unique_ptr<SpmUnigram> Create(const SpmModel& model);
   ~SpmUnigram();
 
-  // The score of piece `id` on an edge of the lattice (the unknown id's: an
-  // unknown character's).
-  float Score(int id) const { return scores_[id]; }
+  // The score EncodeOptimized gives an edge of piece `id` (the unknown id's:
+  // an unknown character's).
+  float Score(int id) const { return id >= 0 ? scores_[id] : unk_score_; }
 
-  // Sets *edges to the lattice of `word` in the order EncodeOptimized visits
-  // it: character by character, the pieces that start there by increasing
-  // length (walking the same kind of trie, Darts-clone's double array, of the
-  // same pieces less the UNUSED ones it skips), then an unknown edge over the
-  // character where no piece covers exactly it.
-  void Lattice(std::string_view word, std::vector<Edge>* edges) const;
-
-  // EncodeOptimized's Viterbi over the lattice of a word of `size` bytes whose
-  // first character's best score is *score (the whole text's so far): sets
-  // *path to the best path and *score to the best score at the word's end.
-  void Viterbi(const std::vector<Edge>& edges, size_t size, float* score, Scratch* scratch,
+  // EncodeOptimized's Viterbi over `word`, whose first character's best score
+  // is *score (the whole text's so far): sets *path to the best path and
+  // *score to the best score at the word's end.
+  void Viterbi(std::string_view word, float* score, Scratch* scratch,
                std::vector<Edge>* path) const;
 
   // Sets *path to the word's best path in exact arithmetic and returns the
   // bound: from a starting score of magnitude below it, Viterbi() takes this
   // path without rescaling. Negative where no starting score is safe (a tie,
-  // or a word too long to bound). `size` as for Viterbi().
-  double Certify(const std::vector<Edge>& edges, size_t size, Scratch* scratch,
-                 std::vector<Edge>* path) const;
+  // or a word too long to bound).
+  double Certify(std::string_view word, Scratch* scratch, std::vector<Edge>* path) const;
 
  private:
   struct Trie;  // Darts::DoubleArray, kept out of this header.
 
   SpmUnigram(const SpmModel& model, std::unique_ptr<Trie> trie);
+
+  // Calls visit(edge) for each edge of the lattice of `word` in the order
+  // EncodeOptimized visits them: character by character, the pieces that
+  // start there by increasing length (walking the same kind of trie,
+  // Darts-clone's double array, of the same pieces less the UNUSED ones it
+  // skips), then an unknown edge over the character where no piece covers
+  // exactly it.
+  template <typename Visit>
+  void ForEachEdge(std::string_view word, Visit visit) const;
 
   std::unique_ptr<Trie> trie_;  // NORMAL and USER_DEFINED pieces -> id.
   std::vector<float> scores_;   // By id: the score EncodeOptimized gives the piece.

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/utf8.h"
 #include "tokenizer/flat_map.h"
 
 namespace tokpack {
@@ -128,9 +129,9 @@ struct SpmWordEncoder::ThreadState {
   std::array<Slot, kCacheSlots> slots;
   size_t next_victim = 0;
   CacheEntry* cache = nullptr;  // The current encoder's.
-  std::string normalized, renormalized;
+  std::string normalized;
   std::vector<int> word_ids;
-  std::vector<SpmUnigram::Edge> edges, path;
+  std::vector<SpmUnigram::Edge> path;
   SpmUnigram::Scratch scratch;
 
   void Select(uint64_t serial) {
@@ -151,13 +152,12 @@ struct SpmWordEncoder::ThreadState {
   // lifetime.
   void Trim() {
     FreeIfLarge(&normalized);
-    FreeIfLarge(&renormalized);
     FreeIfLarge(&word_ids);
-    FreeIfLarge(&edges);
     FreeIfLarge(&path);
     FreeIfLarge(&scratch.scores);
     FreeIfLarge(&scratch.exact);
-    FreeIfLarge(&scratch.from);
+    FreeIfLarge(&scratch.from_begin);
+    FreeIfLarge(&scratch.from_id);
   }
 };
 
@@ -226,10 +226,6 @@ Status SpmWordEncoder::EncodeWords(std::string_view text, ThreadState* tsp, std:
   bool prev_unk = false;  // The last piece was unknown: a next one adds no id.
   WordCutter words(ts.normalized, cut_before_space_);
   for (std::string_view word; words.Next(&word);) {
-    if (word.size() > kMaxWordBytes) {
-      *whole = true;
-      return Status::Ok();
-    }
     const uint64_t hash = HashBytes(word);
     CacheEntry* entry = nullptr;
     bool hit = false;
@@ -280,10 +276,9 @@ SpmWordEncoder::IdRun SpmWordEncoder::EncodeUnigramWord(std::string_view word, C
     for (uint8_t i = 0; i < entry->n_ids; ++i) *base = unigram_->Score(cached[i]) + *base;
     return {cached, entry->n_ids};
   }
-  unigram_->Lattice(word, &ts->edges);
   double limit = -1;
   if (entry && !hit) {
-    limit = unigram_->Certify(ts->edges, word.size(), &ts->scratch, &ts->path);
+    limit = unigram_->Certify(word, &ts->scratch, &ts->path);
     const std::vector<SpmUnigram::Edge>& path = ts->path;
     // Cached as certain with its edges' ids, which give their scores: not
     // where an unknown character stands for its bytes (byte_fallback).
@@ -297,21 +292,20 @@ SpmWordEncoder::IdRun SpmWordEncoder::EncodeUnigramWord(std::string_view word, C
     for (size_t i = 0; i < entry->n_ids; ++i) entry->ids()[i] = path[i].id;
   }
   if (std::fabs(*base) < limit) {
-    for (const SpmUnigram::Edge& e : ts->path) *base = e.score + *base;
+    for (const SpmUnigram::Edge& e : ts->path) *base = unigram_->Score(e.id) + *base;
   } else {
-    unigram_->Viterbi(ts->edges, word.size(), base, &ts->scratch, &ts->path);
+    unigram_->Viterbi(word, base, &ts->scratch, &ts->path);
   }
   EmitPath(word, ts->path, &ts->word_ids);
   return {ts->word_ids.data(), ts->word_ids.size()};
 }
 
 StatusOr<bool> SpmWordEncoder::EncodeBpeWord(std::string_view word, ThreadState* ts) const {
-  const absl::string_view w(word.data(), word.size());
-  auto st = word_sp_->Normalize(w, &ts->renormalized);
-  if (!st.ok()) return InternalError("sentencepiece Normalize failed: " + st.ToString());
-  // It passes valid UTF-8 through; a character map's output need not be.
-  if (ts->renormalized != word) return false;
-  st = word_sp_->Encode(w, &ts->word_ids);
+  // The identity normalizer leaves valid UTF-8 as it is (it has no character
+  // map and does nothing to whitespace; user-defined symbols pass whole) and
+  // replaces invalid bytes, which a character map's output may hold.
+  if (!IsValidUtf8(word)) return false;
+  auto st = word_sp_->Encode(absl::string_view(word.data(), word.size()), &ts->word_ids);
   if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
   return true;
 }

@@ -17,9 +17,10 @@
 //
 // BPE words are encoded by a second processor whose normalizer changes
 // nothing (spm_model_proto.h). Unigram words run spm_unigram.h's copy of the
-// Viterbi. Texts are encoded whole, by the processor, where a word is longer
-// than kMaxWordBytes (text without spaces: caching it gains nothing) or, for
-// BPE, where the identity normalizer would change a word.
+// Viterbi, which keeps a few words per byte as EncodeOptimized does, so words
+// of any length are encoded so. Texts are encoded whole, by the processor,
+// only where a BPE word is not valid UTF-8 (the identity normalizer would
+// change it).
 //
 // The cache: direct-mapped, 2^16 entries of 64 bytes (4 MiB) per tokenizer
 // per thread, for the last two tokenizers a thread used; a word and its ids
@@ -47,9 +48,6 @@ namespace tokpack {
 
 class SpmWordEncoder {
  public:
-  // Longer words make the whole text be encoded by the processor.
-  static constexpr size_t kMaxWordBytes = 256;
-
   // `sp` is the processor loaded from `model` and must outlive the encoder.
   // nullptr where words cannot be encoded apart exactly: a model that is
   // neither unigram nor BPE, or pieces that span both kinds of cut.

@@ -49,19 +49,18 @@ TEST(SpmUnigramTest, CertifiedPathHoldsBelowItsLimit) {
   ASSERT_NE(u, nullptr);
   std::mt19937 rng(31);
   SpmUnigram::Scratch scratch;
-  std::vector<SpmUnigram::Edge> edges, best, path;
+  std::vector<SpmUnigram::Edge> best, path;
   int ties = 0, checked = 0, differ_past_limit = 0;
   for (int w = 0; w < 400; ++w) {
     std::string word = "\xe2\x96\x81";
     for (int n = 1 + static_cast<int>(rng() % 9); n > 0; --n) word += rng() % 2 ? "l" : "e";
-    u->Lattice(word, &edges);
-    const double limit = u->Certify(edges, word.size(), &scratch, &best);
+    const double limit = u->Certify(word, &scratch, &best);
     ties += limit < 0;
     for (int b = 0; b < 60; ++b) {
       // Starting scores of every magnitude a text reaches before rescaling.
       const float base = -std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000, b % 17);
       float score = base;
-      u->Viterbi(edges, word.size(), &score, &scratch, &path);
+      u->Viterbi(word, &score, &scratch, &path);
       if (std::fabs(base) >= limit) {
         differ_past_limit += Ids(path) != Ids(best);
         continue;
@@ -69,7 +68,7 @@ TEST(SpmUnigramTest, CertifiedPathHoldsBelowItsLimit) {
       ++checked;
       ASSERT_EQ(Ids(path), Ids(best)) << word << " from " << base << ", limit " << limit;
       float chained = base;
-      for (const auto& e : best) chained = e.score + chained;
+      for (const auto& e : best) chained = u->Score(e.id) + chained;
       EXPECT_EQ(score, chained) << word;
     }
   }
@@ -79,20 +78,23 @@ TEST(SpmUnigramTest, CertifiedPathHoldsBelowItsLimit) {
   EXPECT_GT(differ_past_limit, 0);
 }
 
-TEST(SpmUnigramTest, LatticeHasUnknownAndUserDefinedEdges) {
+TEST(SpmUnigramTest, PathHasUnknownAndUserDefinedEdges) {
   std::unique_ptr<SpmUnigram> u = SpmUnigram::Create(TestModel());
   ASSERT_NE(u, nullptr);
-  std::vector<SpmUnigram::Edge> edges;
-  u->Lattice("x<u>ell", &edges);
+  SpmUnigram::Scratch scratch;
+  std::vector<SpmUnigram::Edge> path;
+  float score = 0;
+  u->Viterbi("x<u>ell", &score, &scratch, &path);
   // "x": unknown, scored the lowest NORMAL score less 10; "<u>": 0.1 per
-  // byte past the first; "ell" is UNUSED: no edge, but "el" and "l" are.
-  ASSERT_GE(edges.size(), 2u);
-  EXPECT_EQ(edges[0].id, 0);
-  EXPECT_EQ(edges[0].end, 1u);
-  EXPECT_FLOAT_EQ(edges[0].score, -7.0f - 10.0f);
-  EXPECT_EQ(edges[1].id, 11);
-  EXPECT_FLOAT_EQ(edges[1].score, 0.2f);
-  for (const auto& e : edges) EXPECT_NE(e.id, 12);
+  // byte past the first, so it beats its characters; "ell" is UNUSED.
+  ASSERT_GE(path.size(), 3u);
+  EXPECT_EQ(path[0].id, 0);
+  EXPECT_EQ(path[0].end, 1u);
+  EXPECT_FLOAT_EQ(u->Score(0), -7.0f - 10.0f);
+  EXPECT_EQ(path[1].id, 11);
+  EXPECT_EQ(path[1].end, 4u);
+  EXPECT_FLOAT_EQ(u->Score(11), 0.2f);
+  for (const auto& e : path) EXPECT_NE(e.id, 12);
 }
 
 }  // namespace

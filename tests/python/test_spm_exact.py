@@ -182,7 +182,8 @@ SPECIAL_TEXTS = [
     "", " ", "   ", "\t", "\n\n", "a", " a", "a ", "  two  spaces  ", "tab\tand\nnewline\r\n",
     "New York, New  York", "C++ and <sep> and C++<sep>C++", "a    b    c        d",
     "東京都は日本の首都です。" * 3, "東京都は日本の首都です。" * 40, "🙂👍🏽🇩🇪 emoji 🙂", "ℌ𝔢𝔩𝔩𝔬 ☃ ☃☃ ⛄ ☃",
-    "x" * 30, "y" * 300, "supercalifragilisticexpialidocious" * 5, "fish & chips & peas",
+    "x" * 30, "y" * 300, "z " + "z" * 70000, "supercalifragilisticexpialidocious" * 5,
+    "fish & chips & peas",
     "\u2581 already \u2581\u2581 escaped\u2581", "trailing\u3000ideographic\u3000space",
     "e\u0301 a\u0308 ﬁ ｆｕｌｌ", "Grüße, naïve café!",
 ]
