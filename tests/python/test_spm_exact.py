@@ -152,6 +152,8 @@ def test_built_dataset_holds_pypi_ids_plus_eos(tmp_path, models, texts, kind):
 
 # --- Word-by-word encoding: one model per setting that decides it.
 
+# Symbols inside words, and a run of spaces (which no cut splits).
+USER_SYMBOLS = "--user_defined_symbols=<sep>,C++,\u2581\u2581\u2581\u2581"
 # (model type, spm_train flags); a name ending in "_edited" is edited after
 # training (edit_model).
 VARIANTS = {
@@ -162,8 +164,7 @@ VARIANTS = {
     "unigram_no_dummy_prefix": ("unigram", ["--add_dummy_prefix=false"]),
     "unigram_byte_fallback": ("unigram", ["--byte_fallback=true",
                                           "--character_coverage=0.98"]),
-    "unigram_user_symbols": ("unigram", ["--user_defined_symbols=<sep>,C++,\u2581\u2581\u2581\u2581",
-                                         "--remove_extra_whitespaces=false"]),
+    "unigram_user_symbols": ("unigram", [USER_SYMBOLS, "--remove_extra_whitespaces=false"]),
     "unigram_phrase_symbol": ("unigram", ["--user_defined_symbols=New\u2581York"]),
     "unigram_no_split_by_whitespace": ("unigram", ["--split_by_whitespace=false"]),
     "unigram_suffix": ("unigram", ["--treat_whitespace_as_suffix=true"]),
@@ -171,8 +172,8 @@ VARIANTS = {
     "unigram_unk_space_edited": ("unigram", ["--character_coverage=0.98"]),
     "unigram_unescaped_edited": ("unigram", []),
     "bpe_default": ("bpe", []),
-    "bpe_user_symbols": ("bpe", ["--user_defined_symbols=<sep>,C++,\u2581\u2581\u2581\u2581",
-                                 "--remove_extra_whitespaces=false", "--byte_fallback=true"]),
+    "bpe_user_symbols": ("bpe", [USER_SYMBOLS, "--remove_extra_whitespaces=false",
+                                 "--byte_fallback=true"]),
     "bpe_no_split_by_whitespace": ("bpe", ["--split_by_whitespace=false"]),
     "bpe_suffix": ("bpe", ["--treat_whitespace_as_suffix=true",
                            "--character_coverage=0.98"]),
