@@ -196,6 +196,10 @@ add_library(tokpack_sentencepiece STATIC
   ${_spm_src}/util.cc
   ${_spm_src}/word_model.cc)
 add_library(tokpack::sentencepiece ALIAS tokpack_sentencepiece)
+# Darts-clone (header-only, third_party/darts_clone holds only darts.h): the
+# trie sentencepiece's unigram model walks, which tokpack's per-word unigram
+# encoder (src/packer/spm_unigram.cc) walks alike.
+set(TOKPACK_DARTS_INCLUDE_DIR "${_spm_root}/third_party/darts_clone")
 # sentencepiece is C++20; its public header is also valid C++17, which is
 # what tokpack's own sources compile as.
 set_target_properties(tokpack_sentencepiece PROPERTIES CXX_STANDARD 20)

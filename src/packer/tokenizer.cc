@@ -10,6 +10,7 @@
 
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
+#include "packer/spm_word_encoder.h"
 #include "packer/tokenizer_kind.h"
 #include "tokenizer/bpe_tokenizer.h"
 
@@ -17,6 +18,9 @@ namespace tokpack {
 
 struct Tokenizer::Impl {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp;
+  // Encodes sp's texts word by word through a cache; null where the model's
+  // words cannot be encoded apart exactly (then sp encodes whole texts).
+  std::unique_ptr<SpmWordEncoder> sp_words;
   // sentencepiece: what each id is, for EncodeCounts, looked up once at load
   // rather than asked of the model per token on the encoding hot path.
   enum PieceKind : uint8_t { kNormal, kUnknown, kByte };
@@ -135,15 +139,18 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromBytes(const std::string& byt
   TokenizerInfo& info = t->info_;
   info.model_xxh3 = Xxh3(bytes);
   switch (DetectTokenizerKind(bytes)) {
-    case TokenizerKind::kSentencepiece:
+    case TokenizerKind::kSentencepiece: {
       t->impl_->sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
       TOKPACK_RETURN_IF_ERROR(LoadSentencepiece(path, bytes, o, t->impl_->sp.get(), &info));
+      TOKPACK_ASSIGN_OR_RETURN(t->impl_->sp_words,
+                               SpmWordEncoder::Create(t->impl_->sp.get(), bytes));
       for (int id = 0; id < t->impl_->sp->GetPieceSize(); ++id) {
         t->impl_->sp_kinds.push_back(t->impl_->sp->IsUnknown(id) ? Impl::kUnknown
                                      : t->impl_->sp->IsByte(id)  ? Impl::kByte
                                                                  : Impl::kNormal);
       }
       return t;
+    }
     case TokenizerKind::kHuggingFaceJson: {
       if (!o.pattern.empty() || !o.special_tokens.empty()) {
         return InvalidArgumentError("tokenizer '" + path +
@@ -237,9 +244,13 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids, EncodeCou
       }
       return Status::Ok();
     }
-    // Abseil's string_view is its own class in Debian's build, not std's.
-    auto st = impl_->sp->Encode(absl::string_view(text.data(), text.size()), ids);
-    if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
+    if (impl_->sp_words) {
+      TOKPACK_RETURN_IF_ERROR(impl_->sp_words->Encode(text, ids));
+    } else {
+      // Abseil's string_view is its own class in Debian's build, not std's.
+      auto st = impl_->sp->Encode(absl::string_view(text.data(), text.size()), ids);
+      if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
+    }
     if (counts) {
       *counts = EncodeCounts();
       for (int id : *ids) {
