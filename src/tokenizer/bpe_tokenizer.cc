@@ -444,7 +444,8 @@ StatusOr<std::string> BpeTokenizer::Decode(const std::vector<int>& ids) const {
 }
 
 int BpeTokenizer::TokenId(std::string_view token_text) const {
-  return literal_vocab_.Find(token_text);
+  const int id = literal_vocab_.Find(token_text);
+  return id >= 0 || !tiktoken_ ? id : vocab_.Find(token_text);
 }
 
 void BpeTokenizer::SetIdBytes(int id, std::string bytes) {
