@@ -16,9 +16,10 @@ namespace tokpack {
 // 300 bytes, and their heads tell them apart).
 inline constexpr size_t kMaxQuotedBytes = 200;
 
-// `s` in single quotes; longer than `max_bytes`, its first `max_bytes` bytes
-// (cut back to a UTF-8 character boundary) then "... (N bytes)" inside the
-// quotes, N being the size of the whole.
+// `s`, or if longer than `max_bytes` its first `max_bytes` bytes (cut back to
+// a UTF-8 character boundary) then "... (N bytes)", N being the whole size.
+std::string Clipped(std::string_view s, size_t max_bytes = kMaxQuotedBytes);
+// Clipped(s) in single quotes.
 std::string Quoted(std::string_view s, size_t max_bytes = kMaxQuotedBytes);
 
 }  // namespace tokpack

@@ -20,6 +20,15 @@
 
 namespace tokpack {
 
+// Caps on the added (and tiktoken special) tokens of a tokenizer file,
+// checked at load with an error naming the token. The matcher holds a trie
+// node per byte, about 50 bytes each, and each token a few copies: without
+// caps one 100 MB token took over 5 GB. Real files are far inside them
+// (DeepSeek V3: 1,283 tokens of at most 48 bytes, 40 KB in all).
+inline constexpr size_t kMaxAddedTokenBytes = size_t{16} << 10;
+inline constexpr size_t kMaxAddedTokensBytes = size_t{4} << 20;
+inline constexpr size_t kMaxAddedTokens = size_t{1} << 20;
+
 struct AddedToken {
   std::string content;
   int id = -1;

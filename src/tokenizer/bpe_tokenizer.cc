@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "common/quote.h"
 #include "common/utf8.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/piece_cache.h"
@@ -274,8 +275,8 @@ Status BpeTokenizer::AddUnknownUnit(std::string_view unit, std::vector<int>* sym
     return Status::Ok();
   }
   if (unk_id_ < 0) {
-    return InvalidArgumentError("model.unk_token '" + unk_token_ +
-                                "' is needed but is not in model.vocab");
+    return InvalidArgumentError("model.unk_token " + Quoted(unk_token_) +
+                                " is needed but is not in model.vocab");
   }
   if (*pending_unk && !fuse_unk_) {
     symbols->push_back(unk_id_);

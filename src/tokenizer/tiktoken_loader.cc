@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 
+#include "common/quote.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/token_pairs.h"
 
@@ -86,23 +87,21 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
     auto where = [&] { return name + ": line " + std::to_string(line_no); };
     size_t space = line.find(' ');
     if (space == std::string_view::npos) {
-      return InvalidArgumentError(where() + ": expected 'base64 rank', got '" +
-                                  std::string(line.substr(0, 80)) + "'");
+      return InvalidArgumentError(where() + ": expected 'base64 rank', got " + Quoted(line, 80));
     }
     size_t bad = DecodeBase64(line.substr(0, space), &bytes);
     if (bad != std::string_view::npos) {
       return InvalidArgumentError(where() + ", column " + std::to_string(bad + 1) + " (byte " +
-                                  std::to_string(line_start + bad) + "): invalid base64 '" +
-                                  std::string(line.substr(0, space).substr(0, 80)) + "'");
+                                  std::to_string(line_start + bad) + "): invalid base64 " +
+                                  Quoted(line.substr(0, space), 80));
     }
     std::string_view rank_text = line.substr(space + 1);
     int64_t rank = -1;
     auto [end, ec] = std::from_chars(rank_text.data(), rank_text.data() + rank_text.size(), rank);
     if (ec != std::errc() || end != rank_text.data() + rank_text.size() || rank < 0 ||
         rank > kMaxTokenId) {
-      return InvalidArgumentError(where() + ": rank '" + std::string(rank_text.substr(0, 40)) +
-                                  "' is not a token id in [0, " + std::to_string(kMaxTokenId) +
-                                  "]");
+      return InvalidArgumentError(where() + ": rank " + Quoted(rank_text, 40) +
+                                  " is not a token id in [0, " + std::to_string(kMaxTokenId) + "]");
     }
     const int id = static_cast<int>(rank);
     if (id < t->vocab_size_ && t->has_id_[id]) {
@@ -145,14 +144,24 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromTiktoken(std::string_v
     const auto& [left, right, id] = pairs[k];
     t->merges_.Insert(left, right, MergeRule{id, id});
   }
+  if (options.special_tokens.size() > kMaxAddedTokens) {
+    return InvalidArgumentError(name + ": " + std::to_string(options.special_tokens.size()) +
+                                " special tokens, more than the " +
+                                std::to_string(kMaxAddedTokens) + " tokpack reads");
+  }
   for (const auto& [text, id] : options.special_tokens) {
+    if (text.size() > kMaxAddedTokenBytes) {
+      return InvalidArgumentError(name + ": special token " + Quoted(text) + " is more than the " +
+                                  std::to_string(kMaxAddedTokenBytes) +
+                                  " bytes a special token may have");
+    }
     if (id < 0 || id > kMaxTokenId) {
-      return InvalidArgumentError(name + ": special token '" + text + "' has id " +
+      return InvalidArgumentError(name + ": special token " + Quoted(text) + " has id " +
                                   std::to_string(id) + ", not in [0, " +
                                   std::to_string(kMaxTokenId) + "]");
     }
     if (id < t->vocab_size_ && t->has_id_[id]) {
-      return InvalidArgumentError(name + ": special token '" + text + "' has id " +
+      return InvalidArgumentError(name + ": special token " + Quoted(text) + " has id " +
                                   std::to_string(id) + ", which is already a rank");
     }
     t->literal_vocab_.Insert(text, id);

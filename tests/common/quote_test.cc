@@ -20,6 +20,11 @@ TEST(QuoteTest, LongStringsKeepAHeadAndTheirSize) {
   EXPECT_EQ(Quoted("abcdef", 3), "'abc... (6 bytes)'");
 }
 
+TEST(QuoteTest, ClippedIsTheSameWithoutQuotes) {
+  EXPECT_EQ(Clipped("BertNormalizer"), "BertNormalizer");
+  EXPECT_EQ(Clipped("abcdef", 3), "abc... (6 bytes)");
+}
+
 TEST(QuoteTest, TheHeadEndsOnACharacterBoundary) {
   // "é" is two bytes: a cut after 3 bytes of "aéé" would split the second.
   EXPECT_EQ(Quoted("a\xC3\xA9\xC3\xA9", 4), "'a\xC3\xA9... (5 bytes)'");
