@@ -87,19 +87,25 @@ const std::vector<bool>& ComposesBackward() {
 }
 
 // Whether every form of a text cut right before `cp` is the forms of the
-// two parts joined. True where cp's full decomposition starts with a starter
-// (combining class 0) that composes with nothing before it: reordering
-// stops at a starter, and composition joins nothing across one that does
-// not compose backward. ASCII is such a starter.
+// two parts joined. True where cp's canonical and compatibility
+// decompositions both start with a starter (combining class 0) that composes
+// with nothing before it: reordering stops at a starter, and composition
+// joins nothing across one that does not compose backward. ASCII is such a
+// starter.
 bool SafeCutBefore(utf8proc_int32_t cp) {
   if (cp < 0x80) return true;
-  utf8proc_int32_t parts[32];
-  utf8proc_int32_t boundclass = 0;
-  const utf8proc_ssize_t n = utf8proc_decompose_char(
-      cp, parts, 32, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT),
-      &boundclass);
-  const utf8proc_int32_t first = n > 0 ? parts[0] : cp;
-  return utf8proc_get_property(first)->combining_class == 0 && !ComposesBackward()[first];
+  const int decompositions[] = {UTF8PROC_DECOMPOSE, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT};
+  for (int options : decompositions) {
+    utf8proc_int32_t parts[32];
+    utf8proc_int32_t boundclass = 0;
+    const utf8proc_ssize_t n = utf8proc_decompose_char(
+        cp, parts, 32, static_cast<utf8proc_option_t>(options), &boundclass);
+    const utf8proc_int32_t first = n > 0 ? parts[0] : cp;
+    if (utf8proc_get_property(first)->combining_class != 0 || ComposesBackward()[first]) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Where a piece of `in` that starts at `pos` ends: kFormPieceBytes on, at the
