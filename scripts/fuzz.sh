@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets (the .idx, manifest and cursor parsers, the
-# paths a manifest names, a remote manifest as a server returns it, and the
-# Parquet plugin, and the split scanners against PCRE2), built with clang, ASan and UBSan in build-asan/
+# paths a manifest names, a remote manifest as a server returns it, the
+# Parquet plugin, the split scanners against PCRE2, and tokenizer files of
+# each kind, loaded, encoding and decoding), built with clang, ASan and UBSan in build-asan/
 # (scripts/build_sanitized.sh, which test.sh has run already), each for
 # FUZZ_SECONDS (default 20) from the committed seeds. The seeds are copied, so
 # the repository is not modified. Exits non-zero on a crash.
@@ -11,7 +12,7 @@ SECONDS_EACH="${FUZZ_SECONDS:-20}"
 "$ROOT/scripts/build_sanitized.sh" fuzz
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-for name in idx manifest cursor dataset_path remote_manifest parquet split_scanner; do
+for name in idx manifest cursor dataset_path remote_manifest parquet split_scanner tokenizer_file; do
   mkdir -p "$WORK/$name"
   cp "$ROOT/tests/fuzz/seeds/$name/"* "$WORK/$name/"
   echo "== fuzzing $name for ${SECONDS_EACH}s"

@@ -25,7 +25,7 @@ stage "C++ tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS"
 
-stage "fuzzing the .idx, manifest, dataset-path, remote-manifest, cursor and Parquet parsers (libFuzzer, briefly)"
+stage "fuzzing the .idx, manifest, dataset-path, remote-manifest, cursor and Parquet parsers, the split scanners and tokenizer files (libFuzzer, briefly)"
 FUZZ_SECONDS="${FUZZ_SECONDS:-15}" "$ROOT/scripts/fuzz.sh"
 
 stage "Python tests"

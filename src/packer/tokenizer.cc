@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/chunk_hasher.h"
+#include "common/quote.h"
 #include "io/file_system.h"
 #include "packer/spm_word_encoder.h"
 #include "packer/tokenizer_kind.h"
@@ -86,8 +87,8 @@ StatusOr<int64_t> SpecialId(const BpeTokenizer& bpe, const std::string& path,
   if (chosen.empty()) return FirstKnown(bpe, well_known);
   const int id = bpe.TokenId(chosen);
   if (id < 0) {
-    return InvalidArgumentError("tokenizer '" + path + "' has no token '" + chosen +
-                                "' to use as " + what);
+    return InvalidArgumentError("tokenizer '" + path + "' has no token " + Quoted(chosen) +
+                                " to use as " + what);
   }
   return int64_t{id};
 }
@@ -116,7 +117,7 @@ Status LoadSentencepiece(const std::string& path, const std::string& bytes,
     if (name->empty()) continue;
     *id = sp->PieceToId(*name);
     if (*id == sp->unk_id() && *name != sp->IdToPiece(sp->unk_id())) {
-      return InvalidArgumentError("tokenizer '" + path + "' has no piece '" + *name + "'");
+      return InvalidArgumentError("tokenizer '" + path + "' has no piece " + Quoted(*name));
     }
   }
   return Status::Ok();
@@ -221,7 +222,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromRecorded(const std::string& 
                            FromBytes(bytes, path, o, /*read_config=*/false));
   if (!recorded.type.empty() && t->info_.type != recorded.type) {
     return DataLossError("tokenizer '" + path + "' is a " + t->info_.type +
-                         " file; its manifest records " + recorded.type);
+                         " file; its manifest records " + Quoted(recorded.type));
   }
   // The ids chosen at build time (by option or config) are the dataset's.
   t->info_.bos_id = recorded.bos_id;

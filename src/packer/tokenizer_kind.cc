@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "common/quote.h"
 #include "tokenizer/regex.h"
 
 namespace tokpack {
@@ -97,8 +98,8 @@ StatusOr<TiktokenSetup> ResolveTiktokenOptions(const std::string& path, const To
   }
   for (const auto& [text, id] : o.special_tokens) {
     if (id < 0 || id > INT32_MAX) {
-      return InvalidArgumentError("special token '" + text + "' has id " + std::to_string(id) +
-                                  ", outside 0.." + std::to_string(INT32_MAX));
+      return InvalidArgumentError("special token " + Quoted(text) + " has id " +
+                                  std::to_string(id) + ", outside 0.." + std::to_string(INT32_MAX));
     }
     auto& specials = setup.options.special_tokens;
     specials.erase(std::remove_if(specials.begin(), specials.end(),

@@ -45,37 +45,66 @@ size_t LeadingSpaceLength(std::string_view s) {
 
 }  // namespace
 
+int32_t AddedVocab::Trie::AddChild(int32_t node, unsigned char byte, Node child) {
+  const auto index = static_cast<int32_t>(nodes.size());
+  nodes.push_back(child);
+  edges.emplace((static_cast<uint64_t>(node) << 8) | byte, index);
+  return index;
+}
+
 void AddedVocab::Add(Set set, std::string_view pattern, const AddedToken& token) {
   if (pattern.empty()) return;
   Trie& trie = tries_[Index(set)];
-  int32_t node = 0;
-  for (char c : pattern) {
-    uint64_t key = (static_cast<uint64_t>(node) << 8) | static_cast<unsigned char>(c);
-    auto it = trie.edges.find(key);
-    if (it == trie.edges.end()) {
-      int32_t child = static_cast<int32_t>(trie.nodes.size());
-      trie.nodes.push_back(-1);
-      it = trie.edges.emplace(key, child).first;
-    }
-    node = it->second;
-  }
-  trie.first_byte[static_cast<unsigned char>(pattern[0])] = true;
-  trie.nodes[node] = static_cast<int32_t>(tokens_.size());
+  const auto index = static_cast<int32_t>(tokens_.size());
   tokens_.push_back(token);
+  trie.first_byte[static_cast<unsigned char>(pattern[0])] = true;
+  int32_t node = 0;
+  for (size_t i = 0;; ++i) {
+    if (trie.nodes[node].tail_len > 0) {
+      // Split the tail's first byte off into an ordinary node, its child.
+      const Node tail = trie.nodes[node];
+      trie.nodes[node] = Node{};
+      Node rest{tail.token, tail.tail_off + 1, tail.tail_len - 1};
+      trie.AddChild(node, static_cast<unsigned char>(trie.bytes[tail.tail_off]), rest);
+    }
+    if (i == pattern.size()) {
+      trie.nodes[node].token = index;
+      return;
+    }
+    const auto byte = static_cast<unsigned char>(pattern[i]);
+    const int32_t child = trie.Child(node, byte);
+    if (child >= 0) {
+      node = child;
+      continue;
+    }
+    // A path no other pattern takes: the rest of the pattern is one tail.
+    Node leaf{index, static_cast<uint32_t>(trie.bytes.size()),
+              static_cast<uint32_t>(pattern.size() - i - 1)};
+    trie.bytes.append(pattern.substr(i + 1));
+    trie.AddChild(node, byte, leaf);
+    return;
+  }
 }
 
 int32_t AddedVocab::LongestAt(const Trie& trie, std::string_view text, size_t pos,
                               size_t* end) const {
   int32_t node = 0;
   int32_t found = -1;
-  for (size_t i = pos; i < text.size(); ++i) {
-    auto it =
-        trie.edges.find((static_cast<uint64_t>(node) << 8) | static_cast<unsigned char>(text[i]));
-    if (it == trie.edges.end()) break;
-    node = it->second;
-    if (trie.nodes[node] >= 0) {
-      found = trie.nodes[node];
-      *end = i + 1;
+  for (size_t i = pos; i < text.size();) {
+    node = trie.Child(node, static_cast<unsigned char>(text[i++]));
+    if (node < 0) break;
+    const Node& n = trie.nodes[node];
+    if (n.tail_len > 0) {
+      if (text.substr(i, n.tail_len) ==
+          std::string_view(trie.bytes).substr(n.tail_off, n.tail_len)) {
+        found = n.token;
+        *end = i + n.tail_len;
+      }
+      break;
+    }
+    if (n.token >= 0) {
+      found = n.token;
+      *end = i;
     }
   }
   return found;

@@ -20,6 +20,16 @@
 
 namespace tokpack {
 
+// Caps on the added (and tiktoken special) tokens of a tokenizer file,
+// checked at load with an error naming the token: without them one 100 MB
+// token took over 5 GB. At the caps a file loads in under a second and
+// 300 MB (262,144 tokens: about 1 KB each with their copies and maps; 256
+// tokens of 16 KiB: 46 MB). Real files are far inside them (DeepSeek V3:
+// 1,283 tokens of at most 48 bytes, 40 KB in all).
+inline constexpr size_t kMaxAddedTokenBytes = size_t{16} << 10;
+inline constexpr size_t kMaxAddedTokensBytes = size_t{4} << 20;
+inline constexpr size_t kMaxAddedTokens = size_t{1} << 18;
+
 struct AddedToken {
   std::string content;
   int id = -1;
@@ -49,11 +59,27 @@ class AddedVocab {
   void Split(Set set, std::string_view text, std::vector<AddedSplit>* out) const;
 
  private:
+  // A byte trie whose paths that no two patterns share end in a tail node:
+  // the rest of one pattern's bytes, kept in the pattern's copy in `bytes`
+  // rather than as a node per byte (~50 bytes each with its edge), so that a
+  // long pattern costs its length, not fifty times it. A tail is split a
+  // byte at a time where a later pattern shares it.
+  struct Node {
+    int32_t token = -1;     // Index into tokens_ of the pattern ending here, or -1.
+    uint32_t tail_off = 0;  // Tail node: its bytes, bytes[tail_off, +tail_len),
+    uint32_t tail_len = 0;  // after which `token` ends; it has no children.
+  };
   struct Trie {
-    Trie() : nodes(1, -1) { first_byte.fill(false); }
-    std::vector<int32_t> nodes;  // Per node: index into tokens_ of the pattern ending here, or -1.
+    Trie() : nodes(1) { first_byte.fill(false); }
+    std::vector<Node> nodes;
     std::unordered_map<uint64_t, int32_t> edges;  // (node << 8 | byte) -> child.
+    std::string bytes;                            // The tails' bytes.
     std::array<bool, 256> first_byte;
+    int32_t Child(int32_t node, unsigned char byte) const {
+      auto it = edges.find((static_cast<uint64_t>(node) << 8) | byte);
+      return it == edges.end() ? -1 : it->second;
+    }
+    int32_t AddChild(int32_t node, unsigned char byte, Node child);
   };
   static size_t Index(Set set) { return set == Set::kRaw ? 0 : 1; }
   // Longest pattern at text[pos]: its end and token index, or -1.

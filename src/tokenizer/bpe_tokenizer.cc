@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "common/quote.h"
 #include "common/utf8.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/piece_cache.h"
@@ -274,8 +275,8 @@ Status BpeTokenizer::AddUnknownUnit(std::string_view unit, std::vector<int>* sym
     return Status::Ok();
   }
   if (unk_id_ < 0) {
-    return InvalidArgumentError("model.unk_token '" + unk_token_ +
-                                "' is needed but is not in model.vocab");
+    return InvalidArgumentError("model.unk_token " + Quoted(unk_token_) +
+                                " is needed but is not in model.vocab");
   }
   if (*pending_unk && !fuse_unk_) {
     symbols->push_back(unk_id_);
@@ -444,7 +445,8 @@ StatusOr<std::string> BpeTokenizer::Decode(const std::vector<int>& ids) const {
 }
 
 int BpeTokenizer::TokenId(std::string_view token_text) const {
-  return literal_vocab_.Find(token_text);
+  const int id = literal_vocab_.Find(token_text);
+  return id >= 0 || !tiktoken_ ? id : vocab_.Find(token_text);
 }
 
 void BpeTokenizer::SetIdBytes(int id, std::string bytes) {

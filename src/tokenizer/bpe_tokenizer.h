@@ -170,7 +170,9 @@ class BpeTokenizer {
   bool has_unk_token_ = false;
   int unk_id_ = -1;
   BytesToIdMap vocab_;
-  BytesToIdMap literal_vocab_;  // The file's strings, for TokenId().
+  // The file's strings, for TokenId(). tiktoken: its special tokens only (a
+  // rank's string is its bytes, vocab_'s key, so TokenId() looks there next).
+  BytesToIdMap literal_vocab_;
   PairMap merges_;
   std::array<int, 256> byte_ids_{};      // Byte-level: id of each single byte, or -1.
   std::array<int, 256> fallback_ids_{};  // Id of "<0xXX>", or -1.

@@ -26,7 +26,12 @@ class BytesToIdMap {
   BytesToIdMap() { Rehash(16); }
 
   // Inserts or overwrites.
-  void Insert(std::string_view key, int id) { InsertHashed(key, HashBytes(key), id); }
+  void Insert(std::string_view key, int id) { InsertHashed(key, HashBytes(key), id, true); }
+  // Inserts unless `key` is present; returns whether it did (one hash and one
+  // probe, where Find then Insert take two).
+  bool InsertNew(std::string_view key, int id) {
+    return InsertHashed(key, HashBytes(key), id, false);
+  }
 
   // The id of `key`, or -1. `hash` must be HashBytes(key).
   int Find(std::string_view key, uint64_t hash) const {
@@ -58,7 +63,8 @@ class BytesToIdMap {
     int32_t id;  // -1: empty.
   };
 
-  void InsertHashed(std::string_view key, uint64_t hash, int id) {
+  // Returns whether `key` was new.
+  bool InsertHashed(std::string_view key, uint64_t hash, int id, bool overwrite) {
     if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);
     for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
@@ -66,12 +72,12 @@ class BytesToIdMap {
         s = Slot{hash, arena_.size(), static_cast<uint32_t>(key.size()), id};
         arena_.append(key);
         ++size_;
-        return;
+        return true;
       }
       if (s.hash == hash && s.len == key.size() &&
           std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0) {
-        s.id = id;
-        return;
+        if (overwrite) s.id = id;
+        return false;
       }
     }
   }
@@ -133,6 +139,11 @@ class PairMap {
     }
   }
   size_t size() const { return size_; }
+  // Starts loading the slot where (left, right) would go, so that filling the
+  // table a batch at a time does not wait on memory one pair at a time.
+  void Prefetch(int left, int right) const {
+    __builtin_prefetch(&slots_[Mix(Key(left, right)) & mask_]);
+  }
   // Makes room for `n` pairs without rehashing.
   void Reserve(size_t n) {
     size_t capacity = slots_.size();

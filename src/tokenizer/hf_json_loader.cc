@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "common/quote.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/json_error.h"
 #include "tokenizer/unicode.h"
@@ -44,10 +45,15 @@ class Fields {
 
   Status String(std::string_view key, std::string* out) const {
     std::string_view sv;
-    if (obj_[key].get_string().get(sv) != simdjson::SUCCESS) {
+    TOKPACK_RETURN_IF_ERROR(StringView(key, &sv));
+    out->assign(sv);
+    return Status::Ok();
+  }
+  // The string in the parsed file (valid while it is).
+  Status StringView(std::string_view key, std::string_view* out) const {
+    if (obj_[key].get_string().get(*out) != simdjson::SUCCESS) {
       return Error(key, "is missing or not a string");
     }
-    out->assign(sv);
     return Status::Ok();
   }
   Status Bool(std::string_view key, bool fallback, bool* out) const {
@@ -89,13 +95,6 @@ Status AsObject(element e, const std::string& path, const std::string& source, F
   return Status::Ok();
 }
 
-std::string Quote(std::string_view s) {
-  std::string out = "'";
-  out.append(s.substr(0, 80));
-  if (s.size() > 80) out += "...";
-  return out + "'";
-}
-
 // A Split or Replace "pattern": {"String": s} (literal) or {"Regex": r}.
 Status ReadPattern(const Fields& f, std::unique_ptr<Regex>* out) {
   Fields p(object(), "", f.source());
@@ -124,26 +123,27 @@ Status ReadNormalizer(element e, const std::string& path, const std::string& sou
   TOKPACK_RETURN_IF_ERROR(AsObject(e, path, source, &f));
   std::string type;
   TOKPACK_RETURN_IF_ERROR(f.String("type", &type));
+  const std::string step = path + " (" + Clipped(type) + ")";
   if (type == "NFC") {
-    out->AddUnicodeForm(Normalizer::Form::kNfc);
+    out->AddUnicodeForm(Normalizer::Form::kNfc, step);
   } else if (type == "NFD") {
-    out->AddUnicodeForm(Normalizer::Form::kNfd);
+    out->AddUnicodeForm(Normalizer::Form::kNfd, step);
   } else if (type == "NFKC") {
-    out->AddUnicodeForm(Normalizer::Form::kNfkc);
+    out->AddUnicodeForm(Normalizer::Form::kNfkc, step);
   } else if (type == "NFKD") {
-    out->AddUnicodeForm(Normalizer::Form::kNfkd);
+    out->AddUnicodeForm(Normalizer::Form::kNfkd, step);
   } else if (type == "Lowercase") {
-    out->AddLowercase();
+    out->AddLowercase(step);
   } else if (type == "Prepend") {
     std::string text;
     TOKPACK_RETURN_IF_ERROR(f.String("prepend", &text));
-    out->AddPrepend(std::move(text));
+    out->AddPrepend(std::move(text), step);
   } else if (type == "Replace") {
     std::unique_ptr<Regex> pattern;
     TOKPACK_RETURN_IF_ERROR(ReadPattern(f, &pattern));
     std::string content;
     TOKPACK_RETURN_IF_ERROR(f.String("content", &content));
-    out->AddReplace(std::move(pattern), std::move(content));
+    out->AddReplace(std::move(pattern), std::move(content), step);
   } else if (type == "Sequence") {
     array items;
     TOKPACK_RETURN_IF_ERROR(f.Array("normalizers", &items));
@@ -153,7 +153,7 @@ Status ReadNormalizer(element e, const std::string& path, const std::string& sou
           item, f.Path("normalizers") + "[" + std::to_string(i++) + "]", source, out));
     }
   } else {
-    return f.SelfError("normalizer " + type + " is not supported");
+    return f.SelfError("normalizer " + Clipped(type) + " is not supported");
   }
   return Status::Ok();
 }
@@ -166,7 +166,7 @@ StatusOr<SplitBehavior> ReadBehavior(const Fields& f) {
   if (b == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
   if (b == "MergedWithNext") return SplitBehavior::kMergedWithNext;
   if (b == "Contiguous") return SplitBehavior::kContiguous;
-  return f.Error("behavior", "unknown split behavior " + Quote(b));
+  return f.Error("behavior", "unknown split behavior " + Quoted(b));
 }
 
 Status ReadPreTokenizer(element e, const std::string& path, const std::string& source,
@@ -188,7 +188,7 @@ Status ReadPreTokenizer(element e, const std::string& path, const std::string& s
     return Status::Ok();
   }
   if (type != "Split" && type != "Digits" && type != "ByteLevel") {
-    return f.SelfError("pre_tokenizer " + type + " is not supported");
+    return f.SelfError("pre_tokenizer " + Clipped(type) + " is not supported");
   }
   if (byte_level->present) {
     // After ByteLevel the text is in GPT-2's stand-in characters; splitting
@@ -287,7 +287,7 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
     std::string type;
     TOKPACK_RETURN_IF_ERROR(model.String("type", &type));
     if (type != "BPE") {
-      return model.Error("type", "model type " + type +
+      return model.Error("type", "model type " + Clipped(type) +
                                      " is not supported (tokpack reads BPE tokenizer.json files)");
     }
   }
@@ -314,8 +314,8 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
   for (auto [key, value] : vocab.obj()) {
     int64_t id = -1;
     if (value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > kMaxTokenId) {
-      return vocab.Error(Quote(key), "is not a token id in [0, " + std::to_string(kMaxTokenId) +
-                                         "]: " + simdjson::minify(value).substr(0, 40));
+      return vocab.Error(Quoted(key), "is not a token id in [0, " + std::to_string(kMaxTokenId) +
+                                          "]: " + simdjson::minify(value).substr(0, 40));
     }
     const int i = static_cast<int>(id);
     t->literal_vocab_.Insert(key, i);
@@ -358,7 +358,7 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
       if (line.substr(0, 8) == "#version") continue;
       size_t space = line.find(' ');
       if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos) {
-        return InvalidArgumentError(name + ": " + where + ": " + Quote(line) +
+        return InvalidArgumentError(name + ": " + where + ": " + Quoted(line) +
                                     " is not two tokens separated by one space");
       }
       a = line.substr(0, space);
@@ -374,7 +374,7 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
     std::string_view names[3] = {a, b, merged};
     for (int k = 0; k < 3; ++k) {
       if (ids[k] < 0) {
-        return InvalidArgumentError(name + ": " + where + ": token " + Quote(names[k]) +
+        return InvalidArgumentError(name + ": " + where + ": token " + Quoted(names[k]) +
                                     " is not in model.vocab");
       }
     }
@@ -385,23 +385,48 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
   // its text has in the vocabulary or among earlier added tokens, else takes
   // the next id after the vocabulary (the file's "id" only draws a warning).
   std::unordered_map<std::string, int> added_ids;
-  std::map<int, AddedToken> by_id;
+  struct Added {
+    AddedToken token;
+    size_t index;  // In the file's added_tokens, for errors.
+  };
+  std::map<int, Added> by_id;
   int next_id = static_cast<int>(model_vocab_size);
   if (root.IsSet("added_tokens")) {
     array tokens;
     TOKPACK_RETURN_IF_ERROR(root.Array("added_tokens", &tokens));
+    if (tokens.size() > kMaxAddedTokens) {
+      return root.Error("added_tokens", "has " + std::to_string(tokens.size()) +
+                                            " tokens, more than the " +
+                                            std::to_string(kMaxAddedTokens) + " tokpack reads");
+    }
     size_t i = 0;
+    size_t total_bytes = 0;
     for (element e : tokens) {
       Fields f(object(), "", name);
-      TOKPACK_RETURN_IF_ERROR(AsObject(e, "added_tokens[" + std::to_string(i++) + "]", name, &f));
+      TOKPACK_RETURN_IF_ERROR(AsObject(e, "added_tokens[" + std::to_string(i) + "]", name, &f));
+      std::string_view content;
+      TOKPACK_RETURN_IF_ERROR(f.StringView("content", &content));
+      total_bytes += content.size();
+      if (content.size() > kMaxAddedTokenBytes) {
+        return f.Error("content",
+                       "is " + std::to_string(content.size()) + " bytes, more than the " +
+                           std::to_string(kMaxAddedTokenBytes) + " an added token may have");
+      }
+      if (total_bytes > kMaxAddedTokensBytes) {
+        return f.Error("content", "takes the added tokens' contents past " +
+                                      std::to_string(kMaxAddedTokensBytes) + " bytes in all");
+      }
       AddedToken token;
-      TOKPACK_RETURN_IF_ERROR(f.String("content", &token.content));
+      token.content.assign(content);
       TOKPACK_RETURN_IF_ERROR(f.Bool("single_word", false, &token.single_word));
       TOKPACK_RETURN_IF_ERROR(f.Bool("lstrip", false, &token.lstrip));
       TOKPACK_RETURN_IF_ERROR(f.Bool("rstrip", false, &token.rstrip));
       TOKPACK_RETURN_IF_ERROR(f.Bool("normalized", true, &token.normalized));
       TOKPACK_RETURN_IF_ERROR(f.Bool("special", false, &token.special));
-      if (token.content.empty()) continue;
+      if (token.content.empty()) {
+        ++i;
+        continue;
+      }
       auto it = added_ids.find(token.content);
       int id = it != added_ids.end() ? it->second : t->literal_vocab_.Find(token.content);
       if (id < 0) id = next_id++;
@@ -411,15 +436,28 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
       }
       token.id = id;
       added_ids[token.content] = id;
-      by_id[id] = token;
+      by_id[id] = Added{std::move(token), i++};
     }
   }
-  for (const auto& [id, token] : by_id) {
+  for (const auto& [id, added] : by_id) {
+    const AddedToken& token = added.token;
     t->literal_vocab_.Insert(token.content, id);
     t->SetIdBytes(id, token.content);
     if (token.normalized) {
+      const std::string where = name + ": added_tokens[" + std::to_string(added.index) + "]";
       std::string pattern;
-      TOKPACK_RETURN_IF_ERROR(t->normalizer_.Apply(token.content, &pattern));
+      if (Status st = t->normalizer_.Apply(token.content, &pattern); !st.ok()) {
+        return InvalidArgumentError(where + ": " + st.message());
+      }
+      if (pattern.empty()) {
+        // tokenizers then matches the empty string at every position: the
+        // normalized text is cut between every two characters (so no merge
+        // joins them), and with lstrip or rstrip white space becomes this
+        // token. tokpack does not reproduce that.
+        return InvalidArgumentError(where + ": the normalizer makes " + Quoted(token.content) +
+                                    " (normalized: true) empty, which tokenizers matches "
+                                    "between every two characters; tokpack refuses it");
+      }
       t->added_.Add(AddedVocab::Set::kNormalized, pattern, token);
     } else {
       t->added_.Add(AddedVocab::Set::kRaw, token.content, token);

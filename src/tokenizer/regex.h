@@ -29,6 +29,18 @@
 
 namespace tokpack {
 
+// The backtracking steps one match attempt (at one start position) may take
+// before Search() fails: kRegexMatchLimit, the default retry-limit-in-match
+// of the Oniguruma that tokenizers runs, so that a pattern that backtracks
+// without end stops on a short text in milliseconds there and here alike,
+// plus kRegexStepsPerByte per byte of the text, so that the models' patterns
+// still cross a 10 MB run without boundaries (which takes PCRE2 a step or two
+// a byte; Oniguruma's optimizations skip such runs). The limit is per start
+// position, as Oniguruma's is.
+inline constexpr uint32_t kRegexMatchLimit = 10'000'000;
+inline constexpr uint32_t kRegexStepsPerByte = 8;
+uint32_t RegexMatchLimit(size_t subject_bytes);
+
 enum class RegexDialect {
   kOniguruma,  // tokenizer.json (Hugging Face tokenizers).
   kRust,       // tiktoken (fancy-regex).
@@ -41,7 +53,10 @@ enum class RegexEngine {
 
 class Regex {
  public:
-  // Errors quote PCRE2's message and the offset in the pattern.
+  // Errors quote PCRE2's message and the offset in the pattern. Syntax that
+  // only PCRE2 has (\C, verbs such as (*UTF) or (*LIMIT_MATCH=1), callouts)
+  // is refused: Oniguruma and fancy-regex refuse it too, and some of it
+  // changes matching (\C splits characters into bytes).
   static StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern, RegexDialect dialect,
                                                   RegexEngine engine = RegexEngine::kAuto);
   ~Regex();
@@ -49,7 +64,9 @@ class Regex {
   Regex& operator=(const Regex&) = delete;
 
   // The leftmost match in `subject` (valid UTF-8) at or after `start`, which
-  // lookarounds may see behind. Returns false when there is none.
+  // lookarounds may see behind. Returns false when there is none, and
+  // ResourceExhausted, naming the pattern, when an attempt takes more than
+  // RegexMatchLimit(subject.size()) steps.
   StatusOr<bool> Search(std::string_view subject, size_t start, size_t* match_start,
                         size_t* match_end) const;
 
@@ -110,6 +127,7 @@ class Regex {
   void* code_ = nullptr;  // pcre2_code_8*; void keeps pcre2.h out of this header.
   bool jit_ = false;
   const SplitScanner* scanner_ = nullptr;
+  std::string pattern_;  // As given, for errors.
   std::string translated_;
 };
 

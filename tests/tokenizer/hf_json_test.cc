@@ -389,7 +389,7 @@ TEST(HfJsonTest, LongTextsAreNormalizedInPiecesExactlyAsAWhole) {
       {Normalizer::Form::kNfkd, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT}};
   for (const auto& [form, options] : forms) {
     Normalizer n;
-    n.AddUnicodeForm(form);
+    n.AddUnicodeForm(form, "test");
     std::string got;
     ASSERT_TRUE(n.Apply(text, &got).ok());
     utf8proc_uint8_t* whole = nullptr;

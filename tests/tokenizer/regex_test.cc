@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -75,6 +77,67 @@ TEST(RegexTest, BadPatternIsRefusedWithOffset) {
   ASSERT_FALSE(re.ok());
   EXPECT_NE(re.status().message().find("does not compile"), std::string::npos);
   EXPECT_NE(re.status().message().find("offset"), std::string::npos);
+}
+
+TEST(RegexTest, PatternThatBacktracksWithoutEndStopsWithAnError) {
+  // (a+)+$ on 40 a's and a b tries 2^40 ways at the first position: with
+  // PCRE2's limits at their maximum it gave up after 2^32 steps, 6 s (a
+  // pattern with costlier steps, tens of seconds); tokenizers' Oniguruma
+  // stops after 10,000,000 retries (130 ms), and so does this.
+  auto re = Regex::Compile("(a+)+$", RegexDialect::kOniguruma);
+  ASSERT_TRUE(re.ok());
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = (*re)->ForEachMatch(std::string(40, 'a') + "b", [](size_t, size_t) {});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(st.message(),
+            "regex '(a+)+$' gave up on a 41-byte text after 10000328 backtracking steps at one "
+            "position (match limit exceeded); tokenizers' Oniguruma stops such patterns alike, "
+            "with its retry-limit-in-match");
+}
+
+TEST(RegexTest, ModelPatternsCrossLongRunsOnPcre2) {
+  // On PCRE2 (a pattern no scanner knows), \s*[\r\n] backtracks across a
+  // whole run of spaces at its first position: a step a byte, past the
+  // 10,000,000 of a short text, so the limit grows with the text.
+  const std::string spaces(12 << 20, ' ');
+  for (const char* name : {"llama3", "cl100k_base"}) {
+    auto re = Regex::Compile(SplitPatternPreset(name), RegexDialect::kRust, RegexEngine::kPcre2);
+    ASSERT_TRUE(re.ok());
+    // The run is one piece; before a letter, the run less its last space.
+    for (const auto& [text, pieces] : {std::pair{spaces, 1u}, {spaces + "a", 2u}}) {
+      size_t n = 0;
+      EXPECT_TRUE((*re)->ForEachMatch(text, [&](size_t, size_t) { ++n; }).ok()) << name;
+      EXPECT_EQ(n, pieces) << name;
+    }
+  }
+}
+
+TEST(RegexTest, SyntaxOnlyPcre2HasIsRefused) {
+  // Oniguruma and fancy-regex refuse each of these; PCRE2 would run them
+  // (\C even splits a character into bytes).
+  const std::pair<const char*, const char*> cases[] = {
+      {R"(\C)", R"(uses \C (a single byte, even inside a UTF-8 character))"},
+      {R"(a[b]\C)", R"(uses \C)"},
+      {"(*LIMIT_MATCH=1)a", "uses the verb '(*LIMIT_MATCH=1)'"},
+      {"(*UTF)a", "uses the verb '(*UTF)'"},
+      {"(*CR)a", "uses the verb '(*CR)'"},
+      {"a(*SKIP)b", "uses the verb '(*SKIP)'"},
+      {"(?C1)a", "uses the callout '(?C1)'"},
+      {R"((?C"x")a)", R"(uses the callout '(?C"x")')"},
+  };
+  for (const auto& [pattern, what] : cases) {
+    for (RegexDialect d : {RegexDialect::kOniguruma, RegexDialect::kRust}) {
+      auto re = Regex::Compile(pattern, d);
+      ASSERT_FALSE(re.ok()) << pattern;
+      EXPECT_NE(re.status().message().find(what), std::string::npos) << re.status().message();
+      EXPECT_NE(re.status().message().find("which only PCRE2 has"), std::string::npos);
+    }
+  }
+  // The same characters as literal text are fine.
+  for (const char* pattern : {R"(\\C)", R"([(*]a)", R"(\(*a)", R"([\]C])", R"(\Q(*\E)"}) {
+    EXPECT_TRUE(Regex::Compile(pattern, RegexDialect::kOniguruma).ok()) << pattern;
+  }
 }
 
 }  // namespace

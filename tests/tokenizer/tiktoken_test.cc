@@ -131,6 +131,40 @@ TEST(TiktokenTest, LongPieceIsNotQuadratic) {
   EXPECT_LT(BpeTokenizer::MergeStepsForTesting() - before, 4 * n);
 }
 
+// "a" * n in base64, n a multiple of 3.
+std::string Base64Run(size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n / 3; ++i) out += "YWFh";
+  return out;
+}
+
+TEST(TiktokenTest, ALongTokenLoadsInLinearTime) {
+  // A 420 KB token took seconds (4.2 s here, 10.7 s in the report): each of
+  // its cuts hashed both halves. Now milliseconds (a second under sanitizers).
+  TiktokenOptions options;
+  options.pattern = "gpt2";
+  const auto start = std::chrono::steady_clock::now();
+  auto t =
+      BpeTokenizer::FromTiktoken("YQ== 0\n" + Base64Run(420000) + " 1\n", options, "l.tiktoken");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+  EXPECT_EQ((*t)->TokenId(std::string(420000, 'a')), 1);
+}
+
+TEST(TiktokenTest, AVocabularyOfRunsIsRefusedForItsPairs) {
+  // "aaa", "aaaaaa", ...: a pair per 3 bytes, 125,000 pairs for 500 tokens,
+  // where real vocabularies have about 2 per token.
+  std::string ranks = "YQ== 0\n";
+  for (size_t n = 3; n <= 1500; n += 3) ranks += Base64Run(n) + " " + std::to_string(n) + "\n";
+  TiktokenOptions options;
+  options.pattern = "gpt2";
+  auto t = BpeTokenizer::FromTiktoken(ranks, options, "runs.tiktoken");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "runs.tiktoken: its 501 tokens split into more than 73552 pairs of tokens (16 per "
+            "token, where real vocabularies have about 2): a merge table that large is refused");
+}
+
 // Writes `bytes` to a file and loads it as a tokenizer of whatever kind its
 // content says.
 Ids LoadAndEncode(const std::string& bytes, std::string_view text) {
