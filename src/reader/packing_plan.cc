@@ -11,6 +11,9 @@ namespace tokpack {
 namespace {
 
 constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+// How many documents or pieces PackShard handles between looks at its
+// cancel flag (a power of two: the test is a mask).
+constexpr size_t kCancelStride = size_t{1} << 16;
 
 // A set of integers in [0, n) with "smallest member >= x" in O(log_64 n):
 // level 0 holds one bit per integer, each higher level one bit per nonzero
@@ -157,7 +160,7 @@ uint64_t PieceLength(uint64_t length, uint64_t piece, uint64_t seq_len) {
 }
 
 StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const PackingSettings& settings,
-                              const std::string& shard) {
+                              const std::string& shard, const std::atomic<bool>* cancel) {
   TOKPACK_RETURN_IF_ERROR(settings.Validate());
   if (lengths.size() > UINT32_MAX) {
     return FailedPreconditionError(shard + ": " + std::to_string(lengths.size()) +
@@ -174,7 +177,12 @@ StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const Packin
   // remainders, sorted by length descending (key L - length), stable.
   std::vector<PieceRef> order;
   std::vector<uint32_t> rest_docs, rest_keys;
+  // Looked at every kCancelStride documents or pieces: about a millisecond.
+  const auto cancelled = [&](size_t i) {
+    return i % kCancelStride == 0 && cancel != nullptr && cancel->load(std::memory_order_relaxed);
+  };
   for (uint32_t d = 0; d < lengths.size(); ++d) {
+    if (cancelled(d)) return CancelledError(shard + ": planning cancelled");
     const uint64_t n = lengths[d];
     c.tokens += n;
     if (n == 0) ++c.empty_documents;
@@ -203,6 +211,7 @@ StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const Packin
   std::vector<uint64_t> bin_of(order.size());
   std::vector<uint64_t> sizes;
   for (size_t i = 0; i < order.size(); ++i) {
+    if (cancelled(i)) return CancelledError(shard + ": planning cancelled");
     const uint64_t len = PieceLength(lengths[order[i].document], order[i].piece, L);
     uint64_t capacity = 0;
     uint64_t bin = open.Take(len, &capacity);

@@ -27,6 +27,7 @@
 #ifndef TOKPACK_SRC_READER_PACKING_PLAN_H_
 #define TOKPACK_SRC_READER_PACKING_PLAN_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -92,9 +93,10 @@ uint64_t PieceLength(uint64_t length, uint64_t piece, uint64_t seq_len);
 // Plans one shard whose documents have `lengths` tokens. InvalidArgument
 // for bad settings; FailedPrecondition naming `shard` when it has 2^32
 // documents or more, or a document of 2^32 pieces or more (PieceRef's
-// limits).
+// limits); Cancelled, within a few milliseconds, once `*cancel` (may be
+// null) is set: a shard of millions of documents takes seconds.
 StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const PackingSettings& settings,
-                              const std::string& shard);
+                              const std::string& shard, const std::atomic<bool>* cancel = nullptr);
 
 // Checks `plan` (read from an untrusted file) against the invariant above
 // for documents of `lengths` and fills plan->counts. DataLoss naming `name`
