@@ -431,20 +431,24 @@ void HttpStore::Pause(double seconds) const {
 Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
                           int64_t offset, int64_t n, std::string* out, const std::string& query,
                           std::string* etag, int64_t* content_length, uint64_t max_bytes,
-                          Priority priority) const {
+                          Priority priority, Attempts* attempts) const {
   const std::string url = location_.UrlOf(name) + query;
   thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string last;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    if (attempt > 0) {
+  Attempts own{options_.max_attempts, 0, ""};
+  Attempts& a = attempts != nullptr ? *attempts : own;
+  std::string& last = a.last_error;
+  while (a.left > 0) {
+    if (a.made > 0) {
       // Full jitter: spreads the retries of many clients hitting one fault.
       const double cap =
           std::min(options_.backoff_max_seconds,
-                   options_.backoff_initial_seconds * double(1u << std::min(attempt, 20)));
+                   options_.backoff_initial_seconds * double(1u << std::min(a.made, 20)));
       std::uniform_real_distribution<double> wait(0, cap);
       Pause(wait(rng));
     }
     if (Cancelled()) return CancelledError(url + ": cancelled");
+    --a.left;
+    ++a.made;
     Response r;
     TOKPACK_RETURN_IF_ERROR(Once(url, method, upload, offset, n, max_bytes, priority, &r));
     if (r.too_large) {
@@ -496,8 +500,7 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
     if (content_length) *content_length = r.content_length;
     return Status::Ok();
   }
-  return Status(StatusCode::kUnavailable, url + ": failed after " +
-                                              std::to_string(options_.max_attempts) +
+  return Status(StatusCode::kUnavailable, url + ": failed after " + std::to_string(a.made) +
                                               " attempts; last error: " + last);
 }
 
@@ -509,13 +512,13 @@ StatusOr<std::string> HttpStore::Get(const std::string& name, uint64_t max_bytes
 }
 
 Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out,
-                           Priority priority) const {
+                           Priority priority, Attempts* attempts) const {
   if (n == 0) {
     out->clear();
     return Status::Ok();
   }
   return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), out,
-                 "", nullptr, nullptr, kMaxReplyBytes, priority);
+                 "", nullptr, nullptr, kMaxReplyBytes, priority, attempts);
 }
 
 StatusOr<uint64_t> HttpStore::Size(const std::string& name) const {
