@@ -15,6 +15,7 @@
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
 #include "storage/cache_files.h"
+#include "tokpack/files.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {
@@ -291,9 +292,17 @@ class Planner {
   }
 
   // A plan found in `dir`, verified; false (and why, unless missing) if not.
+  // It is read as any file from outside is (tokpack/files.h): a FIFO or a
+  // link to /dev/zero put in its place is refused, not waited on or read
+  // without end, and so is a file larger than the shard's plan can be.
   bool TryLoad(size_t k, const std::string& dir, const std::vector<uint64_t>& lengths) {
     const std::string path = JoinPath(dir, PlanFileName(k, PlanShardKey(lengths), settings_));
-    StatusOr<std::string> bytes = ReadFileToString(path);
+    const uint64_t L = static_cast<uint64_t>(settings_.seq_len);
+    uint64_t pieces = 0;
+    for (uint64_t n : lengths) pieces += n / L + (n % L != 0);
+    // Header, bin offsets (at most one bin a piece), items, checksum.
+    const uint64_t most = kPlanHeaderBytes + 8 * (pieces + 1) + 8 * pieces + 8;
+    StatusOr<std::string> bytes = ReadSmallFile(path, most, "a packing plan file");
     if (!bytes.ok()) {
       if (bytes.status().code() != StatusCode::kNotFound) problems_[k] = bytes.status().message();
       return false;

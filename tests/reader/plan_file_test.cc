@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
@@ -257,6 +258,31 @@ TEST(PlanFileTest, APlanFileThatIsNotBestFitIsRebuiltSayingWhy) {
       << events[0].detail;
   EXPECT_EQ(testing::ReadFileOrDie(file), good);
   ExpectTilesTheStream(*ds, *view);
+}
+
+TEST(PlanFileTest, APlanThatIsAFifoOrTooLargeIsRefusedUnreadAndRebuilt) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), Lengths(), 1, 2000);
+  auto ds = Open(dir.Join("ds"));
+  const std::string file = Plan(*ds)->plan_files()[0];
+  const std::string good = testing::ReadFileOrDie(file);
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      // Read with a plain open(), a FIFO blocked the load for good.
+      {"not a regular file", [&] { ASSERT_EQ(::mkfifo(file.c_str(), 0644), 0); }},
+      {"-byte cap for a packing plan file",
+       [&] { testing::WriteStringToFile(file, good + std::string(1 << 20, '\0')); }},
+  };
+  for (const auto& [why, replace] : cases) {
+    SCOPED_TRACE(why);
+    ASSERT_EQ(::unlink(file.c_str()), 0);
+    replace();
+    std::vector<PlanProgress> events;
+    auto view = Plan(*ds, {}, {64, 0}, 2, &events);
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events[0].stage, PlanProgress::Stage::kRebuilding);
+    EXPECT_NE(events[0].detail.find(why), std::string::npos) << events[0].detail;
+    EXPECT_EQ(testing::ReadFileOrDie(file), good);
+  }
 }
 
 // Runs `fn` in a child process that cannot write the dataset: as another
