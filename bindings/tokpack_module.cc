@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "bindings/py_convert.h"
+#include "bindings/py_iterable.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
@@ -329,117 +331,6 @@ py::dict StatsDict(const LoaderStats& s) {
   return d;
 }
 
-// The texts of a Python iterator, pulled on the packer's reader thread with
-// the GIL held for one batch at a time. str is encoded to UTF-8; bytes and
-// bytearray are taken as they are (the packer's UTF-8 policy applies). A str
-// with a lone surrogate has no UTF-8 form: it is a bad record, as a JSONL
-// line with "\ud800" is. Other items (None, int, ...) are bad records. An
-// exception from the iterator stops the build; RunBuild re-raises it.
-class PyIterTextSource final : public TextSource {
- public:
-  explicit PyIterTextSource(const py::handle& iterable) : it_(py::iter(iterable)) {}
-  ~PyIterTextSource() override {
-    // The last reference may be dropped on a packer thread.
-    py::gil_scoped_acquire gil;
-    pending_ = py::object();
-    it_ = py::object();
-  }
-
-  StatusOr<bool> Next(size_t max_bytes, TextBatch* batch) override {
-    batch->Clear();
-    py::gil_scoped_acquire gil;
-    const auto start = std::chrono::steady_clock::now();
-    while (!done_ && (batch->entries.empty() ||
-                      (batch->data.size() < max_bytes && batch->entries.size() < 4096))) {
-      if (cancel_ != nullptr && cancel_->load()) return CancelledError(name() + ": cancelled");
-      // A slow iterator: hand over what it gave, so the build goes on meanwhile.
-      if (!batch->entries.empty() && std::chrono::steady_clock::now() - start > kSlowItems) break;
-      py::object item = std::move(pending_);
-      if (!item) {
-        PyObject* next = PyIter_Next(it_.ptr());
-        if (next == nullptr) {
-          if (PyErr_Occurred()) return Raised();
-          done_ = true;
-          break;
-        }
-        item = py::reinterpret_steal<py::object>(next);
-      }
-      TOKPACK_ASSIGN_OR_RETURN(bool added, Add(item, batch));
-      if (!added) {
-        pending_ = std::move(item);  // Over 4 GiB with the batch: the next one takes it.
-        break;
-      }
-    }
-    return !batch->entries.empty();
-  }
-  std::string name() const override { return "<python iterable>"; }
-
-  void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
-  // The exception the iterator raised, if it did.
-  const std::unique_ptr<py::error_already_set>& error() const { return error_; }
-
- private:
-  static constexpr std::chrono::milliseconds kSlowItems{100};
-
-  Status Raised() {
-    error_ = std::make_unique<py::error_already_set>();  // Takes the Python error.
-    return CancelledError(name() + ": the iterable raised " + error_->what());
-  }
-
-  // Adds `item` as a text or a bad record; false if it does not fit.
-  StatusOr<bool> Add(const py::object& item, TextBatch* batch) {
-    const char* data = nullptr;
-    Py_ssize_t size = 0;
-    PyObject* p = item.ptr();
-    if (PyUnicode_Check(p)) {
-      data = PyUnicode_AsUTF8AndSize(p, &size);
-      if (data == nullptr) {
-        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return Raised();
-        PyErr_Clear();
-        batch->Add(SurrogateReason(p), true);
-        return true;
-      }
-    } else if (PyBytes_Check(p)) {
-      data = PyBytes_AS_STRING(p);
-      size = PyBytes_GET_SIZE(p);
-    } else if (PyByteArray_Check(p)) {
-      data = PyByteArray_AS_STRING(p);
-      size = PyByteArray_GET_SIZE(p);
-    } else {
-      batch->Add(
-          std::string("item is ") + (item.is_none() ? "None" : Py_TYPE(p)->tp_name) + ", not str",
-          true);
-      return true;
-    }
-    if (static_cast<size_t>(size) > std::numeric_limits<uint32_t>::max() - batch->data.size()) {
-      if (batch->entries.empty()) return InvalidArgumentError("a single text of over 4 GiB");
-      return false;
-    }
-    batch->Add(std::string_view(data, static_cast<size_t>(size)));
-    return true;
-  }
-
-  static std::string SurrogateReason(PyObject* str) {
-    const Py_ssize_t n = PyUnicode_GetLength(str);
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      const Py_UCS4 c = PyUnicode_ReadChar(str, i);
-      if (c >= 0xD800 && c <= 0xDFFF) {
-        char hex[8];
-        std::snprintf(hex, sizeof(hex), "%04X", static_cast<unsigned>(c));
-        return std::string("item is a str with a lone surrogate (U+") + hex +
-               "), which has no UTF-8 form";
-      }
-    }
-    return "item is a str that cannot be encoded as UTF-8";
-  }
-
-  py::object it_;
-  py::object pending_;
-  const std::atomic<bool>* cancel_ = nullptr;
-  std::unique_ptr<py::error_already_set> error_;
-  bool done_ = false;
-};
-
 // The texts of an object with __arrow_c_stream__ (the Arrow PyCapsule
 // interface): the stream is moved out of its capsule, then read on the
 // packer's reader thread without the GIL.
@@ -451,14 +342,15 @@ std::shared_ptr<TextSource> ArrowTextSource(const py::object& obj, const std::st
 }
 
 // Runs a build on a worker thread so the caller can poll for Ctrl-C, which
-// cancels it (the build then leaves nothing behind). The GIL is held only
-// briefly between waits, so a reader thread that pulls texts from Python
-// (`iterable`, may be null) always gets it.
+// cancels it (the build then leaves nothing behind). When `texts` is not
+// null, the items of `iterator` are pulled into it here, on the calling
+// thread, where a blocking iterable sees Ctrl-C (py_iterable.h); its
+// exception, or KeyboardInterrupt, cancels the build and is raised unchanged
+// once the build has ended.
 std::string RunBuild(BuildOptions o, const py::object& progress,
-                     PyIterTextSource* iterable = nullptr) {
+                     const std::shared_ptr<PyIterableTexts>& texts, const py::iterator& iterator) {
   std::atomic<bool> cancel{false};
   o.cancel = &cancel;
-  if (iterable != nullptr) iterable->set_cancel(&cancel);
   std::mutex mu;
   std::vector<BuildProgress> reports;  // Handed to `progress` from this thread.
   if (!progress.is_none()) {
@@ -467,8 +359,21 @@ std::string RunBuild(BuildOptions o, const py::object& progress,
       reports.push_back(p);
     };
   }
-  auto result = std::async(std::launch::async, [&o] { return Build(o); });
-  StatusOr<BuildSummary> summary = WaitInterruptibly(result, cancel, [&] {
+  auto result = std::async(std::launch::async, [&o, texts] {
+    // The build's threads (this one and those it starts) take no signal
+    // sent to the process: the kernel may give SIGINT to any thread that
+    // does, and Python would then only note it, leaving a generator blocked
+    // in a read on the calling thread (seen about once in ten tries). Faults
+    // stay the faulting thread's own (sanitizers report them).
+    sigset_t sent;
+    sigfillset(&sent);
+    for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&sent, fault);
+    pthread_sigmask(SIG_BLOCK, &sent, nullptr);
+    StatusOr<BuildSummary> summary = Build(o);
+    if (texts) texts->Stop();  // Stops pulling texts it will not read.
+    return summary;
+  });
+  const auto poll = [&] {
     std::vector<BuildProgress> pending;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -484,10 +389,19 @@ std::string RunBuild(BuildOptions o, const py::object& progress,
       progress(d);
     }
     CheckSignals();
-  });
-  // The iterator's own exception, unchanged, rather than the build's error.
-  if (!summary.ok() && iterable != nullptr && iterable->error()) throw *iterable->error();
-  return Unwrap(std::move(summary)).manifest.ToJson();
+  };
+  if (texts) {
+    try {
+      texts->Pump(iterator, poll);
+    } catch (...) {
+      cancel.store(true);
+      texts->Stop();
+      py::gil_scoped_release nogil;
+      result.wait();
+      throw;
+    }
+  }
+  return Unwrap(WaitInterruptibly(result, cancel, poll)).manifest.ToJson();
 }
 
 }  // namespace
@@ -654,10 +568,13 @@ PYBIND11_MODULE(_core, m) {
              TokenizerOptions o{pattern, SpecialTokensArg(special), eos_token, bos_token};
              StatusOr<std::unique_ptr<Tokenizer>> t = std::unique_ptr<Tokenizer>();
              {
-               py::gil_scoped_release release;  // Unwrap raises: only with the GIL.
+               py::gil_scoped_release release;  // Check raises: only with the GIL.
                t = Tokenizer::Load(path, o);
              }
-             return Unwrap(std::move(t));
+             // Not Unwrap(std::move(t)): GCC 12 then warns, wrongly, that the
+             // moved unique_ptr may be uninitialized.
+             Check(t.status());
+             return std::move(t).value();
            }),
            py::arg("path"), py::arg("pattern"), py::arg("special"), py::arg("eos_token"),
            py::arg("bos_token"))
@@ -781,18 +698,20 @@ PYBIND11_MODULE(_core, m) {
         BuildOptions o = ParseOptions<BuildOptions>(settings);
         o.inputs = inputs;
         o.storage = StorageOrEnvironment(storage);
-        std::shared_ptr<PyIterTextSource> iterable;
+        std::shared_ptr<PyIterableTexts> iterable;
+        py::iterator iterator;
         if (!arrow_stream.is_none()) {
           o.texts = ArrowTextSource(arrow_stream, o.settings.text_key);
         } else if (!texts.is_none()) {
-          iterable = std::make_shared<PyIterTextSource>(texts);
+          iterator = py::iter(texts);
+          iterable = std::make_shared<PyIterableTexts>();
           o.texts = iterable;
         }
         o.output = output;
         o.tokenizer_model = tokenizer_model;
         o.tokenizer_options =
             TokenizerOptions{pattern, SpecialTokensArg(special), eos_token, bos_token};
-        return RunBuild(std::move(o), progress, iterable.get());
+        return RunBuild(std::move(o), progress, iterable, iterator);
       },
       py::arg("inputs"), py::arg("output"), py::arg("tokenizer_model"), py::arg("pattern"),
       py::arg("special"), py::arg("eos_token"), py::arg("bos_token"), py::arg("progress"),

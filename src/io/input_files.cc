@@ -13,6 +13,7 @@
 #include "io/parquet_input.h"
 #include "io/remote_input.h"
 #include "storage/object_url.h"
+#include "tokpack/builder.h"
 
 namespace tokpack {
 namespace fs = std::filesystem;
@@ -232,7 +233,9 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
     StatusOr<InputFormat> format = InputFormatFor(in.path, input_format);
     uint32_t groups = 0;
     if (format.ok() && *format == InputFormat::kParquet) {
-      TOKPACK_ASSIGN_OR_RETURN(auto reader, OpenParquetInput(in.path, text_key, storage));
+      // Only the footer is read here, never a page: the largest cap will do.
+      TOKPACK_ASSIGN_OR_RETURN(auto reader,
+                               OpenParquetInput(in.path, text_key, storage, kMaxMaxDocumentBytes));
       groups = static_cast<uint32_t>(reader->num_row_groups());
       for (uint32_t g = 0; g < groups; ++g) {
         units.push_back({in.path, reader->row_group_bytes(static_cast<int>(g)), g, g + 1});

@@ -81,7 +81,8 @@ std::vector<std::string> PluginCandidates() {
   return paths;
 }
 
-using OpenFn = parquet_plugin::TextReader* (*)(parquet_plugin::Input*, const char*, std::string*);
+using OpenFn = parquet_plugin::TextReader* (*)(parquet_plugin::Input*, const char*, uint64_t,
+                                               std::string*);
 
 struct Plugin {
   Status status;  // Of loading; open is null unless OK.
@@ -211,7 +212,8 @@ StatusOr<bool> ParquetTextReader::Next(std::string_view* text, uint64_t* row, st
 
 StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string& path,
                                                               const std::string& text_key,
-                                                              const StorageOptions& storage) {
+                                                              const StorageOptions& storage,
+                                                              uint64_t max_document_bytes) {
   // The plugin first: without pyarrow, that is what the user must fix.
   const Plugin& plugin = GetPlugin();
   TOKPACK_RETURN_IF_ERROR(plugin.status);
@@ -222,7 +224,8 @@ StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string&
     TOKPACK_ASSIGN_OR_RETURN(input, OpenLocalInput(path));
   }
   std::string error;
-  parquet_plugin::TextReader* reader = plugin.open(input.release(), text_key.c_str(), &error);
+  parquet_plugin::TextReader* reader =
+      plugin.open(input.release(), text_key.c_str(), max_document_bytes, &error);
   if (reader == nullptr) {
     return InvalidArgumentError(error.empty() ? path + ": cannot open Parquet" : error);
   }

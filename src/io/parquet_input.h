@@ -38,10 +38,15 @@ class ParquetTextReader {
 // Opens `path` (a local file, or an s3://, gs:// or http(s):// object read by
 // ranged GETs) and selects column `text_key`. FailedPrecondition, saying how
 // to install it, when the plugin or the pyarrow it was built against is
-// missing; errors name the file. Objects are read with `storage`.
+// missing; errors name the file. Objects are read with `storage`. A page
+// that would decompress into more than 2 x `max_document_bytes` + 1 MiB is
+// not decompressed: its rows are bad rows naming its size and the cap
+// (parquet_plugin.h), so a value far too large to be a document is refused
+// before it is made whole.
 StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string& path,
                                                               const std::string& text_key,
-                                                              const StorageOptions& storage);
+                                                              const StorageOptions& storage,
+                                                              uint64_t max_document_bytes);
 
 // True for names that end in .parquet (or .pq).
 bool IsParquetName(std::string_view path);

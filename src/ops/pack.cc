@@ -25,6 +25,9 @@ StatusOr<PackingInfo> PackDataset(const Dataset& dataset, int64_t seq_len,
       case PlanProgress::Stage::kRebuilding:
         progress("rebuilding a plan: " + p.detail);
         break;
+      case PlanProgress::Stage::kUnwritable:
+        progress("cannot store plans in " + p.dir + " (" + p.detail + "); trying the next place");
+        break;
       case PlanProgress::Stage::kBuilding:
         // A line per tenth of the shards, not per shard (thousands of them).
         if ((p.shards_built * 10 / p.shards_to_build) ==

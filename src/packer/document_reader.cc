@@ -25,7 +25,7 @@ DocumentReader::DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<
       texts_(std::move(texts)),
       settings_(settings),
       storage_(storage),
-      context_{&settings_, &storage_, raw_bytes_read, cancel},
+      context_{&settings_, &storage_, raw_bytes_read, cancel, max_document_bytes},
       max_document_bytes_(max_document_bytes),
       batch_bytes_(batch_bytes),
       batch_records_(batch_records) {}

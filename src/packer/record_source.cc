@@ -154,8 +154,9 @@ class CallerTextSource : public RecordSource {
 StatusOr<std::unique_ptr<RecordSource>> OpenRecordSource(const InputRecord& in, InputFormat format,
                                                          const SourceContext& context) {
   if (format == InputFormat::kParquet) {
-    TOKPACK_ASSIGN_OR_RETURN(
-        auto reader, OpenParquetInput(in.path, context.settings->text_key, *context.storage));
+    TOKPACK_ASSIGN_OR_RETURN(auto reader,
+                             OpenParquetInput(in.path, context.settings->text_key, *context.storage,
+                                              context.max_document_bytes));
     auto source = std::make_unique<ParquetSource>(std::move(reader), context.raw_bytes_read);
     const int groups = source->num_row_groups();
     int begin = 0, end = groups;

@@ -43,6 +43,7 @@ struct SourceContext {
   const StorageOptions* storage;          // For object-store inputs.
   std::atomic<uint64_t>* raw_bytes_read;  // May be null.
   const std::atomic<bool>* cancel;        // May be null.
+  uint64_t max_document_bytes;            // BuildOptions::max_document_bytes.
 };
 
 // Opens input `in` read as `format`.

@@ -5,24 +5,29 @@
 //
 // Reading uses Parquet's low-level column readers rather than Arrow tables so
 // that memory stays bounded by one row group's text column chunk (read by
-// one ranged read) plus one decompressed page, whatever the file's size.
+// one ranged read) plus one decompressed page, whatever the file's size; a
+// page is decompressed only up to a cap (CappedPool), since its header, not
+// the file's size, says how large it becomes.
 // Arrow signals errors by exceptions; every entry point catches them all and
 // turns them into an error string naming the file.
 #include "parquet/parquet_plugin.h"
 
 #include <arrow/buffer.h>
 #include <arrow/io/interfaces.h>
+#include <arrow/memory_pool.h>
 #include <arrow/result.h>
 #include <arrow/status.h>
 #include <parquet/column_reader.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
+#include <parquet/properties.h>
 #include <parquet/schema.h>
 #include <parquet/types.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -153,6 +158,47 @@ class InputFile final : public arrow::io::RandomAccessFile {
   int64_t position_ = 0;
   bool closed_ = false;
   std::string io_error_;
+};
+
+// Arrow's memory for one file, refusing any one buffer over `limit`. Arrow
+// sizes the buffer a page is decompressed into from the page's header, and
+// allocates it before decompressing: so a page too large to read (a 144 KB
+// zstd file whose one page inflates to 1.5 GB) fails here, before it exists,
+// and no more than `limit` of it is ever held.
+class CappedPool final : public arrow::MemoryPool {
+ public:
+  explicit CappedPool(int64_t limit) : limit_(limit) {}
+
+  arrow::Status Allocate(int64_t size, int64_t alignment, uint8_t** out) override {
+    if (size > limit_) return Refuse(size);
+    return base_->Allocate(size, alignment, out);
+  }
+  arrow::Status Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
+                           uint8_t** ptr) override {
+    if (new_size > limit_) return Refuse(new_size);
+    return base_->Reallocate(old_size, new_size, alignment, ptr);
+  }
+  void Free(uint8_t* buffer, int64_t size, int64_t alignment) override {
+    base_->Free(buffer, size, alignment);
+  }
+  int64_t bytes_allocated() const override { return base_->bytes_allocated(); }
+  int64_t total_bytes_allocated() const override { return base_->total_bytes_allocated(); }
+  int64_t num_allocations() const override { return base_->num_allocations(); }
+  std::string backend_name() const override { return base_->backend_name(); }
+
+  int64_t limit() const { return limit_; }
+  // The size of the last buffer refused since the last call; 0 if none was.
+  int64_t TakeRefused() { return refused_.exchange(0); }
+
+ private:
+  arrow::Status Refuse(int64_t size) {
+    refused_.store(size);
+    return arrow::Status::OutOfMemory("a buffer of ", size, " bytes, over the cap of ", limit_);
+  }
+
+  arrow::MemoryPool* const base_ = arrow::default_memory_pool();
+  const int64_t limit_;
+  std::atomic<int64_t> refused_{0};
 };
 
 // "name: <what went wrong>", preferring the Input's own error when a read
@@ -322,9 +368,10 @@ int64_t ReadLevels(parquet::ColumnReader* reader, int16_t* def_levels, int64_t* 
 
 class ColumnTextReader final : public TextReader {
  public:
-  ColumnTextReader(std::shared_ptr<InputFile> file,
+  ColumnTextReader(std::shared_ptr<InputFile> file, std::unique_ptr<CappedPool> pool,
                    std::unique_ptr<parquet::ParquetFileReader> reader, int column)
       : file_(std::move(file)),
+        pool_(std::move(pool)),
         reader_(std::move(reader)),
         metadata_(reader_->metadata()),
         column_(column),
@@ -375,6 +422,8 @@ class ColumnTextReader final : public TextReader {
     }
     column_reader_.reset();
     levels_ = level_pos_ = values_read_ = value_pos_ = 0;
+    unread_ = 0;
+    reopen_ = false;
     next_group_ = begin;
     end_group_ = end;
     return true;
@@ -382,22 +431,75 @@ class ColumnTextReader final : public TextReader {
 
   int Next(const char** data, size_t* size, uint64_t* row, std::string* bad,
            std::string* error) override {
-    try {
-      return NextRow(data, size, row, bad, error);
-    } catch (const std::exception& e) {
-      *error =
-          Describe(*file_, std::string("row group ") + std::to_string(group_) + ": " + e.what());
-    } catch (...) {
-      *error = Describe(*file_, "row group " + std::to_string(group_) + ": unknown error");
+    for (;;) {
+      try {
+        return NextRow(data, size, row, bad, error);
+      } catch (const std::exception& e) {
+        if (const int64_t refused = pool_->TakeRefused(); refused > 0) {
+          SkipRefusedPage(refused);
+          continue;
+        }
+        *error =
+            Describe(*file_, std::string("row group ") + std::to_string(group_) + ": " + e.what());
+      } catch (...) {
+        *error = Describe(*file_, "row group " + std::to_string(group_) + ": unknown error");
+      }
+      column_reader_.reset();  // Unusable after a failure; Select() restarts.
+      return -1;
     }
-    column_reader_.reset();  // Unusable after a failure; Select() restarts.
-    return -1;
   }
 
  private:
+  // The column reader of group_, skipping its first skip_pages_ data pages.
+  void OpenColumn() {
+    std::unique_ptr<parquet::PageReader> pages =
+        reader_->RowGroup(group_)->GetColumnPageReader(column_);
+    pages_seen_ = 0;
+    // Called for each data page before it is decompressed.
+    pages->set_data_page_filter([this](const parquet::DataPageStats& stats) {
+      page_values_ = stats.num_values;
+      return ++pages_seen_ <= skip_pages_;
+    });
+    column_reader_ = parquet::ColumnReader::Make(metadata_->schema()->Column(column_),
+                                                 std::move(pages), pool_.get());
+  }
+
+  // After the pool refused a page of `bytes` (CappedPool): its rows become
+  // bad rows that say why, and reading goes on after it, so that the value
+  // too large to be a document costs a bad record, as a smaller one would,
+  // not the build. A data page's header says how many rows it holds; a
+  // dictionary page comes before every data page (none seen yet), and
+  // without it none of the group's values can be read.
+  void SkipRefusedPage(int64_t bytes) {
+    column_reader_.reset();
+    levels_ = level_pos_ = values_read_ = value_pos_ = 0;
+    const uint64_t left = RowGroupRows(group_) - std::min(row_in_group_, RowGroupRows(group_));
+    unread_reason_ = "text is in a Parquet page of " + std::to_string(bytes) +
+                     " bytes once decompressed, over the cap of " + std::to_string(pool_->limit()) +
+                     " (2 x max_document_bytes + 1 MiB); not read";
+    if (pages_seen_ == 0) {
+      unread_ = left;
+      return;
+    }
+    unread_ = std::min<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(page_values_, 0)), left);
+    skip_pages_ = pages_seen_;
+    reopen_ = true;
+  }
+
   int NextRow(const char** data, size_t* size, uint64_t* row, std::string* bad,
               std::string* error) {
     for (;;) {
+      if (unread_ > 0) {
+        --unread_;
+        *row = first_row_[group_] + ++row_in_group_;
+        *bad = unread_reason_;
+        return 1;
+      }
+      if (reopen_) {
+        reopen_ = false;
+        OpenColumn();
+        continue;
+      }
       if (level_pos_ < levels_) {
         if (row_in_group_ >= RowGroupRows(group_)) {
           *error = file_->name() + ": corrupt Parquet file (row group " + std::to_string(group_) +
@@ -452,11 +554,13 @@ class ColumnTextReader final : public TextReader {
       group_ = next_group_++;
       row_in_group_ = 0;
       levels_ = level_pos_ = values_read_ = value_pos_ = 0;
-      column_reader_ = reader_->RowGroup(group_)->Column(column_);
+      skip_pages_ = 0;
+      OpenColumn();
     }
   }
 
   std::shared_ptr<InputFile> file_;
+  std::unique_ptr<CappedPool> pool_;  // Before reader_, which uses it till its end.
   std::unique_ptr<parquet::ParquetFileReader> reader_;
   std::shared_ptr<parquet::FileMetaData> metadata_;
   const int column_;
@@ -474,6 +578,12 @@ class ColumnTextReader final : public TextReader {
   std::array<int16_t, kBatch> def_levels_{};
   std::array<parquet::ByteArray, kBatch> values_{};
   int64_t levels_ = 0, level_pos_ = 0, values_read_ = 0, value_pos_ = 0;
+  // Data pages of the group the filter has seen (and their last's values);
+  // those up to skip_pages_ are skipped (read, or refused, before a reopen).
+  int64_t pages_seen_ = 0, page_values_ = 0, skip_pages_ = 0;
+  uint64_t unread_ = 0;        // Rows of a refused page still to report.
+  std::string unread_reason_;  // What they report.
+  bool reopen_ = false;        // Then read on after it.
 };
 
 }  // namespace
@@ -485,7 +595,9 @@ int tokpack_parquet_abi() { return tokpack::parquet_plugin::kParquetPluginAbi; }
 
 tokpack::parquet_plugin::TextReader* tokpack_parquet_open(tokpack::parquet_plugin::Input* input,
                                                           const char* text_key,
+                                                          uint64_t max_document_bytes,
                                                           std::string* error) {
+  using tokpack::parquet_plugin::CappedPool;
   using tokpack::parquet_plugin::ColumnTextReader;
   using tokpack::parquet_plugin::InputFile;
   std::unique_ptr<tokpack::parquet_plugin::Input> owned(input);
@@ -499,11 +611,15 @@ tokpack::parquet_plugin::TextReader* tokpack_parquet_open(tokpack::parquet_plugi
       return nullptr;
     }
     file = std::make_shared<InputFile>(std::move(owned));
-    std::unique_ptr<parquet::ParquetFileReader> reader = parquet::ParquetFileReader::Open(file);
+    auto pool = std::make_unique<CappedPool>(
+        static_cast<int64_t>(std::min<uint64_t>(max_document_bytes, INT64_MAX / 4)) * 2 +
+        (int64_t{1} << 20));
+    std::unique_ptr<parquet::ParquetFileReader> reader =
+        parquet::ParquetFileReader::Open(file, parquet::ReaderProperties(pool.get()));
     const int column = tokpack::parquet_plugin::ResolveColumn(*reader->metadata()->schema(), name,
                                                               text_key, error);
     if (column < 0) return nullptr;
-    return new ColumnTextReader(file, std::move(reader), column);
+    return new ColumnTextReader(file, std::move(pool), std::move(reader), column);
   } catch (const std::exception& e) {
     *error = file ? tokpack::parquet_plugin::Describe(*file, e.what())
                   : name + ": cannot open Parquet file (" + e.what() + ")";

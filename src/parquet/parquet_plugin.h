@@ -15,7 +15,7 @@
 
 namespace tokpack::parquet_plugin {
 
-inline constexpr int kParquetPluginAbi = 1;
+inline constexpr int kParquetPluginAbi = 2;
 
 // The bytes of one Parquet file or object, read at offsets (the core's side:
 // a local file or ranged GETs). Used by one thread at a time.
@@ -59,8 +59,16 @@ int tokpack_parquet_abi();
 // a struct column by dotted path ("meta.text") or JSON pointer
 // ("/meta/text"). All row groups are selected. Null on failure, with
 // *error naming the file (and, for a missing column, the columns there are).
+// No page is decompressed into more than 2 x `max_document_bytes` + 1 MiB
+// (a writer puts up to 1024 values in a page before it looks at its size,
+// so a page of long documents can well pass one of them): a larger one is
+// refused before its buffer exists, and each of its rows is a bad row that
+// names its size and the cap (a refused dictionary page: each row left in
+// its row group).
 tokpack::parquet_plugin::TextReader* tokpack_parquet_open(tokpack::parquet_plugin::Input* input,
-                                                          const char* text_key, std::string* error);
+                                                          const char* text_key,
+                                                          uint64_t max_document_bytes,
+                                                          std::string* error);
 }
 
 #endif  // TOKPACK_SRC_PARQUET_PARQUET_PLUGIN_H_

@@ -21,6 +21,12 @@ PlanProgressFn Announce(const Dataset& d) {
         std::fprintf(stderr, "tokpack: rebuilding a packing plan of %s: %s\n", path.c_str(),
                      p.detail.c_str());
         break;
+      case PlanProgress::Stage::kUnwritable:
+        std::fprintf(stderr,
+                     "tokpack: cannot store packing plans of %s in %s (%s); trying the next "
+                     "place\n",
+                     path.c_str(), p.dir.c_str(), p.detail.c_str());
+        break;
       case PlanProgress::Stage::kBuilding:
         if (p.shards_built == 1 || p.shards_built == p.shards_to_build) {
           std::fprintf(stderr, "tokpack: packing plan of %s: %zu of %zu shards planned (in %s)\n",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <tuple>
 #include <unordered_map>
 
 #include "tokpack/options.h"
@@ -11,6 +12,12 @@ namespace tokpack {
 namespace {
 
 constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+// A piece's place in best fit decreasing's order: longest first, then by
+// document and piece index (L - length, document, piece).
+using PieceOrder = std::tuple<uint64_t, uint32_t, uint32_t>;
+// How many documents or pieces PackShard handles between looks at its
+// cancel flag (a power of two: the test is a mask).
+constexpr size_t kCancelStride = size_t{1} << 16;
 
 // A set of integers in [0, n) with "smallest member >= x" in O(log_64 n):
 // level 0 holds one bit per integer, each higher level one bit per nonzero
@@ -157,7 +164,7 @@ uint64_t PieceLength(uint64_t length, uint64_t piece, uint64_t seq_len) {
 }
 
 StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const PackingSettings& settings,
-                              const std::string& shard) {
+                              const std::string& shard, const std::atomic<bool>* cancel) {
   TOKPACK_RETURN_IF_ERROR(settings.Validate());
   if (lengths.size() > UINT32_MAX) {
     return FailedPreconditionError(shard + ": " + std::to_string(lengths.size()) +
@@ -174,7 +181,12 @@ StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const Packin
   // remainders, sorted by length descending (key L - length), stable.
   std::vector<PieceRef> order;
   std::vector<uint32_t> rest_docs, rest_keys;
+  // Looked at every kCancelStride documents or pieces: about a millisecond.
+  const auto cancelled = [&](size_t i) {
+    return i % kCancelStride == 0 && cancel != nullptr && cancel->load(std::memory_order_relaxed);
+  };
   for (uint32_t d = 0; d < lengths.size(); ++d) {
+    if (cancelled(d)) return CancelledError(shard + ": planning cancelled");
     const uint64_t n = lengths[d];
     c.tokens += n;
     if (n == 0) ++c.empty_documents;
@@ -203,6 +215,7 @@ StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const Packin
   std::vector<uint64_t> bin_of(order.size());
   std::vector<uint64_t> sizes;
   for (size_t i = 0; i < order.size(); ++i) {
+    if (cancelled(i)) return CancelledError(shard + ": planning cancelled");
     const uint64_t len = PieceLength(lengths[order[i].document], order[i].piece, L);
     uint64_t capacity = 0;
     uint64_t bin = open.Take(len, &capacity);
@@ -255,6 +268,15 @@ Status CheckShardPlan(const std::vector<uint64_t>& lengths, const PackingSetting
                            ? static_cast<uint64_t>(settings.max_docs_per_sequence)
                            : kNone;
   std::vector<bool> seen(c.pieces, false);
+  // Best fit decreasing's own marks (see the header): where the previous
+  // piece and the previous bin's first piece are in its order, and the
+  // earlier bin below the cap with the most room left.
+  PieceOrder previous{}, previous_first{};
+  uint64_t roomiest = kNone, most_room = 0;
+  const auto not_best_fit = [&](const std::string& why) {
+    return bad("not the best-fit-decreasing plan of the shard's documents: " + why +
+               " (made by another packer, or edited)");
+  };
   for (size_t b = 0; b + 1 < off.size(); ++b) {
     if (off[b + 1] <= off[b]) return bad("bin " + std::to_string(b) + " is empty or reversed");
     if (off[b + 1] - off[b] > cap) {
@@ -277,12 +299,33 @@ Status CheckShardPlan(const std::vector<uint64_t>& lengths, const PackingSetting
       }
       seen[k] = true;
       tokens += len;
+      const PieceOrder order{L - len, p.document, p.piece};
+      if (i == off[b]) {
+        if (b > 0 && !(previous_first < order)) {
+          return not_best_fit("bin " + std::to_string(b) + " comes after bin " +
+                              std::to_string(b - 1) + " but was opened first");
+        }
+        if (roomiest != kNone && len <= most_room) {
+          return not_best_fit("bin " + std::to_string(b) + " was opened for a piece of " +
+                              std::to_string(len) + " tokens that bin " + std::to_string(roomiest) +
+                              " has room for");
+        }
+        previous_first = order;
+      } else if (!(previous < order)) {
+        return not_best_fit("bin " + std::to_string(b) +
+                            "'s pieces are not in the order they are placed");
+      }
+      previous = order;
     }
     if (tokens > L) {
       return bad("bin " + std::to_string(b) + " holds " + std::to_string(tokens) +
                  " tokens, more than seq_len " + std::to_string(L));
     }
     c.max_pieces_per_bin = std::max(c.max_pieces_per_bin, off[b + 1] - off[b]);
+    if (off[b + 1] - off[b] < cap && L - tokens > most_room) {
+      most_room = L - tokens;
+      roomiest = b;
+    }
   }
   // As many items as pieces, none twice: every piece is there.
   c.bins = off.size() - 1;

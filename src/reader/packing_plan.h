@@ -19,7 +19,16 @@
 // Invariant of a ShardPlan (PackShard makes it, CheckShardPlan enforces it
 // on anything else): every piece of every document of the shard appears
 // exactly once across its bins; no bin holds more than L tokens, none is
-// empty, and with a cap m none holds more than m pieces. The plan is a pure
+// empty, and with a cap m none holds more than m pieces. Two marks of best
+// fit decreasing hold too, so that a packing made some other way (every
+// piece alone in a bin, bins reordered, another packer's) is not used as if
+// it were best fit: pieces are in best fit decreasing's order (longest
+// first, then by document and piece) within each bin and across the bins'
+// first pieces; and no bin was opened for a piece that an earlier bin below
+// the cap could still hold at the end (its room then was at least that).
+// Replaying the placement itself would cost as much as making the plan, so
+// a plan that put a piece into a bin that fits it but not best passes: it
+// still opens no bin that an earlier one made needless. The plan is a pure
 // function of (document lengths, L, m): the same bytes on any machine and
 // for any thread count. PackShard runs in O(P log L) time for P pieces (a
 // radix sort by length and a 64-ary bit tree over capacities 0..L) and
@@ -27,6 +36,7 @@
 #ifndef TOKPACK_SRC_READER_PACKING_PLAN_H_
 #define TOKPACK_SRC_READER_PACKING_PLAN_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -92,14 +102,16 @@ uint64_t PieceLength(uint64_t length, uint64_t piece, uint64_t seq_len);
 // Plans one shard whose documents have `lengths` tokens. InvalidArgument
 // for bad settings; FailedPrecondition naming `shard` when it has 2^32
 // documents or more, or a document of 2^32 pieces or more (PieceRef's
-// limits).
+// limits); Cancelled, within a few milliseconds, once `*cancel` (may be
+// null) is set: a shard of millions of documents takes seconds.
 StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const PackingSettings& settings,
-                              const std::string& shard);
+                              const std::string& shard, const std::atomic<bool>* cancel = nullptr);
 
 // Checks `plan` (read from an untrusted file) against the invariant above
-// for documents of `lengths` and fills plan->counts. DataLoss naming `name`
-// and the first violation (an item outside the shard, a piece twice or
-// missing, a bin over L or over the cap, an empty bin, bad offsets).
+// for documents of `lengths` and fills plan->counts, in O(pieces). DataLoss
+// naming `name` and the first violation (an item outside the shard, a piece
+// twice or missing, a bin over L or over the cap, an empty bin, bad offsets,
+// "not the best-fit-decreasing plan": a mark of best fit missing).
 Status CheckShardPlan(const std::vector<uint64_t>& lengths, const PackingSettings& settings,
                       const std::string& name, ShardPlan* plan);
 

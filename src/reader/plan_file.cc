@@ -15,6 +15,7 @@
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
 #include "storage/cache_files.h"
+#include "tokpack/files.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {
@@ -171,101 +172,205 @@ std::vector<std::string> PlanDirectories(const Dataset& dataset, const StorageOp
   return dirs;
 }
 
-StatusOr<std::shared_ptr<const PackingPlan>> LoadOrBuildPackingPlan(
-    const Dataset& dataset, const PackingSettings& settings, const StorageOptions& storage,
-    int threads, const PlanProgressFn& progress) {
-  TOKPACK_RETURN_IF_ERROR(settings.Validate());
-  const size_t n = dataset.num_shards();
-  const std::vector<std::string> dirs = PlanDirectories(dataset, storage);
-  std::vector<ShardPlan> plans(n);
-  std::vector<std::string> files(n);
-  std::vector<std::string> problems(n);
-  std::mutex mu;
-  const auto report = [&](const PlanProgress& p) {
-    if (!progress) return;
-    std::lock_guard<std::mutex> lock(mu);
-    progress(p);
-  };
-  // A plan found in `dir`, verified; false (and why, unless missing) if not.
-  const auto try_load = [&](size_t k, const std::string& dir,
-                            const std::vector<uint64_t>& lengths) {
-    const std::string path = JoinPath(dir, PlanFileName(k, PlanShardKey(lengths), settings));
-    StatusOr<std::string> bytes = ReadFileToString(path);
-    if (!bytes.ok()) {
-      if (bytes.status().code() != StatusCode::kNotFound) problems[k] = bytes.status().message();
-      return false;
-    }
-    StatusOr<ShardPlan> plan = DecodePlanFile(*bytes, path, settings, lengths);
-    if (!plan.ok()) {
-      problems[k] = plan.status().message();
-      return false;
-    }
-    plans[k] = std::move(*plan);
-    files[k] = path;
-    return true;
-  };
-  TOKPACK_RETURN_IF_ERROR(ParallelFor(n, threads, [&](size_t k) {
-    const std::vector<uint64_t> lengths = ShardDocumentLengths(dataset, k);
-    for (const std::string& dir : dirs) {
-      if (try_load(k, dir, lengths)) break;
-    }
-    return Status::Ok();
-  }));
-  std::vector<size_t> missing;
-  for (size_t k = 0; k < n; ++k) {
-    if (files[k].empty()) missing.push_back(k);
-  }
-  if (!missing.empty()) {
-    std::string dir;
-    for (const std::string& d : dirs) {
-      if (Writable(d)) {
-        dir = d;
-        break;
+namespace {
+
+// One LoadOrBuildPackingPlan call: each shard's plan, loaded or built, and
+// where it is.
+class Planner {
+ public:
+  Planner(const Dataset& dataset, const PackingSettings& settings, const StorageOptions& storage,
+          int threads, const PlanProgressFn& progress)
+      : dataset_(dataset),
+        settings_(settings),
+        storage_(storage),
+        threads_(threads),
+        progress_(progress),
+        plans_(dataset.num_shards()),
+        files_(dataset.num_shards()),
+        problems_(dataset.num_shards()),
+        written_(dataset.num_shards(), 0) {}
+
+  // Each shard's plan from the first of `dirs` that holds a usable one.
+  Status LoadAll(const std::vector<std::string>& dirs) {
+    return ParallelFor(plans_.size(), threads_, [&](size_t k) {
+      TOKPACK_RETURN_IF_ERROR(Cancelled());
+      const std::vector<uint64_t> lengths = ShardDocumentLengths(dataset_, k);
+      for (const std::string& dir : dirs) {
+        if (TryLoad(k, dir, lengths)) break;
       }
+      return Status::Ok();
+    });
+  }
+
+  std::vector<size_t> Missing() const {
+    std::vector<size_t> missing;
+    for (size_t k = 0; k < files_.size(); ++k) {
+      if (files_[k].empty()) missing.push_back(k);
     }
-    if (dir.empty()) {
-      std::string tried;
-      for (const std::string& d : dirs) tried += (tried.empty() ? "" : ", ") + d;
-      return FailedPreconditionError(
-          dataset.path() + ": no packing plan for seq_len " + std::to_string(settings.seq_len) +
-          " and nowhere writable to build one (tried " + (tried.empty() ? "nothing" : tried) +
-          "; set the cache directory, or run `tokpack pack` where the dataset is writable)");
-    }
+    return missing;
+  }
+
+  // Builds the missing plans into `dir` under its lock. When `dir` cannot
+  // take them (a full disk, a quota: its lock or a plan cannot be written),
+  // *unwritable says why and the shards not written stay missing, for the
+  // next directory.
+  Status BuildIn(const std::string& dir, Status* unwritable) {
+    const std::vector<size_t> missing = Missing();
+    // Counted across directories: the shards missing when the first began.
+    if (to_build_ == 0) to_build_ = missing.size();
     LockedFile lock;
-    TOKPACK_RETURN_IF_ERROR(lock.Open(JoinPath(dir, kPlanLockName), O_RDWR | O_CREAT));
+    if (Status opened = lock.Open(JoinPath(dir, kPlanLockName), O_RDWR | O_CREAT); !opened.ok()) {
+      *unwritable = opened;
+      return Status::Ok();
+    }
     if (Status held = lock.Lock(LOCK_EX | LOCK_NB); !held.ok()) {
       // Only "held by another process" is worth waiting for.
       if (held.code() != StatusCode::kFailedPrecondition) return held;
-      report({PlanProgress::Stage::kWaiting, 0, missing.size(), dir, ""});
+      Report({PlanProgress::Stage::kWaiting, built_, to_build_, dir, ""});
       ChunkCache::LockWait wait;
       // A build of billions of documents takes minutes; a dead holder's
       // flock is released by the kernel, so this only bounds a hung one.
       wait.limit = std::chrono::hours(2);
-      wait.cancel = storage.cancel;
+      wait.cancel = storage_.cancel;
       TOKPACK_RETURN_IF_ERROR(lock.Lock(LOCK_EX, wait));
     }
-    std::atomic<size_t> built{0};
-    const auto build = [&](size_t i) -> Status {
+    std::atomic<bool> full{false};  // Set once a write failed: the rest skip `dir`.
+    std::mutex mu;
+    return ParallelFor(missing.size(), threads_, [&](size_t i) -> Status {
+      TOKPACK_RETURN_IF_ERROR(Cancelled());
+      if (full.load()) return Status::Ok();
       const size_t k = missing[i];
-      const std::vector<uint64_t> lengths = ShardDocumentLengths(dataset, k);
-      if (try_load(k, dir, lengths)) return Status::Ok();  // Another process built it.
+      const std::vector<uint64_t> lengths = ShardDocumentLengths(dataset_, k);
+      if (TryLoad(k, dir, lengths)) return Status::Ok();  // Another process built it.
       // Why the stored plan (here, else elsewhere) was not used; empty: none.
-      const std::string why = problems[k];
-      if (!why.empty()) report({PlanProgress::Stage::kRebuilding, built, missing.size(), dir, why});
-      const std::string shard = dataset.path() + " shard " + std::to_string(k);
-      TOKPACK_ASSIGN_OR_RETURN(ShardPlan plan, PackShard(lengths, settings, shard));
+      const std::string why = problems_[k];
+      if (!why.empty()) {
+        Report({PlanProgress::Stage::kRebuilding, built_, to_build_, dir, why});
+      }
+      const std::string shard = dataset_.path() + " shard " + std::to_string(k);
+      TOKPACK_ASSIGN_OR_RETURN(ShardPlan plan,
+                               PackShard(lengths, settings_, shard, storage_.cancel.get()));
       const uint64_t key = PlanShardKey(lengths);
-      const std::string name = PlanFileName(k, key, settings);
-      TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(
-          PosixFileSystem(), dir, name, EncodePlanFile(plan, settings, key, lengths.size())));
-      plans[k] = std::move(plan);
-      files[k] = JoinPath(dir, name);
-      report({PlanProgress::Stage::kBuilding, ++built, missing.size(), dir, ""});
+      const std::string name = PlanFileName(k, key, settings_);
+      if (Status w = WriteFileAtomically(PosixFileSystem(), dir, name,
+                                         EncodePlanFile(plan, settings_, key, lengths.size()));
+          !w.ok()) {
+        std::lock_guard<std::mutex> hold(mu);
+        if (!full.exchange(true)) *unwritable = w;
+        return Status::Ok();
+      }
+      plans_[k] = std::move(plan);
+      files_[k] = JoinPath(dir, name);
+      written_[k] = 1;
+      Report({PlanProgress::Stage::kBuilding, ++built_, to_build_, dir, ""});
       return Status::Ok();
-    };
-    TOKPACK_RETURN_IF_ERROR(ParallelFor(missing.size(), threads, build));
+    });
   }
-  return PackingPlan::Make(dataset, settings, plans, std::move(files));
+
+  // Interrupted, the call leaves the directories as it found them: a plan
+  // made ahead is made whole (`tokpack pack` exits 0) or not at all.
+  void RemoveWritten() const {
+    for (size_t k = 0; k < files_.size(); ++k) {
+      if (written_[k]) ::unlink(files_[k].c_str());
+    }
+  }
+
+  void Report(const PlanProgress& p) {
+    if (!progress_) return;
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    progress_(p);
+  }
+
+  std::shared_ptr<const PackingPlan> Make() {
+    return PackingPlan::Make(dataset_, settings_, plans_, std::move(files_));
+  }
+
+ private:
+  Status Cancelled() const {
+    if (storage_.cancel == nullptr || !storage_.cancel->load()) return Status::Ok();
+    return CancelledError(dataset_.path() + ": planning cancelled");
+  }
+
+  // A plan found in `dir`, verified; false (and why, unless missing) if not.
+  // It is read as any file from outside is (tokpack/files.h): a FIFO or a
+  // link to /dev/zero put in its place is refused, not waited on or read
+  // without end, and so is a file larger than the shard's plan can be.
+  bool TryLoad(size_t k, const std::string& dir, const std::vector<uint64_t>& lengths) {
+    const std::string path = JoinPath(dir, PlanFileName(k, PlanShardKey(lengths), settings_));
+    const uint64_t L = static_cast<uint64_t>(settings_.seq_len);
+    uint64_t pieces = 0;
+    for (uint64_t n : lengths) pieces += n / L + (n % L != 0);
+    // Header, bin offsets (at most one bin a piece), items, checksum.
+    const uint64_t most = kPlanHeaderBytes + 8 * (pieces + 1) + 8 * pieces + 8;
+    StatusOr<std::string> bytes = ReadSmallFile(path, most, "a packing plan file");
+    if (!bytes.ok()) {
+      if (bytes.status().code() != StatusCode::kNotFound) problems_[k] = bytes.status().message();
+      return false;
+    }
+    StatusOr<ShardPlan> plan = DecodePlanFile(*bytes, path, settings_, lengths);
+    if (!plan.ok()) {
+      problems_[k] = plan.status().message();
+      return false;
+    }
+    plans_[k] = std::move(*plan);
+    files_[k] = path;
+    return true;
+  }
+
+  const Dataset& dataset_;
+  const PackingSettings settings_;
+  const StorageOptions& storage_;
+  const int threads_;
+  const PlanProgressFn& progress_;
+  std::mutex progress_mu_;
+  // Per shard, each set by the one thread that handles the shard.
+  std::vector<ShardPlan> plans_;
+  std::vector<std::string> files_;     // Where its plan is; empty: missing.
+  std::vector<std::string> problems_;  // Why a stored plan was not used.
+  std::vector<char> written_;          // By this call (char: no shared bits).
+  size_t to_build_ = 0;
+  std::atomic<size_t> built_{0};
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const PackingPlan>> LoadOrBuildPackingPlan(
+    const Dataset& dataset, const PackingSettings& settings, const StorageOptions& storage,
+    int threads, const PlanProgressFn& progress) {
+  TOKPACK_RETURN_IF_ERROR(settings.Validate());
+  const std::vector<std::string> dirs = PlanDirectories(dataset, storage);
+  Planner planner(dataset, settings, storage, threads, progress);
+  TOKPACK_RETURN_IF_ERROR(planner.LoadAll(dirs));
+  // Missing plans go into the first writable directory; what it cannot
+  // take (its disk is full) into the next.
+  Status unwritable;
+  std::string tried;
+  for (const std::string& dir : dirs) {
+    if (planner.Missing().empty()) break;
+    tried += (tried.empty() ? "" : ", ") + dir;
+    if (!Writable(dir)) continue;
+    Status why;
+    if (Status s = planner.BuildIn(dir, &why); !s.ok()) {
+      if (s.code() == StatusCode::kCancelled) planner.RemoveWritten();
+      return s;
+    }
+    if (!why.ok()) {
+      planner.Report({PlanProgress::Stage::kUnwritable, 0, 0, dir, why.message()});
+      unwritable = why;
+    }
+  }
+  if (!planner.Missing().empty()) {
+    const std::string what = dataset.path() + ": no packing plan for seq_len " +
+                             std::to_string(settings.seq_len) + " and ";
+    const std::string where = " (tried " + (tried.empty() ? "nothing" : tried);
+    if (!unwritable.ok()) {
+      return unwritable.WithContext(what + "no directory could store one" + where + ")");
+    }
+    return FailedPreconditionError(what + "nowhere writable to build one" + where +
+                                   "; set the cache directory, or run `tokpack pack` where the "
+                                   "dataset is writable)");
+  }
+  return planner.Make();
 }
 
 }  // namespace tokpack

@@ -13,7 +13,8 @@
 // Where: DATASET/packing/ for a local dataset whose directory is writable
 // (or where such a plan already is, say made ahead by `tokpack pack`), else
 // CACHE_DIR/packing/<dataset fingerprint>/ (remote or read-only datasets;
-// StorageOptions::cache_dir). One process per node builds: it holds an
+// StorageOptions::cache_dir). Plans that a writable directory cannot store
+// (its disk is full, a quota) go into the next one. One process per node builds: it holds an
 // exclusive flock on plan.lock in that directory while it builds; the
 // others wait on it, then load what it wrote. Files are written to a
 // temporary name and renamed.
@@ -71,6 +72,7 @@ struct PlanProgress {
     kWaiting,     // For another process's build (the lock in `dir`).
     kBuilding,    // shards_built of shards_to_build done so far.
     kRebuilding,  // `detail` says why a stored plan was not used.
+    kUnwritable,  // `dir` cannot store plans (`detail`: why); the next one is tried.
   };
   Stage stage = Stage::kBuilding;
   size_t shards_built = 0;
@@ -84,9 +86,11 @@ using PlanProgressFn = std::function<void(const PlanProgress&)>;
 // The packing plan of `dataset` under `settings`: each shard's plan loaded
 // from its file, or built (on `threads` threads; 0: one per core) and
 // stored where the header says, under the directory's lock. Any thread
-// count gives the same files. `storage.cancel` stops a wait for the lock.
-// InvalidArgument for bad settings; FailedPrecondition naming the
-// directories when a plan must be built and none of them is writable.
+// count gives the same files. `storage.cancel` stops a wait for the lock
+// and the planning within milliseconds: Cancelled, with the plan files this
+// call wrote removed. InvalidArgument for bad settings; FailedPrecondition
+// naming the directories when a plan must be built and none of them is
+// writable; the last write error, naming them, when none could store it.
 StatusOr<std::shared_ptr<const PackingPlan>> LoadOrBuildPackingPlan(
     const Dataset& dataset, const PackingSettings& settings, const StorageOptions& storage,
     int threads = 0, const PlanProgressFn& progress = nullptr);

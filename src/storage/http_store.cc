@@ -12,6 +12,7 @@
 #include <random>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace tokpack {
 namespace {
@@ -28,6 +29,13 @@ void GlobalInit() {
 
 // Where a response body goes: at most `cap` bytes of it are kept, checked as
 // they arrive; a transfer that would pass the cap is stopped.
+//
+// Memory stays about the body's size, not twice its cap: a body whose length
+// is known (a range, an announced Content-Length, at most the cap) gets its
+// buffer reserved once; one of unannounced length (chunked transfer) is kept
+// in blocks and joined once whole, because a string grown by doubling would
+// hold a copy of itself while it grows (an endless chunked manifest.json
+// reached 2.1 GB against its 1 GiB cap).
 struct BodySink {
   enum class Stop { kNone, kTooLarge, kRangeComplete, kRangeTooLong, kErrorCut };
   CURL* curl = nullptr;
@@ -37,6 +45,43 @@ struct BodySink {
   long code = 0;              // Of the reply; 0 until its body begins.
   uint64_t skip = 0;          // Bytes still to drop before the kept ones.
   Stop stop = Stop::kNone;
+  bool in_blocks = false;           // The length was not announced.
+  std::vector<std::string> blocks;  // Then the body so far.
+  uint64_t kept = 0;                // Bytes kept so far.
+
+  void Keep(const char* data, size_t n) {
+    kept += n;
+    if (!in_blocks) {
+      body->append(data, n);
+      return;
+    }
+    while (n > 0) {
+      if (blocks.empty() || blocks.back().size() == blocks.back().capacity()) {
+        // Blocks double from 64 KiB up to 64 MiB: few of them, and the last
+        // one's unused room is small beside the body.
+        const uint64_t last = blocks.empty() ? 0 : blocks.back().size();
+        blocks.emplace_back();
+        blocks.back().reserve(static_cast<size_t>(std::min<uint64_t>(
+            std::clamp<uint64_t>(2 * last, uint64_t{64} << 10, uint64_t{64} << 20),
+            cap - kept + n)));
+      }
+      std::string& b = blocks.back();
+      const size_t take = std::min(n, b.capacity() - b.size());
+      b.append(data, take);
+      data += take;
+      n -= take;
+    }
+  }
+  // The blocks, if any, into *body, each released once copied.
+  void Join() {
+    if (!in_blocks) return;
+    body->reserve(static_cast<size_t>(kept));
+    for (std::string& b : blocks) {
+      body->append(b);
+      std::string().swap(b);
+    }
+    blocks.clear();
+  }
 };
 
 size_t Receive(char* data, size_t size, size_t count, void* user) {
@@ -45,7 +90,19 @@ size_t Receive(char* data, size_t size, size_t count, void* user) {
   const bool ranged = s->range_offset >= 0;
   if (s->code == 0) {
     curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->code);
-    if (s->code < 200 || s->code >= 300) s->cap = std::min(s->cap, kMaxErrorBodyBytes);
+    if (s->code < 200 || s->code >= 300) {
+      s->cap = std::min(s->cap, kMaxErrorBodyBytes);
+    } else if (ranged) {
+      s->body->reserve(static_cast<size_t>(s->cap));  // The range's length.
+    } else {
+      curl_off_t announced = -1;  // At most the cap (CURLOPT_MAXFILESIZE_LARGE).
+      curl_easy_getinfo(s->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);
+      if (announced >= 0) {
+        s->body->reserve(static_cast<size_t>(std::min<uint64_t>(announced, s->cap)));
+      } else {
+        s->in_blocks = true;
+      }
+    }
     // A 200 to a ranged GET is the whole object (the server ignored Range):
     // only the range is kept.
     if (ranged && s->code == 200) s->skip = static_cast<uint64_t>(s->range_offset);
@@ -53,9 +110,9 @@ size_t Receive(char* data, size_t size, size_t count, void* user) {
   const size_t dropped = static_cast<size_t>(std::min<uint64_t>(n, s->skip));
   s->skip -= dropped;
   const size_t keep = n - dropped;
-  const uint64_t room = s->cap - s->body->size();
+  const uint64_t room = s->cap - s->kept;
   if (keep > room) {
-    s->body->append(data + dropped, static_cast<size_t>(room));
+    s->Keep(data + dropped, static_cast<size_t>(room));
     using Stop = BodySink::Stop;
     s->stop = s->code < 200 || s->code >= 300 ? Stop::kErrorCut
               : !ranged                       ? Stop::kTooLarge
@@ -63,7 +120,7 @@ size_t Receive(char* data, size_t size, size_t count, void* user) {
                                               : Stop::kRangeTooLong;
     return 0;  // Stops the transfer (CURLE_WRITE_ERROR).
   }
-  s->body->append(data + dropped, keep);
+  s->Keep(data + dropped, keep);
   return n;
 }
 
@@ -349,6 +406,8 @@ void HttpStore::Transfer(void* handle, const std::string& url, const char* metho
   if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   r->curl = curl_easy_perform(curl);
   curl_slist_free_all(headers);
+  // A body over its cap is refused: not joined, so it never exists twice.
+  if (sink.stop != BodySink::Stop::kTooLarge) sink.Join();
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->code);
   curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->content_length);
   r->error = error[0] ? error : curl_easy_strerror(r->curl);
@@ -431,20 +490,24 @@ void HttpStore::Pause(double seconds) const {
 Status HttpStore::Request(const std::string& name, const char* method, const std::string* upload,
                           int64_t offset, int64_t n, std::string* out, const std::string& query,
                           std::string* etag, int64_t* content_length, uint64_t max_bytes,
-                          Priority priority) const {
+                          Priority priority, Attempts* attempts) const {
   const std::string url = location_.UrlOf(name) + query;
   thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string last;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    if (attempt > 0) {
+  Attempts own{options_.max_attempts, 0, ""};
+  Attempts& a = attempts != nullptr ? *attempts : own;
+  std::string& last = a.last_error;
+  while (a.left > 0) {
+    if (a.made > 0) {
       // Full jitter: spreads the retries of many clients hitting one fault.
       const double cap =
           std::min(options_.backoff_max_seconds,
-                   options_.backoff_initial_seconds * double(1u << std::min(attempt, 20)));
+                   options_.backoff_initial_seconds * double(1u << std::min(a.made, 20)));
       std::uniform_real_distribution<double> wait(0, cap);
       Pause(wait(rng));
     }
     if (Cancelled()) return CancelledError(url + ": cancelled");
+    --a.left;
+    ++a.made;
     Response r;
     TOKPACK_RETURN_IF_ERROR(Once(url, method, upload, offset, n, max_bytes, priority, &r));
     if (r.too_large) {
@@ -496,8 +559,7 @@ Status HttpStore::Request(const std::string& name, const char* method, const std
     if (content_length) *content_length = r.content_length;
     return Status::Ok();
   }
-  return Status(StatusCode::kUnavailable, url + ": failed after " +
-                                              std::to_string(options_.max_attempts) +
+  return Status(StatusCode::kUnavailable, url + ": failed after " + std::to_string(a.made) +
                                               " attempts; last error: " + last);
 }
 
@@ -509,13 +571,13 @@ StatusOr<std::string> HttpStore::Get(const std::string& name, uint64_t max_bytes
 }
 
 Status HttpStore::GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out,
-                           Priority priority) const {
+                           Priority priority, Attempts* attempts) const {
   if (n == 0) {
     out->clear();
     return Status::Ok();
   }
   return Request(name, "GET", nullptr, static_cast<int64_t>(offset), static_cast<int64_t>(n), out,
-                 "", nullptr, nullptr, kMaxReplyBytes, priority);
+                 "", nullptr, nullptr, kMaxReplyBytes, priority, attempts);
 }
 
 StatusOr<uint64_t> HttpStore::Size(const std::string& name) const {

@@ -66,6 +66,8 @@ class HttpStore {
   }
 
   const ObjectLocation& location() const { return location_; }
+  // The attempts a request makes before it fails (HttpOptions::max_attempts).
+  int max_attempts() const { return options_.max_attempts; }
 
   // The whole object `name`, of at most `max_bytes` (else ResourceExhausted
   // naming the URL and the cap, as soon as the size is announced or passed).
@@ -74,11 +76,21 @@ class HttpStore {
   // options.cancel is set; Unavailable once retries are exhausted, with the
   // last error.
   StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) const;
+  // The attempts of one request that several calls share (a chunk's
+  // prefetch and the read that waited for it): a call makes at most `left`
+  // more, each taken from it, and once none are left it fails naming all
+  // `made` so far and the last one's error, without a request.
+  struct Attempts {
+    int left = 0;
+    int made = 0;
+    std::string last_error;
+  };
   // Exactly `n` bytes of `name` at `offset` into *out. A 206 reply whose
   // Content-Range is not that range (or that has none) is retried as a short
   // body is, and named, with both ranges, in the error once retries run out.
+  // Retries come out of *attempts when given, else options.max_attempts.
   Status GetRange(const std::string& name, uint64_t offset, uint64_t n, std::string* out,
-                  Priority priority = Priority::kForeground) const;
+                  Priority priority = Priority::kForeground, Attempts* attempts = nullptr) const;
   // The size of object `name` (a HEAD request); NotFound if it does not exist.
   StatusOr<uint64_t> Size(const std::string& name) const;
   struct Listed {
@@ -113,12 +125,12 @@ class HttpStore {
 
   // `query` is appended to the object's URL as is (e.g. "?uploads"). n >= 0:
   // a ranged GET of bytes [offset, offset + n); else the body is the whole
-  // reply, of at most `max_bytes`.
+  // reply, of at most `max_bytes`. `attempts` as for GetRange().
   Status Request(const std::string& name, const char* method, const std::string* upload,
                  int64_t offset, int64_t n, std::string* out, const std::string& query = "",
                  std::string* etag = nullptr, int64_t* content_length = nullptr,
-                 uint64_t max_bytes = kMaxReplyBytes,
-                 Priority priority = Priority::kForeground) const;
+                 uint64_t max_bytes = kMaxReplyBytes, Priority priority = Priority::kForeground,
+                 Attempts* attempts = nullptr) const;
   // One attempt, following redirects within the origin.
   Status Once(const std::string& url, const char* method, const std::string* upload, int64_t offset,
               int64_t n, uint64_t max_bytes, Priority priority, Response* r) const;

@@ -40,14 +40,23 @@ void Prefetcher::Submit(const std::string& key, int64_t step, std::function<void
   work_cv_.notify_one();
 }
 
-void Prefetcher::Claim(const std::string& key) {
+Prefetcher::Claimed Prefetcher::Claim(const std::string& key) {
   std::unique_lock<std::mutex> lock(mu_);
+  const bool waited = running_.count(key) != 0;
+  done_cv_.wait(lock, [&] { return running_.count(key) == 0; });
+  // Queued before, or hinted again between that fetch's end and this wake.
   if (auto it = queued_.find(key); it != queued_.end()) {
     order_.erase(it->second.rank);
     queued_.erase(it);
-    return;
   }
-  done_cv_.wait(lock, [&] { return running_.count(key) == 0; });
+  running_.insert(key);
+  return Claimed(this, key, waited);
+}
+
+void Prefetcher::Release(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  running_.erase(key);
+  done_cv_.notify_all();
 }
 
 void Prefetcher::Run() {

@@ -11,9 +11,11 @@
 //   earlier, else it is dropped: prefetching is only a hint.
 // - Claim(key) is for the foreground (a reader that needs the chunk now):
 //   a queued task for it is dropped (the reader fetches the chunk itself,
-//   instead of waiting behind every earlier hint), and a running one is
-//   waited for (its fetch is under way; the reader then finds the chunk
-//   cached).
+//   instead of waiting behind every earlier hint), and a running one, or
+//   another reader's claim, is waited for (its fetch is under way; the
+//   reader then finds the chunk cached). The claim then counts as running
+//   until it is released, so that one fetch of a key is under way at a time:
+//   hints for it are dropped and other readers wait.
 // Threads start on the first Submit(). The destructor drops what is queued,
 // lets the running tasks finish and joins the threads. Thread-safe.
 #ifndef TOKPACK_SRC_STORAGE_PREFETCHER_H_
@@ -49,9 +51,31 @@ class Prefetcher {
   // Queues `task` under `key` for `step` (smaller runs sooner), as the
   // invariants above say.
   void Submit(const std::string& key, int64_t step, std::function<void()> task);
-  // Drops the queued task of `key`, or waits until its running one is done;
-  // returns at once when there is neither.
-  void Claim(const std::string& key);
+  // A reader's hold on a key, from Claim(): the key counts as running while
+  // it lives. Move-only.
+  class Claimed {
+   public:
+    Claimed(Claimed&& o) noexcept
+        : owner_(std::exchange(o.owner_, nullptr)), key_(std::move(o.key_)), waited_(o.waited_) {}
+    Claimed& operator=(Claimed&&) = delete;
+    ~Claimed() {
+      if (owner_ != nullptr) owner_->Release(key_);
+    }
+    // Whether a fetch of the key (a prefetch's or another reader's) was
+    // under way when it was claimed, and was waited for.
+    bool waited() const { return waited_; }
+
+   private:
+    friend class Prefetcher;
+    Claimed(Prefetcher* owner, std::string key, bool waited)
+        : owner_(owner), key_(std::move(key)), waited_(waited) {}
+    Prefetcher* owner_;
+    std::string key_;
+    bool waited_;
+  };
+  // Drops the queued task of `key`, or waits until its running one (or
+  // another claim) is done; then holds the key until the result is destroyed.
+  Claimed Claim(const std::string& key);
 
  private:
   // (step, arrival): the queue's order.
@@ -62,6 +86,8 @@ class Prefetcher {
   };
 
   void Run();
+  // Ends a claim: the key no longer runs.
+  void Release(const std::string& key);
 
   const int threads_wanted_;
   const size_t max_queued_;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/chunk_hasher.h"
+#include "storage/chunk_attempts.h"
 #include "storage/prefetcher.h"
 
 namespace tokpack {
@@ -15,11 +16,12 @@ namespace {
 class RemoteSource : public ByteSource {
  public:
   RemoteSource(std::shared_ptr<HttpStore> store, std::shared_ptr<ChunkCache> cache,
-               std::shared_ptr<Prefetcher> prefetcher, std::string name, FileDigest digest,
-               uint64_t chunk_bytes)
+               std::shared_ptr<Prefetcher> prefetcher, std::shared_ptr<ChunkAttempts> attempts,
+               std::string name, FileDigest digest, uint64_t chunk_bytes)
       : store_(std::move(store)),
         cache_(std::move(cache)),
         prefetcher_(std::move(prefetcher)),
+        attempts_(std::move(attempts)),
         name_(std::move(name)),
         url_(store_->location().UrlOf(name_)),
         digest_(std::move(digest)),
@@ -45,18 +47,20 @@ class RemoteSource : public ByteSource {
       // The task keeps what it uses alive; it never refers to this source,
       // which (with the prefetcher) may be destroyed while it runs.
       prefetcher_->Submit(key, step,
-                          [store = store_, cache = cache_, stats, key, name = name_, url = url_,
-                           start, size, sum = digest_.chunk_xxh3[k], k] {
+                          [store = store_, cache = cache_, attempts = attempts_, stats, key,
+                           name = name_, url = url_, start, size, sum = digest_.chunk_xxh3[k], k] {
                             // Reads nothing: only makes sure the chunk is in the cache. In the
                             // background: the HTTP requests of readers go first. A failure
-                            // loses only the head start: the read reports its own.
-                            (void)cache->Read(
+                            // loses only the head start: a read that waited for it reports it.
+                            HttpStore::Attempts left = attempts->Begin(key, false);
+                            const Status s = cache->Read(
                                 key, url + " chunk " + std::to_string(k), size, sum, 0, 0, nullptr,
                                 [&](std::string* out) {
                                   return store->GetRange(name, start, size, out,
-                                                         HttpStore::Priority::kBackground);
+                                                         HttpStore::Priority::kBackground, &left);
                                 },
                                 stats.get());
+                            attempts->End(key, left, s.ok());
                           });
     }
   }
@@ -88,13 +92,19 @@ class RemoteSource : public ByteSource {
     // Warm: this process's mapping, without building a name or a fetch.
     ChunkCache::Pin chunk = cache_->FindMapped(key, stats);
     if (chunk == nullptr) {
-      // Not mapped: this read goes ahead of its chunk's hint, if queued.
-      prefetcher_->Claim(key);
-      TOKPACK_ASSIGN_OR_RETURN(
-          chunk,
-          cache_->Map(
-              key, url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k],
-              [&](std::string* out) { return store_->GetRange(name_, start, size, out); }, stats));
+      // Not mapped: this read goes ahead of its chunk's hint, if queued, or
+      // waits for its fetch under way, whose attempts it then continues.
+      const Prefetcher::Claimed claim = prefetcher_->Claim(key);
+      HttpStore::Attempts left = attempts_->Begin(key, !claim.waited());
+      StatusOr<ChunkCache::Pin> mapped = cache_->Map(
+          key, url_ + " chunk " + std::to_string(k), size, digest_.chunk_xxh3[k],
+          [&](std::string* out) {
+            return store_->GetRange(name_, start, size, out, HttpStore::Priority::kForeground,
+                                    &left);
+          },
+          stats);
+      attempts_->End(key, left, mapped.ok());
+      TOKPACK_ASSIGN_OR_RETURN(chunk, std::move(mapped));
     }
     return ByteView{ChunkCache::Pin(chunk, chunk.get() + (offset - start)),
                     std::min(n, start + size - offset)};
@@ -128,6 +138,7 @@ class RemoteSource : public ByteSource {
   std::shared_ptr<HttpStore> store_;
   std::shared_ptr<ChunkCache> cache_;
   std::shared_ptr<Prefetcher> prefetcher_;
+  std::shared_ptr<ChunkAttempts> attempts_;
   std::string name_, url_;
   FileDigest digest_;
   uint64_t chunk_bytes_;
@@ -160,7 +171,8 @@ RemoteOpener::RemoteOpener(std::shared_ptr<HttpStore> store, std::shared_ptr<Chu
                            int prefetch_threads)
     : store_(std::move(store)),
       cache_(std::move(cache)),
-      prefetcher_(std::make_shared<Prefetcher>(prefetch_threads)) {}
+      prefetcher_(std::make_shared<Prefetcher>(prefetch_threads)),
+      attempts_(std::make_shared<ChunkAttempts>(store_->max_attempts())) {}
 
 StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& url,
                                                              const StorageOptions& options) {
@@ -194,8 +206,8 @@ StatusOr<std::unique_ptr<ByteSource>> RemoteOpener::Open(const std::string& name
                                                          const FileDigest& digest,
                                                          uint64_t chunk_bytes,
                                                          bool resident) const {
-  auto remote =
-      std::make_unique<RemoteSource>(store_, cache_, prefetcher_, name, digest, chunk_bytes);
+  auto remote = std::make_unique<RemoteSource>(store_, cache_, prefetcher_, attempts_, name, digest,
+                                               chunk_bytes);
   if (!resident) return std::unique_ptr<ByteSource>(std::move(remote));
   // The size is the manifest's claim: capped, and the buffer grows only as
   // verified chunks arrive, so a hostile manifest costs no memory that its

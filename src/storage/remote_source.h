@@ -15,6 +15,7 @@
 
 namespace tokpack {
 
+class ChunkAttempts;
 class Prefetcher;
 
 class RemoteOpener {
@@ -46,6 +47,7 @@ class RemoteOpener {
   std::shared_ptr<HttpStore> store_;
   std::shared_ptr<ChunkCache> cache_;
   std::shared_ptr<Prefetcher> prefetcher_;
+  std::shared_ptr<ChunkAttempts> attempts_;  // Shared by the prefetches and reads of its files.
 };
 
 }  // namespace tokpack

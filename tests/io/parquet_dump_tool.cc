@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "io/parquet_input.h"
+#include "tokpack/builder.h"
 
 namespace {
 
@@ -30,7 +31,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string key = argc >= 3 ? argv[2] : "text";
-  auto reader = tokpack::OpenParquetInput(argv[1], key, tokpack::StorageOptions());
+  auto reader = tokpack::OpenParquetInput(argv[1], key, tokpack::StorageOptions(),
+                                          tokpack::kDefaultMaxDocumentBytes);
   if (!reader.ok()) return Fail(reader.status());
   const int groups = (*reader)->num_row_groups();
   std::printf("groups %d\n", groups);

@@ -134,3 +134,38 @@ def test_parquet_values_over_the_limit_are_bad_records(tmp_path, spm_model, tokp
                                           tmp_path / "out", *limit, "--skip-bad-lines"))
     assert code == 0, err
     assert counts(tmp_path / "out")["bad_lines"] == 1
+
+
+def test_a_parquet_page_too_large_for_any_document_is_not_decompressed(tmp_path, spm_model,
+                                                                       tokpack_bin):
+    # The 144 KB zstd file whose one value inflates to 1.5 GB, scaled down by
+    # the limit: 64 MiB against 1 MiB. Its page is refused before it is
+    # decompressed (it was decompressed, twice for a dictionary page, before
+    # the value was found too large); its rows are bad rows, the others read.
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    small = texts(50)
+    pq.write_table(pa.table({"text": small}), tmp_path / "small.parquet", compression="zstd")
+    # Three row groups; the second's dictionary page holds rows 51 to 53.
+    schema = pa.schema([("text", pa.string())])
+    with pq.ParquetWriter(tmp_path / "bomb.parquet", schema, compression="zstd") as w:
+        for rows in (small, ["one", "z" * (64 * MiB), "three"], small):
+            w.write_table(pa.table({"text": rows}, schema=schema))
+    assert (tmp_path / "bomb.parquet").stat().st_size < MiB
+    limit = ["--max-document-bytes", str(MiB)]
+    code, err, _ = run_measured(build_cmd(tokpack_bin, spm_model, tmp_path / "bomb.parquet",
+                                          tmp_path / "o", *limit))
+    assert code == 1
+    cap = 2 * MiB + MiB
+    assert f"bomb.parquet:51: text is in a Parquet page of " in err, err
+    assert f"bytes once decompressed, over the cap of {cap}" in err, err
+    code, err, base = run_measured(build_cmd(tokpack_bin, spm_model, tmp_path / "small.parquet",
+                                             tmp_path / "o1", *limit, "--skip-bad-lines"))
+    assert code == 0, err
+    code, err, peak = run_measured(build_cmd(tokpack_bin, spm_model, tmp_path / "bomb.parquet",
+                                             tmp_path / "o2", *limit, "--skip-bad-lines"))
+    assert code == 0, err
+    assert counts(tmp_path / "o2")["bad_lines"] == 3
+    assert counts(tmp_path / "o2")["documents"] == 100
+    print(f"peak RSS: {peak / MiB:.1f} MiB with the huge page, {base / MiB:.1f} MiB without")
+    assert peak - base < 32 * MiB, (peak / MiB, base / MiB)

@@ -1,13 +1,16 @@
 """`tokpack pack` and `tokpack info --packing best_fit`: plans made ahead of
 training, their numbers, and two processes planning at once."""
 import json
+import os
+import random
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from child import default_sigint, wait_until
 from conftest import random_text, write_jsonl
-import random
 
 
 @pytest.fixture
@@ -43,6 +46,47 @@ def test_pack_makes_the_plan_beside_the_shards_and_info_reads_it(run_tokpack, da
     again = run_tokpack("pack", dataset, "--seq-len", 128)
     assert "(0 built now" in again.stdout
     assert {f: f.read_bytes() for f in plans} == before
+
+
+def full_pipe():
+    """(read end, write end) of a pipe whose buffer is full: a process given
+    the write end blocks in its first write until the read end is read."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    # Pages first, then byte by byte: a pipe takes a small write only whole.
+    for size in (4096, 1):
+        try:
+            while True:
+                os.write(write_end, b"." * size)
+        except BlockingIOError:
+            pass
+    os.set_blocking(write_end, True)  # Shared with the child: its writes must wait.
+    return read_end, write_end
+
+
+def test_ctrl_c_while_planning_exits_130_and_leaves_no_plan(tokpack_bin, dataset):
+    """SIGINT while planning used to be ignored: pack wrote every plan file
+    and exited 0. Its stderr is a full pipe, so its first progress line
+    (after a few shards are planned) holds it mid-planning until the test,
+    having seen a plan file appear, has sent SIGINT and reads the pipe."""
+    read_end, write_end = full_pipe()
+    with os.fdopen(read_end, "rb") as err:
+        proc = subprocess.Popen([tokpack_bin, "pack", dataset, "--seq-len", "128", "--threads",
+                                 "1"], stdout=subprocess.PIPE, stderr=write_end,
+                                preexec_fn=default_sigint)
+        os.close(write_end)
+        try:
+            wait_until(lambda: list((dataset / "packing").glob("s*.plan")), "a plan file")
+            proc.send_signal(signal.SIGINT)
+            stderr = err.read().lstrip(b".").decode()  # Unblocks it; ends when it exits.
+            proc.wait(timeout=60)
+        finally:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "planning cancelled" in stderr, stderr
+    # The plans it had written are gone; only the lock file stays.
+    assert sorted(p.name for p in (dataset / "packing").iterdir()) == ["plan.lock"]
 
 
 def test_the_cap_bounds_pieces_per_bin(run_tokpack, dataset):
@@ -95,3 +139,37 @@ def test_sample_and_profile_take_best_fit_and_the_cursor_resumes(run_tokpack, da
     report = json.loads(run_tokpack("profile", dataset, *flags, "--steps", 3, "--warmup", 1,
                                     "--json").stdout)
     assert report["configurations"]
+
+
+def can_mount_tmpfs():
+    """Whether `unshare -rm` gives this user a mount namespace of its own (an
+    unprivileged user namespace), where the tests may mount a small tmpfs."""
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not can_mount_tmpfs(), reason="no user and mount namespaces (unshare -rm)")
+def test_plans_the_full_dataset_disk_cannot_take_go_to_the_cache(tmp_path, tokpack_bin, dataset):
+    """A full disk under the dataset (a 4 KiB tmpfs on its packing/, which
+    takes one plan file) used to fail `sample --packing best_fit`; the
+    plans it cannot store now go to the cache, and the batches are those of
+    plans stored beside the shards."""
+    (dataset / "packing").mkdir()
+    cache = tmp_path / "cache"
+    flags = ["--packing", "best_fit", "--seq-len", "128", "--steps", "3", "--batch-size", "4"]
+    script = 'mount -t tmpfs -o size=4k tmpfs "$1/packing" && shift && exec "$@"'
+    full = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", dataset, tokpack_bin,
+                           "sample", dataset, *flags], capture_output=True, text=True,
+                          env={**os.environ, "TOKPACK_CACHE_DIR": str(cache)}, timeout=300)
+    assert full.returncode == 0, full.stderr
+    assert f"cannot store packing plans of {dataset} in {dataset / 'packing'} (" in full.stderr
+    assert "No space left on device" in full.stderr, full.stderr
+    assert list(cache.glob("packing/*/s*.plan"))
+    # The tmpfs is gone with the namespace: here the plans go beside the shards.
+    assert list((dataset / "packing").iterdir()) == []
+    plain = subprocess.run([tokpack_bin, "sample", dataset, *flags], capture_output=True,
+                           text=True, env={**os.environ, "TOKPACK_CACHE_DIR": str(tmp_path / "c2")})
+    assert plain.returncode == 0, plain.stderr
+    assert full.stdout == plain.stdout

@@ -1,18 +1,21 @@
 """tokpack.build from Python sources: any iterable of str and any object with
 __arrow_c_stream__ (pyarrow, polars, duckdb), packed exactly as the same
 texts from a JSONL file."""
+import itertools
 import json
+import platform
 import random
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from child import Child
+from child import Child, wait_until
 from conftest import random_text, write_jsonl
 
 tokpack = pytest.importorskip("tokpack")
@@ -157,9 +160,15 @@ def test_progress_is_reported_while_the_iterable_is_read(tmp_path, spm_model):
 
     def texts():
         yield from TEXTS[:100]
-        # Waits (without the GIL) until the caller's thread delivered a report.
-        assert reported.wait(timeout=60), "no progress report while reading"
-        yield from TEXTS[100:]
+        # The iterable runs on the caller's thread, which delivers reports
+        # between its items: texts keep coming until one was delivered.
+        deadline = time.monotonic() + 60
+        for text in itertools.cycle(TEXTS[100:]):
+            if reported.is_set():
+                break
+            assert time.monotonic() < deadline, "no progress report while reading"
+            time.sleep(0.001)
+            yield text
 
     build(texts(), tmp_path / "out", spm_model, progress=progress)
     assert reports and all(r["elapsed_seconds"] >= 0 for r in reports)
@@ -183,6 +192,48 @@ def test_ctrl_c_during_a_slow_generator_cancels_and_leaves_nothing(tmp_path, spm
     out = tmp_path / "out"
     with Child([sys.executable, "-c", code, str(out), spm_model]) as child:
         assert child.stdout.line().strip() == "generating"
+        child.send_signal(signal.SIGINT)
+        line = child.stdout.line().strip()
+        returncode, _, stderr = child.finish()
+    assert line == "interrupted", stderr
+    assert returncode == 0, stderr
+    assert not out.exists() and no_leftovers(tmp_path)
+
+
+def test_ctrl_c_during_a_generator_blocked_in_a_read_cancels_and_leaves_nothing(
+        tmp_path, spm_model):
+    """A generator blocked in a network read: Python delivers Ctrl-C only to
+    the main thread, so the generator must run there (it used to run on a
+    packer thread: three SIGINTs were ignored and the staging directory
+    stayed)."""
+    code = textwrap.dedent("""
+        import socket, sys, tokpack
+        server = socket.create_server(("127.0.0.1", 0))
+        def texts():
+            yield from (f"document number {i}" for i in range(100))
+            # The kernel completes the connection; nobody ever sends.
+            with socket.create_connection(server.getsockname()) as conn:
+                print("blocked", flush=True)
+                yield conn.recv(1 << 16).decode()
+        try:
+            tokpack.build(texts(), sys.argv[1], sys.argv[2], threads=2)
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+    """)
+    recvfrom = {"x86_64": "45", "aarch64": "207"}.get(platform.machine())
+    if recvfrom is None:
+        pytest.skip(f"the recvfrom syscall number of {platform.machine()} is not listed here")
+    out = tmp_path / "out"
+    with Child([sys.executable, "-c", code, str(out), spm_model]) as child:
+        assert child.stdout.line().strip() == "blocked"
+        # The build began: its staging directory is there to be removed.
+        wait_until(lambda: not no_leftovers(tmp_path), "the staging directory")
+        # A SIGINT between the print and the read would be handled only when
+        # the read returns (Python's own race, for any blocking call): send it
+        # once the main thread is in the system call.
+        syscall = Path(f"/proc/{child.proc.pid}/syscall")
+        wait_until(lambda: syscall.read_text().split()[0] == recvfrom, "the blocking read")
         child.send_signal(signal.SIGINT)
         line = child.stdout.line().strip()
         returncode, _, stderr = child.finish()

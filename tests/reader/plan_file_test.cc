@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "common/chunk_hasher.h"
 #include "io/file_system.h"
@@ -194,6 +195,93 @@ TEST(PlanFileTest, AChecksummedPlanThatBreaksTheInvariantIsRefused) {
   for (const uint64_t huge : {uint64_t{1} << 61, ~uint64_t{0}, uint64_t{1} << 32}) {
     EXPECT_NE(with(48, huge, 8).message().find("bytes do not hold"), std::string::npos);
     EXPECT_NE(with(56, huge, 8).message().find("bytes do not hold"), std::string::npos);
+  }
+}
+
+// Every piece of `plan` in a bin of its own: a valid packing (each piece
+// once, no bin over L), but not best fit.
+ShardPlan OnePiecePerBin(const ShardPlan& plan) {
+  ShardPlan alone;
+  alone.items = plan.items;
+  alone.bin_offsets.clear();
+  for (uint64_t i = 0; i <= plan.items.size(); ++i) alone.bin_offsets.push_back(i);
+  return alone;
+}
+
+TEST(PlanFileTest, AChecksummedPlanThatIsValidButNotBestFitIsRefused) {
+  // L = 64: bin 0 holds document 1's first piece (64 tokens); bin 1 its
+  // remainder (6), then documents 0 (5) and 2 (3), longest first.
+  const std::vector<uint64_t> lengths = {5, 70, 3};
+  const ShardPlan plan = *PackShard(lengths, {64, 0}, "t");
+  ASSERT_EQ(plan.bin_offsets, (std::vector<uint64_t>{0, 1, 4}));
+  const uint64_t key = PlanShardKey(lengths);
+  const auto decode = [&](const ShardPlan& p) {
+    return DecodePlanFile(EncodePlanFile(p, {64, 0}, key, 3), "f", {64, 0}, lengths).status();
+  };
+  const auto expect_refused = [&](const ShardPlan& p, const std::string& why) {
+    const Status s = decode(p);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << why;
+    EXPECT_NE(
+        s.message().find("f: not the best-fit-decreasing plan of the shard's documents: " + why),
+        std::string::npos)
+        << s.message();
+  };
+  expect_refused(OnePiecePerBin(plan), "bin 2 was opened for a piece of 5 tokens that bin 1");
+  ShardPlan swapped_bins;  // The same bins, in the other order.
+  swapped_bins.items = {plan.items[1], plan.items[2], plan.items[3], plan.items[0]};
+  swapped_bins.bin_offsets = {0, 3, 4};
+  expect_refused(swapped_bins, "bin 1 comes after bin 0 but was opened first");
+  ShardPlan shuffled = plan;  // A bin's pieces in another order.
+  std::swap(shuffled.items[1], shuffled.items[3]);
+  expect_refused(shuffled, "bin 1's pieces are not in the order they are placed");
+  // With a cap of 1 piece a bin, one piece per bin is the best fit.
+  const ShardPlan capped = *PackShard(lengths, {64, 1}, "t");
+  EXPECT_EQ(capped.bin_offsets, OnePiecePerBin(plan).bin_offsets);
+  EXPECT_TRUE(DecodePlanFile(EncodePlanFile(capped, {64, 1}, key, 3), "f", {64, 1}, lengths).ok());
+}
+
+TEST(PlanFileTest, APlanFileThatIsNotBestFitIsRebuiltSayingWhy) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), Lengths(), 1, 2000);
+  auto ds = Open(dir.Join("ds"));
+  const std::string file = Plan(*ds)->plan_files()[0];
+  const std::string good = testing::ReadFileOrDie(file);
+  const std::vector<uint64_t> lengths = ShardDocumentLengths(*ds, 0);
+  const ShardPlan plan = *DecodePlanFile(good, file, {64, 0}, lengths);
+  testing::WriteStringToFile(
+      file, EncodePlanFile(OnePiecePerBin(plan), {64, 0}, PlanShardKey(lengths), lengths.size()));
+  std::vector<PlanProgress> events;
+  auto view = Plan(*ds, {}, {64, 0}, 2, &events);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].stage, PlanProgress::Stage::kRebuilding);
+  EXPECT_NE(events[0].detail.find(file + ": not the best-fit-decreasing plan"), std::string::npos)
+      << events[0].detail;
+  EXPECT_EQ(testing::ReadFileOrDie(file), good);
+  ExpectTilesTheStream(*ds, *view);
+}
+
+TEST(PlanFileTest, APlanThatIsAFifoOrTooLargeIsRefusedUnreadAndRebuilt) {
+  TempDir dir;
+  testing::WriteSyntheticDataset(dir.Join("ds"), Lengths(), 1, 2000);
+  auto ds = Open(dir.Join("ds"));
+  const std::string file = Plan(*ds)->plan_files()[0];
+  const std::string good = testing::ReadFileOrDie(file);
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      // Read with a plain open(), a FIFO blocked the load for good.
+      {"not a regular file", [&] { ASSERT_EQ(::mkfifo(file.c_str(), 0644), 0); }},
+      {"-byte cap for a packing plan file",
+       [&] { testing::WriteStringToFile(file, good + std::string(1 << 20, '\0')); }},
+  };
+  for (const auto& [why, replace] : cases) {
+    SCOPED_TRACE(why);
+    ASSERT_EQ(::unlink(file.c_str()), 0);
+    replace();
+    std::vector<PlanProgress> events;
+    auto view = Plan(*ds, {}, {64, 0}, 2, &events);
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events[0].stage, PlanProgress::Stage::kRebuilding);
+    EXPECT_NE(events[0].detail.find(why), std::string::npos) << events[0].detail;
+    EXPECT_EQ(testing::ReadFileOrDie(file), good);
   }
 }
 

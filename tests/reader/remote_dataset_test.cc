@@ -316,6 +316,36 @@ TEST_F(RemoteDatasetTest, AStalledServerFailsNamingTheStallTimeout) {
   EXPECT_EQ(server.requests(), o.http_attempts);
 }
 
+TEST_F(RemoteDatasetTest, AStalledChunkCostsOneRoundOfAttemptsAcrossItsPrefetchAndItsRead) {
+  // The .bin never answers; the manifest and indexes do.
+  HttpTestServer server(root_.path(), [](int fd, const std::string& path, const std::string&) {
+    if (path.size() < 4 || path.compare(path.size() - 4, 4, ".bin") != 0) return false;
+    HttpTestServer::Silence(fd);
+    return true;
+  });
+  StorageOptions o = Storage("c");
+  o.http_stall_seconds = 1;
+  o.http_attempts = 3;
+  auto ds = Dataset::Open(server.url() + "/a", o);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  const std::string bin = "/a/" + manifest_a_.shards[0].path + ".bin@0";
+  (*ds)->Prefetch(0, 1, /*step=*/0, std::make_shared<ReadStats>());
+  ASSERT_EQ(server.AwaitRanges(bin, 1, kDeadline).size(), 1u) << "the prefetch never asked";
+  // The read waits for the prefetch under way and continues its attempts:
+  // their failure is its own, after one round, not a round of its own on top.
+  int64_t token = 0;
+  const Status read = (*ds)->ReadTokens(0, 1, &token);
+  EXPECT_EQ(read.code(), StatusCode::kUnavailable) << read.ToString();
+  EXPECT_NE(read.message().find("failed after 3 attempts"), std::string::npos) << read.ToString();
+  EXPECT_EQ(server.AwaitRanges(bin, 3, kDeadline).size(), 3u);
+  // A later read, which finds no fetch under way, tries a round of its own:
+  // the server may be back.
+  EXPECT_EQ((*ds)->ReadTokens(0, 1, &token).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(server.AwaitRanges(bin, 6, kDeadline).size(), 6u);
+  ds->reset();
+  EXPECT_EQ(server.AwaitRanges(bin, 7, std::chrono::seconds(0)).size(), 6u);
+}
+
 TEST_F(RemoteDatasetTest, ACacheDirectoryRemovedWhileInUseIsMadeAgain) {
   HttpTestServer server(root_.path());
   auto ds = Dataset::Open(server.url() + "/a", Storage("c"));

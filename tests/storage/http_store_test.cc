@@ -5,10 +5,13 @@
 #include "storage/http_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -37,6 +40,24 @@ void SendEndlessly(int fd, const std::string& head) {
   const std::string block(1 << 16, 'x');
   while (HttpTestServer::Send(fd, block)) {
   }
+}
+
+// Sends a chunked reply whose chunks never end, until the client goes away.
+void SendChunksEndlessly(int fd) {
+  if (!HttpTestServer::Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")) return;
+  const std::string chunk = "10000\r\n" + std::string(1 << 16, 'x') + "\r\n";
+  while (HttpTestServer::Send(fd, chunk)) {
+  }
+}
+
+// A field of /proc/self/status ("VmHWM:", "VmRSS:") in bytes.
+uint64_t StatusBytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(field, 0) == 0)
+      return std::strtoull(line.c_str() + field.size(), nullptr, 10) << 10;
+  }
+  return 0;
 }
 
 class HttpStoreTest : public ::testing::Test {
@@ -101,6 +122,37 @@ TEST_F(HttpStoreTest, AWholeObjectIsReadUpToItsCapAndRefusedPastIt) {
         << got.status().ToString();
     EXPECT_EQ(server.requests(), before + 1);
   }
+}
+
+TEST_F(HttpStoreTest, AnEndlessChunkedBodyCostsAboutItsCapInMemory) {
+  HttpTestServer server(root_.path(), [](int fd, const std::string& path, const std::string&) {
+    if (path != "/chunked") return false;
+    SendChunksEndlessly(fd);
+    return true;
+  });
+  // In a child, whose peak resident memory starts at its size at the fork:
+  // how much the refused Get made it grow, or -1 if it was not refused.
+  constexpr uint64_t kCap = uint64_t{64} << 20;
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const uint64_t before = StatusBytes("VmRSS:");
+    auto got = Store(server).Get("chunked", kCap);
+    const int64_t grew = got.status().code() == StatusCode::kResourceExhausted
+                             ? static_cast<int64_t>(StatusBytes("VmHWM:") - before)
+                             : -1;
+    ::_exit(::write(out[1], &grew, sizeof(grew)) == sizeof(grew) ? 0 : 1);
+  }
+  ::close(out[1]);
+  int64_t grew = -2;
+  EXPECT_EQ(::read(out[0], &grew, sizeof(grew)), static_cast<ssize_t>(sizeof(grew)));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_GE(grew, 0) << "the body past its cap was not refused";
+  // A string grown by doubling held 2x the cap at its last growth.
+  EXPECT_LT(static_cast<uint64_t>(grew), kCap + kCap / 4) << grew << " bytes for a cap of " << kCap;
 }
 
 TEST_F(HttpStoreTest, ARangeFromAServerThatIgnoresRangeKeepsOnlyTheRange) {
