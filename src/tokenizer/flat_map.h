@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/huge_page_allocator.h"
+
 namespace tokpack {
 
 inline uint64_t HashBytes(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
@@ -62,6 +64,8 @@ class BytesToIdMap {
     uint32_t len;
     int32_t id;  // -1: empty.
   };
+  // Megabytes read at random: on huge pages where the kernel gives them.
+  using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
 
   // Returns whether `key` was new.
   bool InsertHashed(std::string_view key, uint64_t hash, int id, bool overwrite) {
@@ -82,7 +86,7 @@ class BytesToIdMap {
     }
   }
   void Rehash(size_t capacity) {
-    std::vector<Slot> old;
+    Slots old;
     old.swap(slots_);
     slots_.assign(capacity, Slot{0, 0, 0, -1});
     mask_ = capacity - 1;
@@ -94,7 +98,7 @@ class BytesToIdMap {
     }
   }
 
-  std::vector<Slot> slots_;
+  Slots slots_;
   std::string arena_;
   size_t mask_ = 0;
   size_t size_ = 0;
@@ -157,6 +161,8 @@ class PairMap {
     uint64_t key;
     MergeRule rule;
   };
+  // Megabytes read at random: on huge pages where the kernel gives them.
+  using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
   static uint64_t Key(int left, int right) {
     return (uint64_t{static_cast<uint32_t>(left)} << 32) | static_cast<uint32_t>(right);
   }
@@ -166,7 +172,7 @@ class PairMap {
     return x ^ (x >> 29);
   }
   void Rehash(size_t capacity) {
-    std::vector<Slot> old;
+    Slots old;
     old.swap(slots_);
     slots_.assign(capacity, Slot{kEmpty, {0, 0}});
     mask_ = capacity - 1;
@@ -178,7 +184,7 @@ class PairMap {
     }
   }
 
-  std::vector<Slot> slots_;
+  Slots slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
 };

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/huge_page_allocator.h"
+
 namespace tokpack {
 
 class PieceCache {
@@ -60,8 +62,8 @@ class PieceCache {
 
   // Empties the cache (allocating it on first use).
   void Clear() {
-    if (!sets_) sets_.reset(new Set[kSets]);
-    std::memset(static_cast<void*>(sets_.get()), 0, sizeof(Set) * kSets);
+    if (sets_.empty()) sets_.resize(kSets);  // On huge pages where the kernel gives them.
+    std::memset(static_cast<void*>(sets_.data()), 0, sizeof(Set) * kSets);
   }
 
   // Starts loading the slot of `key` into the CPU cache.
@@ -110,7 +112,7 @@ class PieceCache {
     return static_cast<size_t>(h >> (64 - kSetBits));
   }
 
-  std::unique_ptr<Set[]> sets_;
+  std::vector<Set, HugePageAllocator<Set>> sets_;
 };
 
 }  // namespace tokpack
