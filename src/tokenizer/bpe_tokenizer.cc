@@ -34,19 +34,6 @@ constexpr size_t kScanBatch = 32;
 
 std::atomic<uint64_t> next_serial{1};
 
-void AppendCodepoint(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    *out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    *out += static_cast<char>(0xC0 | (cp >> 6));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    *out += static_cast<char>(0xE0 | (cp >> 12));
-    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 }  // namespace
 
 struct BpeTokenizer::ThreadState {
@@ -396,7 +383,7 @@ Status BpeTokenizer::EncodeUncached(std::string_view piece, const PieceCache::Ke
       }
       // The unit tokenizers sees is the byte's stand-in character.
       ts->unit.clear();
-      AppendCodepoint(ByteLevelCodepoint(b), &ts->unit);
+      AppendUtf8(ByteLevelCodepoint(b), &ts->unit);
       TOKPACK_RETURN_IF_ERROR(AddUnknownUnit(ts->unit, &symbols, &pending_unk, stats));
     }
   } else {
