@@ -24,7 +24,7 @@ constexpr uint32_t kCodePoints = 0x110000;
 
 std::string Utf8(uint32_t cp) {
   std::string s;
-  AppendUtf8(cp, &s);
+  tokpack::AppendUtf8(cp, &s);
   return s;
 }
 
