@@ -33,11 +33,14 @@ class MemoryInput final : public tokpack::parquet_plugin::Input {
 
 }  // namespace
 
+// Small, so that the fuzzer also meets pages the cap refuses.
+constexpr uint64_t kMaxDocumentBytes = 1 << 16;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* key : {"text", "meta.text"}) {
     std::string error;
     tokpack::parquet_plugin::TextReader* reader =
-        tokpack_parquet_open(new MemoryInput(data, size), key, &error);
+        tokpack_parquet_open(new MemoryInput(data, size), key, kMaxDocumentBytes, &error);
     if (reader == nullptr) {
       if (error.empty()) __builtin_trap();  // Failures always say why.
       continue;
