@@ -174,6 +174,17 @@ def test_progress_is_reported_while_the_iterable_is_read(tmp_path, spm_model):
     assert reports and all(r["elapsed_seconds"] >= 0 for r in reports)
 
 
+def interrupt_and_check(child, out, tmp_path):
+    """Sends Ctrl-C to a child running tokpack.build() on a generator: the
+    build must end in KeyboardInterrupt, leaving neither output nor staging."""
+    child.send_signal(signal.SIGINT)
+    line = child.stdout.line().strip()
+    returncode, _, stderr = child.finish()
+    assert line == "interrupted", stderr
+    assert returncode == 0, stderr
+    assert not out.exists() and no_leftovers(tmp_path)
+
+
 def test_ctrl_c_during_a_slow_generator_cancels_and_leaves_nothing(tmp_path, spm_model):
     code = textwrap.dedent("""
         import itertools, sys, time, tokpack
@@ -192,12 +203,7 @@ def test_ctrl_c_during_a_slow_generator_cancels_and_leaves_nothing(tmp_path, spm
     out = tmp_path / "out"
     with Child([sys.executable, "-c", code, str(out), spm_model]) as child:
         assert child.stdout.line().strip() == "generating"
-        child.send_signal(signal.SIGINT)
-        line = child.stdout.line().strip()
-        returncode, _, stderr = child.finish()
-    assert line == "interrupted", stderr
-    assert returncode == 0, stderr
-    assert not out.exists() and no_leftovers(tmp_path)
+        interrupt_and_check(child, out, tmp_path)
 
 
 def test_ctrl_c_during_a_generator_blocked_in_a_read_cancels_and_leaves_nothing(
@@ -234,12 +240,7 @@ def test_ctrl_c_during_a_generator_blocked_in_a_read_cancels_and_leaves_nothing(
         # once the main thread is in the system call.
         syscall = Path(f"/proc/{child.proc.pid}/syscall")
         wait_until(lambda: syscall.read_text().split()[0] == recvfrom, "the blocking read")
-        child.send_signal(signal.SIGINT)
-        line = child.stdout.line().strip()
-        returncode, _, stderr = child.finish()
-    assert line == "interrupted", stderr
-    assert returncode == 0, stderr
-    assert not out.exists() and no_leftovers(tmp_path)
+        interrupt_and_check(child, out, tmp_path)
 
 
 # --- Lists: paths or texts --------------------------------------------------
