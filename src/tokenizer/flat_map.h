@@ -118,6 +118,7 @@ class PairMap {
 
   // Inserts or overwrites (tokenizers keeps the last of duplicate merges).
   void Insert(int left, int right, MergeRule rule) {
+    if (InDense(left, right)) dense_[Dense(left, right)] = rule;
     if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);
     uint64_t key = Key(left, right);
     for (size_t i = Mix(key) & mask_;; i = (i + 1) & mask_) {
@@ -135,6 +136,10 @@ class PairMap {
   }
   // The rule for (left, right), or nullptr.
   const MergeRule* Find(int left, int right) const {
+    if (InDense(left, right)) {
+      const MergeRule& r = dense_[Dense(left, right)];
+      return r.rank >= 0 ? &r : nullptr;
+    }
     uint64_t key = Key(left, right);
     for (size_t i = Mix(key) & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
@@ -157,6 +162,17 @@ class PairMap {
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};  // Ids are non-negative.
+  // Pairs of ids below kDense are also kept in a dense table, which stays in
+  // the CPU's cache where the hash table cannot: models number their byte
+  // tokens first, and a merge's first round is all pairs of bytes (512 KiB).
+  static constexpr uint32_t kDense = 256;
+  static bool InDense(int left, int right) {
+    return static_cast<uint32_t>(left) < kDense && static_cast<uint32_t>(right) < kDense;
+  }
+  static size_t Dense(int left, int right) {
+    return static_cast<size_t>(left) * kDense + static_cast<size_t>(right);
+  }
+  std::vector<MergeRule> dense_ = std::vector<MergeRule>(kDense * kDense, MergeRule{-1, -1});
   struct Slot {
     uint64_t key;
     MergeRule rule;
