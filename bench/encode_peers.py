@@ -381,14 +381,9 @@ def child_encode(a):
         ranks = load_tiktoken_bpe(v["path"])
         how, arg = v["tiktoken"]
         if how == "openai_public":  # tiktoken's own definition: pattern and special tokens.
-            from tiktoken_ext import openai_public
-            original = openai_public.load_tiktoken_bpe
-            openai_public.load_tiktoken_bpe = lambda *_, **__: ranks
-            try:
-                spec = getattr(openai_public, arg)()
-            finally:
-                openai_public.load_tiktoken_bpe = original
-            enc = tiktoken.Encoding(**spec)
+            sys.path.insert(0, str(REPO / "tests" / "python"))
+            import tokenizer_refs
+            enc = tokenizer_refs.tiktoken_reference(arg, ranks)
         else:
             enc = tiktoken.Encoding(name="bench", pat_str=arg, mergeable_ranks=ranks,
                                     special_tokens={})
