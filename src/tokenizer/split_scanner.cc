@@ -41,9 +41,8 @@ size_t RunEnd(std::string_view s, size_t i, uint8_t mask) {
 size_t RunOf(std::string_view s, size_t i, uint8_t mask) { return RunEnd<true>(s, i, mask); }
 size_t RunOfNone(std::string_view s, size_t i, uint8_t mask) { return RunEnd<false>(s, i, mask); }
 
-// \p{N}{1,max} from i, where s[i] is a number; max 0 means no bound.
+// \p{N}{1,max} from i, where s[i] is a number.
 size_t Digits(std::string_view s, size_t i, int max) {
-  if (max == 0) return RunOf(s, i, C::kNumber);
   for (int k = 0; k < max && i < s.size(); ++k) {
     size_t len = 0;
     if (!(CharClassAt(s, i, &len) & C::kNumber)) break;
@@ -193,25 +192,25 @@ size_t SplitScanner::Spaces(std::string_view text, size_t pos) const {
   return end;                          // \s / \s+: the one character.
 }
 
+size_t SplitScanner::OptionalContraction(std::string_view text, size_t end) const {
+  if (end < text.size() && text[end] == '\'') {
+    const size_t c = Contraction(text, end);
+    if (c != 0) return c;
+  }
+  return end;
+}
+
 size_t SplitScanner::O200kLetters(std::string_view text, size_t start) const {
-  const size_t n = text.size();
-  auto contraction = [&](size_t e) {
-    if (e < n && text[e] == '\'') {
-      const size_t c = Contraction(text, e);
-      if (c != 0) return c;
-    }
-    return e;
-  };
   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+: the greedy
   // upper run, then backing off one character at a time until a lower one.
   const size_t upper_end = RunOf(text, start, C::kUpperish);
   size_t len = 0;
   if (ClassAt(text, upper_end, &len) & C::kLowerish) {
-    return contraction(RunOf(text, upper_end, C::kLowerish));
+    return OptionalContraction(text, RunOf(text, upper_end, C::kLowerish));
   }
   for (size_t j = upper_end; j > start;) {
     j = PreviousCharStart(text, j);
-    if (CharClassAt(text, j, &len) & C::kLowerish) return contraction(j + len);
+    if (CharClassAt(text, j, &len) & C::kLowerish) return OptionalContraction(text, j + len);
   }
   return 0;
 }
@@ -323,12 +322,7 @@ size_t SplitScanner::MatchAt(std::string_view text, size_t pos) const {
       if (start == pos + len0 && !prefix) continue;
       const size_t upper_end = RunOf(text, start, C::kUpperish);
       if (upper_end == start) continue;
-      const size_t e = RunOf(text, upper_end, C::kLowerish);
-      if (e < n && text[e] == '\'') {
-        const size_t c = Contraction(text, e);
-        if (c != 0) return c;
-      }
-      return e;
+      return OptionalContraction(text, RunOf(text, upper_end, C::kLowerish));
     }
   } else {
     // [^\r\n\p{L}\p{N}]?\p{L}+ (Qwen 3.5: [\p{L}\p{M}]+). A mark may be the

@@ -79,6 +79,8 @@ class SplitScanner {
 
  private:
   size_t Contraction(std::string_view text, size_t pos) const;
+  // o200k's (?i:'s|'t|...)? after a word ending at `end`: where it ends.
+  size_t OptionalContraction(std::string_view text, size_t end) const;
   size_t Spaces(std::string_view text, size_t pos) const;
   // o200k's first letter branch from `start`: the match's end, or 0.
   size_t O200kLetters(std::string_view text, size_t start) const;
@@ -86,7 +88,7 @@ class SplitScanner {
 
   const char* name_;
   Family family_;
-  int max_digits_;         // \p{N}{1,k}; 0: \p{N}+ (GPT-2, with an optional space).
+  int max_digits_;         // \p{N}{1,k} (GPT-2's ` ?\p{N}+` does not look at it).
   bool ignore_case_;       // Contractions are (?i:...).
   bool space_run_to_end_;  // cl100k's \s++$ before \s*[\r\n] (end of text).
   uint8_t word_;           // CharClass bits of a word: letters (and marks).
