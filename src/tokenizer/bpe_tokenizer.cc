@@ -283,9 +283,8 @@ Status BpeTokenizer::ScanPieces(const SplitScanner& scanner, std::string_view te
     // Compute the batch's keys and prefetch their slots, so that the lookups
     // below do not wait on memory one piece at a time.
     for (size_t k = 0, s = pos; k < n; s = ends[k++]) {
-      const size_t len = ends[k] - s;
-      if (len > PieceCache::kMaxBytes || (len == 1 && byte_level_)) continue;
-      keys[k] = PieceCache::KeyOf(text.data() + s, len, end);
+      if (!Cacheable(ends[k] - s)) continue;
+      keys[k] = PieceCache::KeyOf(text.data() + s, ends[k] - s, end);
       ts->cache->Prefetch(keys[k]);
     }
     ts->Flush(ids, kSinkRun);
@@ -294,22 +293,8 @@ Status BpeTokenizer::ScanPieces(const SplitScanner& scanner, std::string_view te
     if (ids->capacity() - ids->size() < room) ids->reserve(2 * ids->capacity() + room);
     for (size_t k = 0, s = pos; k < n; s = ends[k++]) {
       const std::string_view piece = text.substr(s, ends[k] - s);
-      if (piece.size() == 1 && byte_level_) {
-        const int id = byte_ids_[static_cast<unsigned char>(piece[0])];
-        if (id >= 0) {
-          ids->push_back(id);
-          continue;
-        }
-      } else if (piece.size() <= PieceCache::kMaxBytes) {
-        ++stats->cache_lookups;
-        if (ts->cache->Lookup(keys[k], ids)) {
-          ++stats->cache_hits;
-          continue;
-        }
-        TOKPACK_RETURN_IF_ERROR(EncodeUncached(piece, &keys[k], ts, ids, stats));
-        continue;
-      }
-      TOKPACK_RETURN_IF_ERROR(EncodeUncached(piece, nullptr, ts, ids, stats));
+      TOKPACK_RETURN_IF_ERROR(
+          EncodeKeyed(piece, Cacheable(piece.size()) ? &keys[k] : nullptr, ts, ids, stats));
     }
     pos = ends[n - 1];
   }
@@ -321,6 +306,16 @@ Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::v
   // Every piece passes here or through ScanPieces: where a streaming Encode()
   // hands a run on.
   ts->Flush(ids, kSinkRun);
+  if (!Cacheable(piece.size())) return EncodeKeyed(piece, nullptr, ts, ids, stats);
+  if (ids->capacity() - ids->size() < PieceCache::kMaxIds) ids->reserve(2 * ids->capacity() + 16);
+  const PieceCache::Key key =
+      PieceCache::KeyOf(piece.data(), piece.size(), piece.data() + piece.size());
+  return EncodeKeyed(piece, &key, ts, ids, stats);
+}
+
+Status BpeTokenizer::EncodeKeyed(std::string_view piece, const PieceCache::Key* key,
+                                 ThreadState* ts, std::vector<int>* ids,
+                                 BpeEncodeStats* stats) const {
   if (piece.size() == 1 && byte_level_) {
     // A one-byte piece is its byte's token (a merge needs two symbols): no
     // hashing. Punctuation and spaces make these common.
@@ -330,16 +325,14 @@ Status BpeTokenizer::EncodePiece(std::string_view piece, ThreadState* ts, std::v
       return Status::Ok();
     }
   }
-  if (piece.size() > PieceCache::kMaxBytes) return EncodeUncached(piece, nullptr, ts, ids, stats);
-  const PieceCache::Key key =
-      PieceCache::KeyOf(piece.data(), piece.size(), piece.data() + piece.size());
-  ++stats->cache_lookups;
-  if (ids->capacity() - ids->size() < PieceCache::kMaxIds) ids->reserve(2 * ids->capacity() + 16);
-  if (ts->cache->Lookup(key, ids)) {
-    ++stats->cache_hits;
-    return Status::Ok();
+  if (key != nullptr) {
+    ++stats->cache_lookups;
+    if (ts->cache->Lookup(*key, ids)) {
+      ++stats->cache_hits;
+      return Status::Ok();
+    }
   }
-  return EncodeUncached(piece, &key, ts, ids, stats);
+  return EncodeUncached(piece, key, ts, ids, stats);
 }
 
 Status BpeTokenizer::EncodeUncached(std::string_view piece, const PieceCache::Key* key,

@@ -143,6 +143,16 @@ class BpeTokenizer {
   // at a time.
   Status ScanPieces(const SplitScanner& scanner, std::string_view text, ThreadState* ts,
                     std::vector<int>* ids, BpeEncodeStats* stats) const;
+  // Whether a piece of `size` bytes goes through the piece cache: not a
+  // one-byte piece of a byte-level model (its byte's token), nor one longer
+  // than the cache's keys.
+  bool Cacheable(size_t size) const {
+    return size <= PieceCache::kMaxBytes && !(size == 1 && byte_level_);
+  }
+  // A piece: its byte's token, else from the cache under `key` (unless
+  // null), else EncodeUncached().
+  Status EncodeKeyed(std::string_view piece, const PieceCache::Key* key, ThreadState* ts,
+                     std::vector<int>* ids, BpeEncodeStats* stats) const;
   // A piece the cache lacks: merged, and stored under `key` unless null.
   Status EncodeUncached(std::string_view piece, const PieceCache::Key* key, ThreadState* ts,
                         std::vector<int>* ids, BpeEncodeStats* stats) const;
