@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "format/shard_writer.h"
-#include "io/file_system.h"
+#include "base/file_system.h"
 #include "tokpack/loader.h"
 #include "tokpack/storage.h"
 

@@ -36,6 +36,7 @@
 
 #include "bindings/py_convert.h"
 #include "bindings/py_iterable.h"
+#include "frontend/arrow_stream_source.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
@@ -44,6 +45,7 @@
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
 #include "tokpack/tokenizer.h"
+#include "tokpack/version.h"
 
 namespace py = pybind11;
 

@@ -62,7 +62,7 @@ endif()
 string(REGEX MATCH "^[0-9]+\\.[0-9]+" TOKPACK_PYARROW_VERSION "${TOKPACK_PYARROW_VERSION}")
 message(STATUS "Parquet plugin: pyarrow ${TOKPACK_PYARROW_VERSION} (${_tokpack_pyarrow_lib_dir})")
 
-add_library(tokpack_parquet MODULE src/parquet/parquet_plugin.cc)
+add_library(tokpack_parquet MODULE src/inputs/parquet/parquet_plugin.cc)
 # Arrow's headers need C++20; nothing of the core is compiled here.
 set_target_properties(tokpack_parquet PROPERTIES
   CXX_STANDARD 20
@@ -87,6 +87,6 @@ if(SKBUILD)
 else()
   set(_tokpack_plugin_dir "${CMAKE_BINARY_DIR}")
 endif()
-set_property(SOURCE src/io/parquet_input.cc APPEND PROPERTY COMPILE_DEFINITIONS
-  TOKPACK_PARQUET_PLUGIN_DIR="${_tokpack_plugin_dir}"
-  TOKPACK_PYARROW_VERSION="${TOKPACK_PYARROW_VERSION}")
+# Set on src/inputs/parquet_input.cc by src/CMakeLists.txt (a source's
+# properties belong to the directory of the target that compiles it).
+set(TOKPACK_PARQUET_PLUGIN_DIR "${_tokpack_plugin_dir}")

@@ -198,7 +198,7 @@ add_library(tokpack_sentencepiece STATIC
 add_library(tokpack::sentencepiece ALIAS tokpack_sentencepiece)
 # Darts-clone (header-only, third_party/darts_clone holds only darts.h): the
 # trie sentencepiece's unigram model walks, which tokpack's per-word unigram
-# encoder (src/packer/spm_unigram.cc) walks alike.
+# encoder (src/tokenizer/spm_unigram.cc) walks alike.
 set(TOKPACK_DARTS_INCLUDE_DIR "${_spm_root}/third_party/darts_clone")
 # sentencepiece is C++20; its public header is also valid C++17, which is
 # what tokpack's own sources compile as.

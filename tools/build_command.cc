@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "frontend/build_part.h"
 #include "tokpack/builder.h"
 #include "tools/commands.h"
 #include "tools/option_flags.h"

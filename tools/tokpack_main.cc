@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "tokpack/builder.h"
+#include "tokpack/version.h"
 #include "tools/commands.h"
 
 namespace tokpack::cli {

@@ -23,6 +23,7 @@
 #include "tokpack/options.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
+#include "tokpack/text_source.h"
 #include "tokpack/tokenizer.h"
 
 namespace tokpack {
@@ -35,77 +36,8 @@ struct BuildProgress {
   double elapsed_seconds = 0;
 };
 
-// A batch of texts handed to the packer by a TextSource: each entry is a
-// text, or a bad record whose reason stands in its place.
-struct TextBatch {
-  std::string data;  // Entries back to back.
-  struct Entry {
-    uint32_t end;  // Offset one past the entry in `data`.
-    bool bad;      // The entry is the reason the record holds no text.
-  };
-  std::vector<Entry> entries;
-
-  void Clear() {
-    data.clear();
-    entries.clear();
-  }
-  void Add(std::string_view text, bool bad = false) {
-    data.append(text);
-    entries.push_back({static_cast<uint32_t>(data.size()), bad});
-  }
-};
-
-// Texts that come from the caller instead of files: the Python binding's
-// iterables of str and Arrow C streams. Next() is called from one packer
-// thread at a time; the source is used by one build.
-class TextSource {
- public:
-  virtual ~TextSource() = default;
-  // Clears `batch` and fills it with the next texts, about `max_bytes` of
-  // them (at least one entry unless the source is exhausted). Returns false
-  // once the source is exhausted. An error stops the build.
-  virtual StatusOr<bool> Next(size_t max_bytes, TextBatch* batch) = 0;
-  // How errors and the provenance name the source, e.g. "<python iterable>".
-  virtual std::string name() const = 0;
-};
-
-// A TextSource that reads the texts of column `text_key` of an Arrow C
-// stream, one record batch at a time: what pyarrow tables and readers, polars
-// and duckdb export through __arrow_c_stream__. `arrow_array_stream` is a
-// struct ArrowArrayStream* (void* keeps Arrow out of this header; tokpack
-// links no Arrow library for this).
-//
-// Ownership: the stream is moved out of *arrow_array_stream (its `release`
-// becomes null, as the interface's move semantics say), also when this
-// fails; the source releases it, and every array it gets, when done.
-//
-// `text_key` names a column of the stream's record batches, or a field of a
-// struct column by a dotted path ("meta.text", unless a column is named
-// exactly so) or a JSON pointer ("/meta/text"). A stream of plain string
-// arrays (an exported ChunkedArray) has no columns: its values are the texts
-// and `text_key` is not used. Columns of type utf8, large_utf8, string_view,
-// binary, large_binary and binary_view are read (binary bytes as text; the
-// packer's UTF-8 policy applies). A null (or a null parent struct) is a bad
-// record "text is null"; every row of a column of another type is a bad
-// record "text is <type>, not a string". A missing column is an error that
-// lists the columns there are.
-//
-// Everything the producer hands over is untrusted: offsets, lengths and
-// string_view buffer references are checked against what the interface
-// lets a consumer know, and a violation is an error naming the row.
-// `name` names the source in errors and the provenance ("<arrow stream>").
-StatusOr<std::unique_ptr<TextSource>> MakeArrowStreamTextSource(void* arrow_array_stream,
-                                                                std::string text_key,
-                                                                std::string name);
-
 // The default per-shard token budget: 2^29 tokens (1 GiB of uint16).
 inline constexpr uint64_t kDefaultShardTokens = 1ull << 29;
-// The default and the largest limit on one document's bytes (a JSONL line, a
-// text line or file, a Parquet value, a caller's text): 256 MiB and 1 GiB
-// (a document's token count must fit the index's int32).
-inline constexpr uint64_t kDefaultMaxDocumentBytes = 256ull << 20;
-inline constexpr uint64_t kMaxMaxDocumentBytes = 1ull << 30;
-
 // A build's inputs, output and settings. The settings (text_key through
 // force below) are declared once, with their names, defaults, validation and
 // documentation, in the table behind Describe(); the CLI flags of `tokpack
@@ -177,13 +109,6 @@ struct BuildSummary {
 // output are reported before any work starts. On failure nothing is left at
 // `output` that was not there before.
 StatusOr<BuildSummary> Build(const BuildOptions& options);
-
-// Parses "i/N" (0 <= i < N), as `tokpack build --part` takes it, into
-// BuildOptions::part_index and part_count. InvalidArgument naming the text.
-Status ParsePart(const std::string& text, int* index, int* count);
-
-// The tokpack version string, e.g. "0.1.0".
-const char* Version();
 
 }  // namespace tokpack
 

@@ -17,7 +17,6 @@
 #define TOKPACK_DATASET_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -142,16 +141,12 @@ class Dataset {
   };
   StatusOr<TokenView> DocumentView(uint64_t i) const;
 
- private:
-  friend StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(
-      const std::string& path,
-      const std::function<StatusOr<std::unique_ptr<class ByteSource>>(const std::string&)>&);
-  Dataset();
+  // The library's own state of a dataset, defined only inside it (the
+  // storage and format layers open it): users get Datasets from Open().
   struct Impl;
-  friend StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string&,
-                                                              const class RemoteOpener&);
-  friend Status AddShard(Impl&, const std::string&, std::unique_ptr<class ByteSource>,
-                         std::unique_ptr<class ByteSource>, const ShardInfo*);
+  explicit Dataset(std::unique_ptr<Impl> impl);
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tokpack/file_digest.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
@@ -29,17 +30,6 @@ std::string_view TokenDtypeName(TokenDtype dtype);
 int TokenDtypeSize(TokenDtype dtype);
 // The dtype for a vocabulary: uint16 when every id fits (vocab <= 65535).
 TokenDtype DtypeForVocab(int64_t vocab_size);
-
-// Size and per-chunk checksums of one file. Chunk k covers bytes
-// [k*chunk_bytes, min((k+1)*chunk_bytes, bytes)); an empty file has no chunks.
-struct FileDigest {
-  uint64_t bytes = 0;
-  std::vector<uint64_t> chunk_xxh3;  // XXH3_64bits (seed 0) of each chunk.
-
-  bool operator==(const FileDigest& o) const {
-    return bytes == o.bytes && chunk_xxh3 == o.chunk_xxh3;
-  }
-};
 
 struct ShardInfo {
   // File prefix relative to the manifest's directory, without extension:
@@ -190,9 +180,6 @@ class Manifest {
   // Writes <dir>/<name> atomically (temporary file, fsync, rename, fsync dir).
   Status Save(const std::string& dir, const std::string& name = kFileName) const;
 };
-
-// 16 lowercase hex digits.
-std::string HashToHex(uint64_t h);
 
 // OK when `chunk_bytes` is within [Manifest::kMinChunkBytes,
 // Manifest::kMaxChunkBytes]; InvalidArgument saying the range otherwise.

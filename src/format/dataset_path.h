@@ -12,7 +12,7 @@
 // "g-1a2b/shard-00000"; a merge in object storage, under its parts).
 //
 // Symbolic links are not lexical: how a local dataset's links are followed is
-// ReadOnlyFile's rule (src/io/file_system.h).
+// ReadOnlyFile's rule (src/base/file_system.h).
 #ifndef TOKPACK_SRC_FORMAT_DATASET_PATH_H_
 #define TOKPACK_SRC_FORMAT_DATASET_PATH_H_
 

@@ -11,7 +11,7 @@
 
 #include "format/dataset_path.h"
 #include "format/idx_file.h"
-#include "io/file_system.h"
+#include "base/file_system.h"
 #include "tokpack/json_writer.h"
 
 namespace tokpack {
@@ -331,12 +331,6 @@ Status ReadInputList(std::string_view text, std::string_view source, Provenance*
   }
   p->inputs = std::move(inputs);
   return Status::Ok();
-}
-
-std::string HashToHex(uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, h);
-  return buf;
 }
 
 uint64_t Manifest::TotalTokens() const {

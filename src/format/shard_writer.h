@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/chunk_hasher.h"
-#include "io/file_system.h"
+#include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {

@@ -1,9 +1,10 @@
-#include "common/chunk_hasher.h"
+#include "base/chunk_hasher.h"
 #include "format/idx_file.h"
 #include "format/shard_writer.h"
-#include "io/file_system.h"
-#include "io/staging_dir.h"
+#include "base/file_system.h"
+#include "format/staging_dir.h"
 #include "tokpack/builder.h"
+#include "tokpack/version.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/tokenizer.h"
 

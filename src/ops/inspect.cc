@@ -1,7 +1,7 @@
 #include <algorithm>
 
 #include "format/dataset_path.h"
-#include "io/file_system.h"
+#include "base/file_system.h"
 #include "reader/split_ranges.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/json_writer.h"

@@ -2,15 +2,17 @@
 #include <cstdio>
 #include <functional>
 
-#include "common/chunk_hasher.h"
+#include "base/chunk_hasher.h"
 #include "format/dataset_path.h"
 #include "format/token_identity.h"
-#include "io/file_system.h"
-#include "io/staging_dir.h"
+#include "base/file_system.h"
+#include "format/staging_dir.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
+#include "reader/dataset_internal.h"
 #include "storage/remote_source.h"
 #include "tokpack/builder.h"
+#include "tokpack/version.h"
 #include "tokpack/dataset_ops.h"
 
 namespace tokpack {
@@ -176,7 +178,7 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
                                   "' (push parts to " + root + "part-<i>)");
     }
     TOKPACK_ASSIGN_OR_RETURN(auto opener, RemoteOpener::ForUrl(dir, storage));
-    TOKPACK_ASSIGN_OR_RETURN(Manifest m, opener->LoadManifest());
+    TOKPACK_ASSIGN_OR_RETURN(Manifest m, LoadRemoteManifest(*opener));
     const std::string under = rel + "/";
     PartFiles files{
         [&](const std::string& name) { return store.location().UrlOf(under + name); },

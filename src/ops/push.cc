@@ -15,8 +15,8 @@
 #include <random>
 #include <set>
 
-#include "common/chunk_hasher.h"
-#include "io/file_system.h"
+#include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/dataset_ops.h"

@@ -5,10 +5,10 @@
 #include <memory>
 #include <system_error>
 
-#include "common/chunk_hasher.h"
+#include "base/chunk_hasher.h"
 #include "format/dataset_path.h"
 #include "format/idx_file.h"
-#include "io/file_system.h"
+#include "base/file_system.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "storage/remote_source.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "format/idx_file.h"
-#include "io/file_system.h"
+#include "base/file_system.h"
 #include "reader/dataset_internal.h"
 #include "reader/split_ranges.h"
 #include "reader/verify_chunks.h"
@@ -147,7 +147,7 @@ struct Dataset::Impl {
   }
 };
 
-Dataset::Dataset() : impl_(std::make_unique<Impl>()) {}
+Dataset::Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Dataset::~Dataset() = default;
 
 namespace {
@@ -304,8 +304,8 @@ Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<Byt
 
 StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
                                                    const ByteSourceOpener& open) {
-  std::shared_ptr<Dataset> ds(new Dataset());
-  Dataset::Impl& d = *ds->impl_;
+  auto impl = std::make_unique<Dataset::Impl>();
+  Dataset::Impl& d = *impl;
   d.path = path;
   const bool has_manifest = IsFile(JoinPath(path, Manifest::kFileName));
   std::vector<std::string> prefixes;
@@ -335,16 +335,27 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
                                      has_manifest ? &d.manifest.shards[k] : nullptr));
   }
   d.fingerprint = d.manifest.Fingerprint();
-  return ds;
+  return std::make_shared<Dataset>(std::move(impl));
+}
+
+StatusOr<Manifest> LoadRemoteManifest(const RemoteOpener& remote) {
+  const HttpStore& store = remote.store();
+  StatusOr<std::string> text = store.Get(Manifest::kFileName, Manifest::kMaxJsonBytes);
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+    return NotFoundError(store.location().url +
+                         " is not a tokpack dataset: " + text.status().message());
+  }
+  TOKPACK_RETURN_IF_ERROR(text.status());
+  return Manifest::Parse(*text, store.location().UrlOf(Manifest::kFileName));
 }
 
 StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
                                                      const RemoteOpener& remote) {
-  std::shared_ptr<Dataset> ds(new Dataset());
-  Dataset::Impl& d = *ds->impl_;
+  auto impl = std::make_unique<Dataset::Impl>();
+  Dataset::Impl& d = *impl;
   d.path = url;
   d.remote = true;
-  TOKPACK_ASSIGN_OR_RETURN(d.manifest, remote.LoadManifest());
+  TOKPACK_ASSIGN_OR_RETURN(d.manifest, LoadRemoteManifest(remote));
   for (const ShardInfo& info : d.manifest.shards) {
     TOKPACK_ASSIGN_OR_RETURN(
         auto idx, remote.Open(info.path + ".idx", info.idx, d.manifest.chunk_bytes, true));
@@ -354,7 +365,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
         AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin), &info));
   }
   d.fingerprint = d.manifest.Fingerprint();
-  return ds;
+  return std::make_shared<Dataset>(std::move(impl));
 }
 
 const std::string& Dataset::path() const { return impl_->path; }

@@ -22,6 +22,9 @@ class RemoteOpener;
 // Opens a dataset stored remotely (manifest required) through `remote`.
 StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
                                                      const RemoteOpener& remote);
+// The manifest.json of the remote dataset `remote` reads; NotFound saying the
+// URL is not a tokpack dataset when there is none.
+StatusOr<Manifest> LoadRemoteManifest(const RemoteOpener& remote);
 
 }  // namespace tokpack
 

@@ -1,7 +1,7 @@
 // DatasetOptions' table: the one declaration of each option of opening a
 // dataset. tokpack.Dataset's keyword arguments and the CLI flags of the
 // commands that read datasets are made from it.
-#include "common/option_table.h"
+#include "base/option_table.h"
 #include "reader/split_ranges.h"
 #include "tokpack/dataset.h"
 

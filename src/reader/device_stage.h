@@ -2,8 +2,8 @@
 // page-locked memory of the host ring, the device memory and events of the
 // device ring, and the copy of one batch between them. The loader's copy
 // thread drives it; everything about order, generations and the cursor stays
-// in the loader. Implemented in src/cuda/device_stage.cc (CUDA builds) or
-// src/cuda/no_cuda.cc (Create fails, saying why).
+// in the loader. Implemented in src/reader/cuda/device_stage.cc (CUDA builds) or
+// src/reader/cuda/no_cuda.cc (Create fails, saying why).
 //
 // Thread-safety: Copy() is called from the copy thread only; UseOn() and
 // Released() from any thread, for distinct slots or under the caller's

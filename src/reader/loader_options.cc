@@ -5,7 +5,7 @@
 #include <climits>
 #include <cstdlib>
 
-#include "common/option_table.h"
+#include "base/option_table.h"
 #include "reader/cursor.h"
 #include "reader/loader_internal.h"
 #include "tokpack/loader.h"

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "common/chunk_hasher.h"
-#include "io/file_system.h"
+#include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "storage/cache_files.h"
 #include "tokpack/files.h"
 #include "tokpack/manifest.h"

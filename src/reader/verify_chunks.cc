@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "common/chunk_hasher.h"
+#include "base/chunk_hasher.h"
 
 namespace tokpack {
 

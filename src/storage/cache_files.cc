@@ -11,7 +11,7 @@
 #include <chrono>
 #include <thread>
 
-#include "io/file_system.h"
+#include "base/file_system.h"
 
 namespace tokpack {
 

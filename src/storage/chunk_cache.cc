@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/chunk_hasher.h"
-#include "io/file_system.h"
+#include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "storage/cache_files.h"
 
 namespace tokpack {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/file_system.h"
+#include "base/file_system.h"
 
 namespace tokpack {
 

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "io/file_system.h"
+#include "base/file_system.h"
 #include "storage/object_url.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"

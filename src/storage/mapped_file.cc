@@ -5,7 +5,7 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <cstring>
 
-#include "io/file_system.h"
+#include "base/file_system.h"
 #include "storage/byte_source.h"
 
 namespace tokpack {

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <utility>
 
-#include "common/chunk_hasher.h"
+#include "base/chunk_hasher.h"
 #include "storage/chunk_attempts.h"
 #include "storage/prefetcher.h"
 
@@ -190,16 +190,6 @@ StatusOr<std::unique_ptr<RemoteOpener>> RemoteOpener::ForUrl(const std::string& 
   return std::make_unique<RemoteOpener>(
       std::make_shared<HttpStore>(std::move(location), HttpOptions::From(options)),
       std::move(cache), options.prefetch_threads);
-}
-
-StatusOr<Manifest> RemoteOpener::LoadManifest() const {
-  StatusOr<std::string> text = store_->Get(Manifest::kFileName, Manifest::kMaxJsonBytes);
-  if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
-    return NotFoundError(store_->location().url +
-                         " is not a tokpack dataset: " + text.status().message());
-  }
-  TOKPACK_RETURN_IF_ERROR(text.status());
-  return Manifest::Parse(*text, store_->location().UrlOf(Manifest::kFileName));
 }
 
 StatusOr<std::unique_ptr<ByteSource>> RemoteOpener::Open(const std::string& name,

@@ -11,7 +11,7 @@
 #include "storage/byte_source.h"
 #include "storage/chunk_cache.h"
 #include "storage/http_store.h"
-#include "tokpack/manifest.h"
+#include "tokpack/file_digest.h"
 
 namespace tokpack {
 
@@ -29,8 +29,8 @@ class RemoteOpener {
   RemoteOpener(std::shared_ptr<HttpStore> store, std::shared_ptr<ChunkCache> cache,
                int prefetch_threads);
 
-  // manifest.json; a remote dataset needs one (its checksums guard every chunk).
-  StatusOr<Manifest> LoadManifest() const;
+  // The store the dataset's files are read from (manifest.json included).
+  const HttpStore& store() const { return *store_; }
   // The most bytes Open() reads into memory for a resident file: an .idx
   // of about 350 million documents.
   static constexpr uint64_t kMaxResidentBytes = uint64_t{4} << 30;

@@ -1,7 +1,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "common/option_table.h"
+#include "base/option_table.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/storage.h"

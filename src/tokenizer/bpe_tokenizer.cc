@@ -5,8 +5,8 @@
 #include <cstring>
 #include <iterator>
 
-#include "common/quote.h"
-#include "common/utf8.h"
+#include "base/quote.h"
+#include "base/utf8.h"
 #include "tokenizer/bpe_merge.h"
 #include "tokenizer/piece_cache.h"
 #include "tokenizer/unicode.h"

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/huge_page_allocator.h"
+#include "base/huge_page_allocator.h"
 
 namespace tokpack {
 

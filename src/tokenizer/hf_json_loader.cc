@@ -8,7 +8,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "common/quote.h"
+#include "base/quote.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/json_error.h"
 #include "tokenizer/unicode.h"

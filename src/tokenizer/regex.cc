@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "common/quote.h"
+#include "base/quote.h"
 
 namespace tokpack {
 namespace {

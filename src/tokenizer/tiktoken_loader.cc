@@ -5,7 +5,7 @@
 #include <array>
 #include <charconv>
 
-#include "common/quote.h"
+#include "base/quote.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/token_pairs.h"
 

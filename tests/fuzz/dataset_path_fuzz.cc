@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "common/utf8.h"
+#include "base/utf8.h"
 #include "format/dataset_path.h"
 #include "storage/object_url.h"
 #include "tokpack/manifest.h"

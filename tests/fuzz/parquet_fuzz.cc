@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "parquet/parquet_plugin.h"
+#include "inputs/parquet/parquet_plugin.h"
 
 namespace {
 

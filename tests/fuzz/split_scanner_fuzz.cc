@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/utf8.h"
+#include "base/utf8.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/split_scanner.h"
 

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/utf8.h"
+#include "base/utf8.h"
 #include "tokpack/tokenizer.h"
 
 namespace {

@@ -9,7 +9,7 @@ Debian's sentencepiece 0.1.97, which tokpack linked before, gave unigram ids
 that differ from the 0.2.x releases.
 
 tokpack encodes a text word by word through a cache where that gives the
-whole text's ids (src/packer/spm_word_encoder.h); the tests of that part train
+whole text's ids (src/tokenizer/spm_word_encoder.h); the tests of that part train
 a model for every setting that decides it and encode text that each wrong
 shortcut would get wrong: pieces that span words, whitespace runs, unknown
 characters, near-ties of the unigram Viterbi at large running scores, and

@@ -191,7 +191,7 @@ def test_a_remote_tokenizer_without_a_recorded_hash_is_refused(built, tmp_path):
 
 def test_local_tokenizer_is_checked_and_read_without_links(built, tmp_path, spm_model,
                                                            tokpack_bin):
-    """The symlink rule (src/io/file_system.h): the tokenizer copy is a plain
+    """The symlink rule (src/base/file_system.h): the tokenizer copy is a plain
     file; a link, even to the right model, is refused by every reader and by
     merge and push, so a link planted in a dataset copies nothing elsewhere."""
     ds = copy_of(built, tmp_path / "ds")

@@ -1,6 +1,6 @@
 // The loader's copy stage (the path a CUDA device takes), driven by the CPU
 // stand-in stage: the same batches as a CPU loader, exact resume, the end,
-// and buffer lifetimes. tests/cuda/ runs the same pipeline with CUDA.
+// and buffer lifetimes. tests/reader/cuda/ runs the same pipeline with CUDA.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <functional>
 
-#include "common/chunk_hasher.h"
-#include "io/file_system.h"
+#include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/storage/http_test_server.h"
 #include "tests/test_util.h"

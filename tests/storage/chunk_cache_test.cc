@@ -20,8 +20,8 @@
 #include <random>
 #include <thread>
 
-#include "common/chunk_hasher.h"
-#include "io/file_system.h"
+#include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "tests/test_util.h"
 
 namespace tokpack {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/utf8.h"
+#include "base/utf8.h"
 #include "tokenizer/char_class.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/regex.h"

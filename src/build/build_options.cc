@@ -1,0 +1,95 @@
+// BuildOptions' table: the one declaration of each packer option (name, type,
+// default, validation, doc line). The CLI flags of `tokpack build`, the
+// keyword arguments of tokpack.build and the stubs are made from it.
+#include <climits>
+
+#include "base/option_table.h"
+#include "tokpack/builder.h"
+
+namespace tokpack {
+
+using O = BuildOptions;
+
+template <>
+const OptionTable<O>& OptionTableOf<O>() {
+  static const OptionTable<O>* table = new OptionTable<O>({
+      StringOption<O>(
+          "text_key",
+          "JSONL field or Parquet/Arrow column holding the text; nested: /meta/text or meta.text",
+          [](auto& o) -> auto& { return o.settings.text_key; }),
+      StringOption<O>("input_format",
+                      "auto (by file name), jsonl, text or parquet (applies to every input file)",
+                      [](auto& o) -> auto& { return o.settings.input_format; },
+                      {"auto", "jsonl", "text", "parquet"}),
+      BoolOption<O>(
+          "text_per_line", "Plain text: one document per line instead of one per file",
+          [](auto& o) -> auto& { return o.settings.text_per_line; }),
+      BoolOption<O>(
+          "bos", "Prepend the tokenizer's BOS id to every document",
+          [](auto& o) -> auto& { return o.settings.add_bos; }),
+      BoolOption<O>(
+          "eos", "Append the tokenizer's EOS id to every document",
+          [](auto& o) -> auto& { return o.settings.add_eos; }, "--no-eos"),
+      StringOption<O>("invalid_utf8",
+                      "replace (with U+FFFD, as Python's errors='replace'), skip the document, "
+                      "or error",
+                      [](auto& o) -> auto& { return o.settings.invalid_utf8; },
+                      {"replace", "skip", "error"}),
+      BoolOption<O>(
+          "skip_bad_lines",
+          "Skip and count bad records (malformed JSON, missing, null or non-string "
+          "text) instead of failing",
+          [](auto& o) -> auto& { return o.settings.skip_bad_lines; }),
+      BoolOption<O>(
+          "skip_unknown_files",
+          "Leave out (and list) files whose format the name does not tell, instead of "
+          "failing",
+          [](auto& o) -> auto& { return o.skip_unknown_files; }),
+      UIntOption<O>(
+          "shard_tokens", "Token budget per shard",
+          [](auto& o) -> auto& { return o.settings.shard_tokens; }, 1),
+      UIntOption<O>(
+          "chunk_bytes", "Checksum chunk size in bytes",
+          [](auto& o) -> auto& { return o.chunk_bytes; }, 1),
+      UIntOption<O>(
+          "max_document_bytes",
+          "Refuse, as a bad record, any JSONL line, text line or file, Parquet value or text "
+          "longer than this many bytes (at most 1 GiB); it bounds the build's memory",
+          [](auto& o) -> auto& { return o.max_document_bytes; }, 1),
+      IntOption<O>(
+          "threads", "Tokenizer threads (0: one per hardware thread)",
+          [](auto& o) -> auto& { return o.threads; }, 0, 1024),
+      BoolOption<O>(
+          "force", "Replace an existing dataset at the output",
+          [](auto& o) -> auto& { return o.force; }),
+  });
+  return *table;
+}
+
+template class OptionSet<O>;
+
+Status BuildOptions::Validate() const {
+  TOKPACK_RETURN_IF_ERROR(CheckFields());  // Fields assigned directly, too.
+  // What readers accept (the table checks only the lower bound).
+  TOKPACK_RETURN_IF_ERROR(CheckChunkBytes(chunk_bytes).WithContext("--chunk-bytes"));
+  if (output.empty()) return InvalidArgumentError("no output directory given (--output)");
+  if (tokenizer_model.empty()) return InvalidArgumentError("no tokenizer given (--tokenizer)");
+  if (part_count < 1 || part_index < 0 || part_index >= part_count) {
+    return InvalidArgumentError("--part must be i/N with 0 <= i < N");
+  }
+  if (texts && !inputs.empty()) {
+    return InvalidArgumentError("give either input files or texts, not both");
+  }
+  if (texts && part_count > 1) {
+    return InvalidArgumentError("--part splits input files; it cannot split texts");
+  }
+  if (settings.text_key.empty()) return InvalidArgumentError("--text-key must not be empty");
+  if (max_document_bytes > kMaxMaxDocumentBytes) {
+    return InvalidArgumentError("max_document_bytes must be at most " +
+                                std::to_string(kMaxMaxDocumentBytes) + " (1 GiB), not " +
+                                std::to_string(max_document_bytes));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tokpack

@@ -1,0 +1,80 @@
+#include "build/document_reader.h"
+
+#include <limits>
+
+namespace tokpack {
+namespace {
+
+// Why a record over the limit holds no text. A whole-file document (number
+// 0) is read only until it is known to be too large, so its size is unknown.
+std::string TooLarge(const RecordSource::Record& r, uint64_t limit) {
+  const std::string what = r.number == 0
+                               ? "a document of more than " + std::to_string(limit) + " bytes"
+                               : "a record of " + std::to_string(r.bytes) + " bytes";
+  return what + ", over --max-document-bytes (" + std::to_string(limit) + ")";
+}
+
+}  // namespace
+
+DocumentReader::DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
+                               const BuildSettings& settings, const StorageOptions& storage,
+                               std::atomic<uint64_t>* raw_bytes_read,
+                               const std::atomic<bool>* cancel, uint64_t max_document_bytes,
+                               size_t batch_bytes, size_t batch_records)
+    : inputs_(std::move(inputs)),
+      texts_(std::move(texts)),
+      settings_(settings),
+      storage_(storage),
+      context_{&settings_, &storage_, raw_bytes_read, cancel, max_document_bytes},
+      max_document_bytes_(max_document_bytes),
+      batch_bytes_(batch_bytes),
+      batch_records_(batch_records) {}
+
+Status DocumentReader::Init() {
+  if (texts_) return Status::Ok();
+  for (const InputRecord& in : inputs_) {
+    TOKPACK_ASSIGN_OR_RETURN(InputFormat f, InputFormatFor(in.path, settings_.input_format));
+    formats_.push_back(f);
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
+  batch->data.clear();
+  batch->records.clear();
+  while (batch->data.size() < batch_bytes_ && batch->records.size() < batch_records_) {
+    if (!source_) {
+      if (next_file_ == inputs_.size()) break;
+      current_ = static_cast<uint32_t>(next_file_++);
+      if (texts_) {
+        source_ = TextRecordSource(texts_, context_);
+      } else {
+        TOKPACK_ASSIGN_OR_RETURN(source_,
+                                 OpenRecordSource(inputs_[current_], formats_[current_], context_));
+      }
+    }
+    const size_t start = batch->data.size();
+    RecordSource::Record r;
+    TOKPACK_ASSIGN_OR_RETURN(bool more, source_->Next(max_document_bytes_, &batch->data, &r));
+    if (!more) {
+      text_bytes_ += source_->text_bytes();
+      source_.reset();
+      continue;
+    }
+    if (r.kind != RecordKind::kBad && r.bytes > max_document_bytes_) {
+      batch->data.resize(start);
+      batch->data += TooLarge(r, max_document_bytes_);
+      r.kind = RecordKind::kBad;
+    }
+    if (batch->data.size() + RawBatch::kPadding > std::numeric_limits<uint32_t>::max()) {
+      return InternalError(inputs_[current_].path + ":" + std::to_string(r.number) +
+                           ": a batch of over 4 GiB");
+    }
+    batch->records.push_back(
+        {static_cast<uint32_t>(batch->data.size()), current_, r.number, r.kind});
+  }
+  if (!batch->records.empty()) batch->Seal();
+  return !batch->records.empty();
+}
+
+}  // namespace tokpack
