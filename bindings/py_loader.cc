@@ -1,0 +1,220 @@
+// Loader: batches as arrays or DLPack capsules, cursors, phases and stats.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings/py_array.h"
+#include "bindings/py_convert.h"
+#include "bindings/py_module.h"
+#include "tokpack/dataset.h"
+#include "tokpack/loader.h"
+
+namespace tokpack {
+namespace {
+
+namespace py = pybind11;
+using namespace py_convert;  // NOLINT: the module's own helpers.
+
+// A Loader plus the process that created it.
+struct LoaderHandle {
+  std::unique_ptr<Loader> loader;
+  uint64_t generation = ForkGeneration();
+  bool forked() const { return ForkGeneration() != generation; }
+  ~LoaderHandle() {
+    if (forked()) loader.release();  // Leak: its threads (and CUDA) are not in this process.
+  }
+};
+
+// next(): waits with the GIL released, waking to deliver Ctrl-C. Returns
+// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]) as
+// Arrays, or with `capsules` as DLPack capsules (torch takes those fastest
+// on the CPU).
+py::object NextBatch(LoaderHandle& h, bool capsules) {
+  // A batch assembled ahead is taken without releasing the GIL (a release
+  // and re-acquire costs more than the take, and contends with other Python
+  // threads); only a wait releases it.
+  StatusOr<std::shared_ptr<const Batch>> r = h.loader->Next(0.0);
+  while (r.status().code() == StatusCode::kDeadlineExceeded) {
+    {
+      py::gil_scoped_release nogil;
+      r = h.loader->Next(kSignalPollSeconds);
+    }
+    if (r.status().code() != StatusCode::kDeadlineExceeded) break;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+  std::shared_ptr<const Batch> batch = Unwrap(std::move(r));
+  if (!batch) return py::none();
+  auto owner = std::make_shared<ForkSafe<const void>>(batch);
+  const bool on_device = batch->device().is_cuda();
+  const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
+  const DLDataType t = DType('i', batch->dtype() == OutputDtype::kInt32 ? 32 : 64);
+  const py::object none = py::none();
+  const auto make = [&](const void* data, std::vector<int64_t> dims, DLDataType type) {
+    Array a = BatchArray(owner, data, std::move(dims), type);
+    if (on_device) a.device_batch = batch;
+    return capsules ? ExportDlpack(a, none, none, none, none) : py::cast(std::move(a));
+  };
+  py::tuple out(batch->position_ids() ? 4 : 2);
+  out[0] = make(batch->inputs(), shape, t);
+  out[1] = make(batch->targets(), shape, t);
+  if (batch->position_ids()) {
+    out[2] = make(batch->position_ids(), shape, DType('i', 32));
+    out[3] = make(batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32));
+  }
+  return std::move(out);
+}
+
+std::vector<Loader::Source> Sources(const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
+                                    const std::vector<double>& weights) {
+  if (datasets.size() != weights.size()) {
+    ThrowStatus(InvalidArgumentError("datasets and weights differ in length"));
+  }
+  std::vector<Loader::Source> sources;
+  for (size_t i = 0; i < datasets.size(); ++i) sources.push_back({datasets[i]->get(), weights[i]});
+  return sources;
+}
+
+// Phases from Python: (start_step, [weight per dataset]) pairs; the Python
+// layer has checked names and values, the core checks the rules again.
+std::vector<MixturePhase> PhasesArg(const py::handle& v) {
+  std::vector<MixturePhase> out;
+  size_t k = 0;
+  for (const py::handle item : py::iter(v)) {
+    const auto pair = item.cast<std::pair<py::object, std::vector<double>>>();
+    out.push_back({IntArg<int64_t>(pair.first, "phases[" + std::to_string(k++) + "].start_step"),
+                   pair.second});
+  }
+  return out;
+}
+
+py::list PhasesList(const std::vector<MixturePhase>& phases) {
+  py::list out;
+  for (const MixturePhase& p : phases) out.append(py::make_tuple(p.start_step, p.weights));
+  return out;
+}
+
+py::dict StatsDict(const LoaderStats& s) {
+  py::dict d;
+  d["steps"] = s.steps;
+  d["wait_seconds_total"] = s.wait_seconds_total;
+  d["wait_seconds_last"] = s.wait_seconds_last;
+  d["wait_seconds_max"] = s.wait_seconds_max;
+  d["wait_seconds_p50"] = s.wait_seconds_p50;
+  d["wait_seconds_p99"] = s.wait_seconds_p99;
+  d["assemble_seconds_total"] = s.assemble_seconds_total;
+  d["bytes_served"] = s.bytes_served;
+  d["cache_hits"] = s.cache_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["bytes_fetched"] = s.bytes_fetched;
+  d["fetch_seconds"] = s.fetch_seconds;
+  py::list sources, phases;
+  for (const SourceStats& src : s.sources) {
+    py::dict x;
+    x["samples"] = src.samples;
+    x["tokens"] = src.tokens;
+    x["epochs_completed"] = src.epochs_completed;
+    x["epoch_samples"] = src.epoch_samples;
+    sources.append(x);
+  }
+  for (const PhaseStats& p : s.phases) {
+    py::dict x;
+    x["start_step"] = p.start_step;
+    x["start_position"] = p.start_position;
+    x["weights"] = p.weights;
+    x["samples"] = p.samples;
+    phases.append(x);
+  }
+  d["sources"] = sources;
+  d["phases"] = phases;
+  return d;
+}
+
+}  // namespace
+
+void DefineLoader(py::module_& m) {
+  m.def("loader_options", [] { return DescribeOptions(LoaderOptions::Describe()); });
+  m.def("parse_device",
+        [](const std::string& text) { return Unwrap(Device::Parse(text)).ToString(); });
+  py::class_<LoaderHandle>(m, "Loader")
+      // One mixture (`weights`, one per dataset) or several (`phases`).
+      .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
+                       const std::optional<std::vector<double>>& weights,
+                       const py::object& phases_arg, const py::kwargs& kw) {
+             if (weights.has_value() == !phases_arg.is_none()) {
+               ThrowStatus(InvalidArgumentError("give either weights or phases"));
+             }
+             std::vector<Loader::Source> sources;
+             std::vector<std::shared_ptr<Dataset>> plain;
+             std::vector<MixturePhase> phases;
+             if (weights) {
+               sources = Sources(datasets, *weights);
+             } else {
+               for (const auto& d : datasets) plain.push_back(d->get());
+               phases = PhasesArg(phases_arg);
+             }
+             const LoaderOptions o = ParseOptions<LoaderOptions>(kw);
+             auto h = std::make_unique<LoaderHandle>();
+             StatusOr<std::unique_ptr<Loader>> r = std::unique_ptr<Loader>();
+             {
+               py::gil_scoped_release nogil;
+               r = weights ? Loader::Create(std::move(sources), o)
+                           : Loader::Create(std::move(plain), std::move(phases), o);
+             }
+             h->loader = Unwrap(std::move(r));
+             return h;
+           }),
+           py::arg("datasets"), py::arg("weights") = py::none(), py::arg("phases") = py::none())
+      .def(
+          "next", [](LoaderHandle& h, bool capsules) { return NextBatch(h, capsules); },
+          py::arg("capsules") = false)
+      .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
+      .def(
+          "load_state",
+          [](LoaderHandle& h, const std::string& state, const py::object& phases_arg) {
+            const bool given = !phases_arg.is_none();
+            std::vector<MixturePhase> phases;
+            if (given) phases = PhasesArg(phases_arg);
+            Status s;
+            {
+              py::gil_scoped_release nogil;  // Waits for in-flight plans to see the change.
+              s = given ? h.loader->LoadState(state, std::move(phases))
+                        : h.loader->LoadState(state);
+            }
+            Check(s);
+          },
+          py::arg("state"), py::arg("phases") = py::none())
+      .def("set_phases",
+           [](LoaderHandle& h, const py::object& phases_arg) {
+             std::vector<MixturePhase> phases = PhasesArg(phases_arg);
+             Status s;
+             {
+               py::gil_scoped_release nogil;  // As load_state: a new schedule generation.
+               s = h.loader->SetPhases(std::move(phases));
+             }
+             Check(s);
+           })
+      .def_property_readonly("phases",
+                             [](const LoaderHandle& h) { return PhasesList(h.loader->Phases()); })
+      .def_property_readonly("step", [](const LoaderHandle& h) { return h.loader->Step(); })
+      .def_property_readonly("remaining_steps",
+                             [](const LoaderHandle& h) { return h.loader->RemainingSteps(); })
+      .def_property_readonly("forked", [](const LoaderHandle& h) { return h.forked(); })
+      .def_property_readonly("options",
+                             [](const LoaderHandle& h) { return OptionsDict(h.loader->options()); })
+      .def_property_readonly("samples_per_source",
+                             [](const LoaderHandle& h) { return h.loader->SamplesPerSource(); })
+      .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
+
+  m.def("cuda_available", [] {
+    std::string why;
+    const bool ok = CudaAvailable(&why);
+    return py::make_tuple(ok, why);
+  });
+}
+
+}  // namespace tokpack

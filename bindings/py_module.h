@@ -1,0 +1,23 @@
+// The parts of tokpack._core, one per job, each defining its classes and
+// functions on the module (tokpack_module.cc calls them in order).
+#ifndef TOKPACK_BINDINGS_PY_MODULE_H_
+#define TOKPACK_BINDINGS_PY_MODULE_H_
+
+#include <pybind11/pybind11.h>
+
+namespace tokpack {
+
+// Array: DLPack and buffer-protocol arrays, fork safety (py_array.cc).
+void DefineArray(pybind11::module_& m);
+// StorageOptions (py_storage.cc).
+void DefineStorage(pybind11::module_& m);
+// Dataset, Tokenizer and dataset_options (py_dataset.cc).
+void DefineDataset(pybind11::module_& m);
+// Loader, its options and stats, cuda_available, parse_device (py_loader.cc).
+void DefineLoader(pybind11::module_& m);
+// build and build_options: files, iterables and Arrow streams (py_build.cc).
+void DefineBuild(pybind11::module_& m);
+
+}  // namespace tokpack
+
+#endif  // TOKPACK_BINDINGS_PY_MODULE_H_
