@@ -166,6 +166,7 @@ inline py::list DescribeOptions(const std::vector<OptionInfo>& infos) {
     d["doc"] = info.doc;
     d["choices"] = info.choices;
     d["flag"] = OptionFlag(info);
+    d["env"] = info.env;
     out.append(d);
   }
   return out;

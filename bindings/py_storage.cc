@@ -1,6 +1,11 @@
-// StorageOptions: the settings of remote reads and object-store builds.
+// StorageOptions: the settings of remote reads and object-store builds, one
+// attribute per entry of the core's table (include/tokpack/storage.h), each
+// set through that table's checks.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <string>
+#include <variant>
 
 #include "bindings/py_convert.h"
 #include "bindings/py_module.h"
@@ -11,28 +16,40 @@ namespace tokpack {
 namespace py = pybind11;
 using namespace py_convert;  // NOLINT: the module's own helpers.
 
+namespace {
+
+// `v` as a value of `info`'s type; integers are range-checked for the type
+// first, so that the error names the attribute.
+OptionValue AttributeValue(const OptionInfo& info, const py::handle& v) {
+  switch (info.type) {
+    case OptionType::kInt:
+      return IntArg<int64_t>(v, info.name);
+    case OptionType::kUInt:
+      return IntArg<uint64_t>(v, info.name);
+    default:
+      return ToOptionValue(info.name, v);
+  }
+}
+
+}  // namespace
+
 void DefineStorage(py::module_& m) {
-  py::class_<StorageOptions> storage_options(m, "StorageOptions");
-  DefIntField(storage_options, "cache_bytes", &StorageOptions::cache_bytes);
-  DefIntField(storage_options, "http_attempts", &StorageOptions::http_attempts);
-  DefIntField(storage_options, "http_stall_seconds", &StorageOptions::http_stall_seconds);
-  DefIntField(storage_options, "http_concurrency", &StorageOptions::http_concurrency);
-  DefIntField(storage_options, "prefetch_threads", &StorageOptions::prefetch_threads);
-  storage_options.def(py::init<>())
-      .def_static("from_environment", [] { return Unwrap(StorageOptions::FromEnvironment()); })
-      .def_readwrite("cache_dir", &StorageOptions::cache_dir)
-      .def_readwrite("temp_dir", &StorageOptions::temp_dir)
-      .def_readwrite("s3_endpoint", &StorageOptions::s3_endpoint)
-      .def_readwrite("aws_region", &StorageOptions::aws_region)
-      .def_readwrite("aws_access_key_id", &StorageOptions::aws_access_key_id)
-      .def_readwrite("aws_secret_access_key", &StorageOptions::aws_secret_access_key)
-      .def_readwrite("aws_session_token", &StorageOptions::aws_session_token)
-      .def_readwrite("aws_profile", &StorageOptions::aws_profile)
-      .def_readwrite("aws_shared_credentials_file", &StorageOptions::aws_shared_credentials_file)
-      .def_readwrite("aws_config_file", &StorageOptions::aws_config_file)
-      .def_readwrite("gcs_endpoint", &StorageOptions::gcs_endpoint)
-      .def_readwrite("gs_access_key_id", &StorageOptions::gs_access_key_id)
-      .def_readwrite("gs_secret_access_key", &StorageOptions::gs_secret_access_key);
+  py::class_<StorageOptions> cls(m, "StorageOptions");
+  cls.def(py::init<>()).def_static("from_environment", [] {
+    return Unwrap(StorageOptions::FromEnvironment());
+  });
+  for (const OptionInfo& info : StorageOptions::Describe()) {
+    cls.def_property(
+        info.name.c_str(),
+        [name = info.name](const StorageOptions& o) {
+          return std::visit([](const auto& v) { return py::cast(v); }, Unwrap(o.Get(name)));
+        },
+        [info](StorageOptions& o, const py::handle& v) {
+          Check(o.Set(info.name, AttributeValue(info, v)));
+        },
+        info.doc.c_str());
+  }
+  m.def("storage_options", [] { return DescribeOptions(StorageOptions::Describe()); });
 }
 
 }  // namespace tokpack

@@ -1,6 +1,7 @@
 // Options: the declared-once description of an options struct (LoaderOptions,
-// BuildOptions), from which the CLI flags, the Python keyword arguments and
-// the type stubs are generated.
+// BuildOptions, DatasetOptions, StorageOptions), from which the CLI flags, the
+// Python keyword arguments and attributes, the type stubs and the reading of
+// the environment are generated.
 //
 // Every option has one entry: its name, type, default, documentation line and,
 // for an enumeration, its choices. The entry also validates a value when it
@@ -40,6 +41,11 @@ struct OptionInfo {
   // The CLI flag when it is not --name-with-dashes (e.g. "--bos" for
   // add_bos); a flag that starts with "--no-" sets the option to false.
   std::string flag;
+  // Where FromEnvironment() takes the value from, in order, the first that
+  // gives one winning: an environment variable's name (set and not empty),
+  // "~/path" (the path under $HOME, when $HOME is set) or "/path" (that
+  // path). Empty for an option the environment does not set.
+  std::vector<std::string> env;
 };
 
 // "true"/"false", integers in decimal, floats with round-trip precision,

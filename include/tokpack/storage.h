@@ -2,7 +2,10 @@
 // are reached and cached, as a plain value passed to Dataset::Open, the
 // packer (BuildOptions::storage) and the dataset operations. Nothing in the
 // library reads the environment except StorageOptions::FromEnvironment(), so
-// two datasets or loaders in one process can use different settings.
+// two datasets or loaders in one process can use different settings. The
+// settings are declared once, in the table behind Describe() (names, checks,
+// documentation and the environment variables of each), from which
+// FromEnvironment(), the Python attributes and stubs and docs/remote.md follow.
 // StorageOptions is a value (copy it freely); ReadStats is thread-safe.
 #ifndef TOKPACK_STORAGE_H_
 #define TOKPACK_STORAGE_H_
@@ -14,56 +17,54 @@
 #include <string_view>
 
 #include "tokpack/files.h"
+#include "tokpack/options.h"
 #include "tokpack/status.h"
 
 namespace tokpack {
 
-struct StorageOptions {
+struct StorageOptions : OptionSet<StorageOptions> {
   // Directory of the chunk cache shared by the processes of a node; remote
-  // datasets cannot be opened while it is empty. ($TOKPACK_CACHE_DIR, else
-  // $HOME/.cache/tokpack, else /tmp/tokpack-cache.)
+  // datasets cannot be opened while it is empty.
   std::string cache_dir;
-  // Bytes the cache's chunks may take on disk. ($TOKPACK_CACHE_BYTES)
+  // Bytes the cache's chunks may take on disk.
   uint64_t cache_bytes = uint64_t{64} << 30;
-  // HTTP attempts per request before it fails as Unavailable. ($TOKPACK_HTTP_ATTEMPTS)
+  // HTTP attempts per request before it fails as Unavailable.
   int http_attempts = 8;
   // Seconds without a byte after which a transfer is abandoned and retried;
   // so a server that accepts and never answers fails a request after about
   // http_attempts * (http_stall_seconds + a 4 s backoff at most).
-  // ($TOKPACK_HTTP_STALL_SECONDS)
   int http_stall_seconds = 20;
   // HTTP requests in flight at once per dataset or input; prefetches take at
   // most three quarters of them (all of one) and reads go before waiting
-  // prefetches. ($TOKPACK_HTTP_CONCURRENCY)
+  // prefetches.
   int http_concurrency = 16;
   // Background threads filling the cache ahead of reads, per remote dataset:
   // the most prefetches in flight, each taking the queued chunk whose step
-  // comes first. ($TOKPACK_PREFETCH_THREADS)
+  // comes first.
   int prefetch_threads = 8;
-  // Where `build --output URL` builds before pushing. ($TMPDIR, else /tmp)
+  // Where `build --output URL` builds before pushing.
   std::string temp_dir = "/tmp";
 
   // S3 endpoint for S3-compatible stores (path-style requests); empty:
-  // https://BUCKET.s3.REGION.amazonaws.com. ($AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL)
+  // https://BUCKET.s3.REGION.amazonaws.com.
   std::string s3_endpoint;
   // S3 region; empty: the profile's region in aws_config_file, else
-  // us-east-1. ($AWS_REGION, else $AWS_DEFAULT_REGION)
+  // us-east-1.
   std::string aws_region;
   // S3 keys; empty: the profile's keys in aws_shared_credentials_file, else
-  // anonymous. ($AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)
+  // anonymous.
   std::string aws_access_key_id;
   std::string aws_secret_access_key;
   std::string aws_session_token;
-  // Profile read from the AWS files. ($AWS_PROFILE)
+  // Profile read from the AWS files.
   std::string aws_profile = "default";
-  // AWS credentials file; empty: none. ($AWS_SHARED_CREDENTIALS_FILE, else
-  // $HOME/.aws/credentials)
+  // AWS credentials file; empty: none.
   std::string aws_shared_credentials_file;
-  // AWS config file (for the region); empty: none. ($AWS_CONFIG_FILE, else $HOME/.aws/config)
+  // AWS config file (for the region); empty: none.
   std::string aws_config_file;
-  // GCS XML API endpoint. ($TOKPACK_GCS_ENDPOINT)
+  // GCS XML API endpoint.
   std::string gcs_endpoint = "https://storage.googleapis.com";
-  // GCS HMAC keys; empty: anonymous. ($GS_ACCESS_KEY_ID, $GS_SECRET_ACCESS_KEY)
+  // GCS HMAC keys; empty: anonymous.
   std::string gs_access_key_id;
   std::string gs_secret_access_key;
 
@@ -75,11 +76,13 @@ struct StorageOptions {
   // dataset.
   std::shared_ptr<const std::atomic<bool>> cancel;
 
-  // The defaults above overridden by the variables named on each field (an
-  // empty variable counts as unset). InvalidArgument naming the variable
-  // for a value that is not a positive integer.
+  // The defaults above overridden from the environment as each option's
+  // OptionInfo::env says (an empty variable counts as unset; docs/remote.md
+  // lists them). InvalidArgument naming the variable for a value its option
+  // refuses (a count that is not a positive integer).
   static StatusOr<StorageOptions> FromEnvironment();
-  // InvalidArgument naming the first field out of range (counts must be positive).
+  // CheckFields(): InvalidArgument naming the first field out of range
+  // (counts must be positive).
   Status Validate() const;
 };
 

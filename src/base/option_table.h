@@ -130,7 +130,7 @@ Status OptionSet<T>::CheckFields() const {
 template <typename T, typename Ref>
 typename OptionTable<T>::Entry BoolOption(std::string name, std::string doc, Ref ref,
                                           std::string flag = "") {
-  return {{name, OptionType::kBool, "", std::move(doc), {}, std::move(flag)},
+  return {{name, OptionType::kBool, "", std::move(doc), {}, std::move(flag), {}},
           [ref](const T& o) -> OptionValue { return ref(o); },
           [ref](T& o, const OptionValue& v) {
             ref(o) = std::get<bool>(v);
@@ -142,7 +142,7 @@ typename OptionTable<T>::Entry BoolOption(std::string name, std::string doc, Ref
 template <typename T, typename Ref>
 typename OptionTable<T>::Entry IntOption(std::string name, std::string doc, Ref ref, int64_t min,
                                          int64_t max) {
-  return {{name, OptionType::kInt, "", std::move(doc), {}, ""},
+  return {{name, OptionType::kInt, "", std::move(doc), {}, "", {}},
           [ref](const T& o) -> OptionValue { return static_cast<int64_t>(ref(o)); },
           [ref, name, min, max](T& o, const OptionValue& v) {
             const int64_t x = std::get<int64_t>(v);
@@ -158,7 +158,7 @@ typename OptionTable<T>::Entry IntOption(std::string name, std::string doc, Ref 
 template <typename T, typename Ref>
 typename OptionTable<T>::Entry UIntOption(std::string name, std::string doc, Ref ref,
                                           uint64_t min = 0) {
-  return {{name, OptionType::kUInt, "", std::move(doc), {}, ""},
+  return {{name, OptionType::kUInt, "", std::move(doc), {}, "", {}},
           [ref](const T& o) -> OptionValue { return static_cast<uint64_t>(ref(o)); },
           [ref, name, min](T& o, const OptionValue& v) {
             const uint64_t x = std::get<uint64_t>(v);
@@ -174,7 +174,7 @@ typename OptionTable<T>::Entry UIntOption(std::string name, std::string doc, Ref
 template <typename T, typename Ref>
 typename OptionTable<T>::Entry StringOption(std::string name, std::string doc, Ref ref,
                                             std::vector<std::string> choices = {}) {
-  return {{name, OptionType::kString, "", std::move(doc), choices, ""},
+  return {{name, OptionType::kString, "", std::move(doc), choices, "", {}},
           [ref](const T& o) -> OptionValue { return ref(o); },
           [ref, name, choices](T& o, const OptionValue& v) {
             const std::string& s = std::get<std::string>(v);
@@ -192,7 +192,7 @@ typename OptionTable<T>::Entry EnumOption(std::string name, std::string doc, Ref
                                           std::vector<std::pair<std::string, E>> names) {
   std::vector<std::string> choices;
   for (const auto& n : names) choices.push_back(n.first);
-  return {{name, OptionType::kString, "", std::move(doc), choices, ""},
+  return {{name, OptionType::kString, "", std::move(doc), choices, "", {}},
           [ref, names](const T& o) -> OptionValue {
             for (const auto& n : names) {
               if (n.second == ref(o)) return n.first;

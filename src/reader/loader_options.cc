@@ -22,7 +22,8 @@ OptionTable<O>::Entry DeviceOption() {
            "",
            "Where batches are delivered: cpu, cuda (device 0) or cuda:N",
            {},
-           ""},
+           "",
+           {}},
           [](const O& o) -> OptionValue { return o.device.ToString(); },
           [](O& o, const OptionValue& v) {
             TOKPACK_ASSIGN_OR_RETURN(o.device, Device::Parse(std::get<std::string>(v)));

@@ -1,3 +1,7 @@
+// StorageOptions' table: the one declaration of each storage setting, its
+// checks and the environment variables that set it. FromEnvironment() (the
+// only reader of the environment in the library), the Python attributes and
+// stubs, and the table of docs/remote.md follow from it.
 #include <cstdlib>
 #include <limits>
 
@@ -9,87 +13,140 @@
 namespace tokpack {
 namespace {
 
-// The variable's value; empty when unset (an empty value counts as unset).
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
+using O = StorageOptions;
+
+// `e` read from the environment as `sources` say (OptionInfo::env).
+OptionTable<O>::Entry FromEnv(OptionTable<O>::Entry e, std::vector<std::string> sources) {
+  e.info.env = std::move(sources);
+  return e;
+}
+
+// A count of at least one.
+template <typename Ref>
+OptionTable<O>::Entry Count(std::string name, std::string doc, Ref ref, const char* variable) {
+  return FromEnv(
+      IntOption<O>(std::move(name), std::move(doc), ref, 1, std::numeric_limits<int>::max()),
+      {variable});
+}
+
+template <typename Ref>
+OptionTable<O>::Entry Text(std::string name, std::string doc, Ref ref,
+                           std::vector<std::string> sources) {
+  return FromEnv(StringOption<O>(std::move(name), std::move(doc), ref), std::move(sources));
+}
+
+// The value of variable `name`; empty when unset (an empty value counts as unset).
+std::string Env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
   return v ? std::string(v) : std::string();
 }
 
-// Sets *out from variable `name` when it is set: a positive integer no
-// larger than `max`, else InvalidArgument naming the variable.
-template <typename T>
-Status PositiveFromEnv(const char* name, T max, T* out) {
-  const std::string v = Env(name);
-  if (v.empty()) return Status::Ok();
-  // The option table's parser of unsigned text: digits only, no wrap-around.
-  const StatusOr<OptionValue> parsed = ParseOptionText(name, OptionType::kUInt, v);
-  const uint64_t n = parsed.ok() ? std::get<uint64_t>(*parsed) : 0;
-  if (n == 0 || n > static_cast<uint64_t>(max)) {
-    return InvalidArgumentError(std::string(name) + "='" + v +
-                                "' is not a positive integer (at most " + std::to_string(max) +
-                                ")");
+// The first value `sources` give (see OptionInfo::env), or empty.
+std::string FirstFromEnvironment(const std::vector<std::string>& sources) {
+  for (const std::string& source : sources) {
+    if (source.rfind("~/", 0) == 0) {
+      if (const std::string home = Env("HOME"); !home.empty()) return home + source.substr(1);
+    } else if (source.rfind('/', 0) == 0) {
+      return source;
+    } else if (std::string v = Env(source); !v.empty()) {
+      return v;
+    }
   }
-  *out = static_cast<T>(n);
-  return Status::Ok();
+  return "";
 }
 
-Status PositiveInt(const char* name, int* out) {
-  return PositiveFromEnv<int>(name, std::numeric_limits<int>::max(), out);
+// The variable among `sources` that holds `value` (for errors).
+std::string VariableOf(const std::vector<std::string>& sources, const std::string& value) {
+  for (const std::string& source : sources) {
+    if (source.rfind('/', 0) != 0 && source.rfind("~/", 0) != 0 && Env(source) == value) {
+      return source;
+    }
+  }
+  return sources.front();
 }
 
 }  // namespace
 
+template <>
+const OptionTable<O>& OptionTableOf<O>() {
+  static const OptionTable<O>* table = new OptionTable<O>({
+      Text("cache_dir",
+           "Directory of the chunk cache shared by the processes of a node (empty: remote "
+           "datasets cannot be opened)",
+           [](auto& o) -> auto& { return o.cache_dir; },
+           {"TOKPACK_CACHE_DIR", "~/.cache/tokpack", "/tmp/tokpack-cache"}),
+      FromEnv(UIntOption<O>(
+                  "cache_bytes", "Bytes the cache's chunks may take on disk",
+                  [](auto& o) -> auto& { return o.cache_bytes; }, 1),
+              {"TOKPACK_CACHE_BYTES"}),
+      Count(
+          "http_attempts", "HTTP attempts per request before it fails as Unavailable",
+          [](auto& o) -> auto& { return o.http_attempts; }, "TOKPACK_HTTP_ATTEMPTS"),
+      Count(
+          "http_stall_seconds",
+          "Seconds without a byte after which a transfer is abandoned and retried",
+          [](auto& o) -> auto& { return o.http_stall_seconds; }, "TOKPACK_HTTP_STALL_SECONDS"),
+      Count(
+          "http_concurrency",
+          "HTTP requests in flight at once per dataset or input (prefetches take at most "
+          "three quarters)",
+          [](auto& o) -> auto& { return o.http_concurrency; }, "TOKPACK_HTTP_CONCURRENCY"),
+      Count(
+          "prefetch_threads", "Threads filling the cache ahead of reads, per remote dataset",
+          [](auto& o) -> auto& { return o.prefetch_threads; }, "TOKPACK_PREFETCH_THREADS"),
+      Text("temp_dir", "Where `build --output URL` builds before pushing",
+           [](auto& o) -> auto& { return o.temp_dir; }, {"TMPDIR"}),
+      Text("s3_endpoint",
+           "S3 endpoint for S3-compatible stores, path-style (empty: "
+           "https://BUCKET.s3.REGION.amazonaws.com)",
+           [](auto& o) -> auto& { return o.s3_endpoint; },
+           {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}),
+      Text("aws_region", "S3 region (empty: the profile's in aws_config_file, else us-east-1)",
+           [](auto& o) -> auto& { return o.aws_region; }, {"AWS_REGION", "AWS_DEFAULT_REGION"}),
+      Text("aws_access_key_id",
+           "S3 access key (empty: the profile's in aws_shared_credentials_file, else anonymous)",
+           [](auto& o) -> auto& { return o.aws_access_key_id; }, {"AWS_ACCESS_KEY_ID"}),
+      Text("aws_secret_access_key", "S3 secret key (empty: the profile's)",
+           [](auto& o) -> auto& { return o.aws_secret_access_key; }, {"AWS_SECRET_ACCESS_KEY"}),
+      Text("aws_session_token", "S3 session token (empty: the profile's)",
+           [](auto& o) -> auto& { return o.aws_session_token; }, {"AWS_SESSION_TOKEN"}),
+      Text("aws_profile", "Profile read from the AWS files",
+           [](auto& o) -> auto& { return o.aws_profile; }, {"AWS_PROFILE"}),
+      Text("aws_shared_credentials_file", "AWS credentials file (empty: none)",
+           [](auto& o) -> auto& { return o.aws_shared_credentials_file; },
+           {"AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"}),
+      Text("aws_config_file", "AWS config file, for the region (empty: none)",
+           [](auto& o) -> auto& { return o.aws_config_file; },
+           {"AWS_CONFIG_FILE", "~/.aws/config"}),
+      Text("gcs_endpoint", "GCS XML API endpoint", [](auto& o) -> auto& { return o.gcs_endpoint; },
+           {"TOKPACK_GCS_ENDPOINT"}),
+      Text("gs_access_key_id", "GCS HMAC access key (empty: anonymous)",
+           [](auto& o) -> auto& { return o.gs_access_key_id; }, {"GS_ACCESS_KEY_ID"}),
+      Text("gs_secret_access_key", "GCS HMAC secret (empty: anonymous)",
+           [](auto& o) -> auto& { return o.gs_secret_access_key; }, {"GS_SECRET_ACCESS_KEY"}),
+  });
+  return *table;
+}
+
+template class OptionSet<O>;
+
 StatusOr<StorageOptions> StorageOptions::FromEnvironment() {
   StorageOptions o;
-  const std::string home = Env("HOME");
-  o.cache_dir = Env("TOKPACK_CACHE_DIR");
-  if (o.cache_dir.empty()) {
-    o.cache_dir = home.empty() ? "/tmp/tokpack-cache" : home + "/.cache/tokpack";
+  for (const OptionInfo& info : Describe()) {
+    const std::string value = FirstFromEnvironment(info.env);
+    if (value.empty()) continue;
+    if (Status s = o.SetText(info.name, value); !s.ok()) {
+      const std::string variable = VariableOf(info.env, value);
+      const bool count = info.type == OptionType::kInt || info.type == OptionType::kUInt;
+      return InvalidArgumentError(variable + "='" + value + "' is " +
+                                  (count ? "not a positive integer" : "refused") + ": " +
+                                  s.message());
+    }
   }
-  TOKPACK_RETURN_IF_ERROR(PositiveFromEnv<uint64_t>(
-      "TOKPACK_CACHE_BYTES", std::numeric_limits<uint64_t>::max(), &o.cache_bytes));
-  TOKPACK_RETURN_IF_ERROR(PositiveInt("TOKPACK_HTTP_ATTEMPTS", &o.http_attempts));
-  TOKPACK_RETURN_IF_ERROR(PositiveInt("TOKPACK_HTTP_STALL_SECONDS", &o.http_stall_seconds));
-  TOKPACK_RETURN_IF_ERROR(PositiveInt("TOKPACK_HTTP_CONCURRENCY", &o.http_concurrency));
-  TOKPACK_RETURN_IF_ERROR(PositiveInt("TOKPACK_PREFETCH_THREADS", &o.prefetch_threads));
-  if (std::string tmp = Env("TMPDIR"); !tmp.empty()) o.temp_dir = tmp;
-
-  o.s3_endpoint = Env("AWS_ENDPOINT_URL_S3");
-  if (o.s3_endpoint.empty()) o.s3_endpoint = Env("AWS_ENDPOINT_URL");
-  o.aws_region = Env("AWS_REGION");
-  if (o.aws_region.empty()) o.aws_region = Env("AWS_DEFAULT_REGION");
-  o.aws_access_key_id = Env("AWS_ACCESS_KEY_ID");
-  o.aws_secret_access_key = Env("AWS_SECRET_ACCESS_KEY");
-  o.aws_session_token = Env("AWS_SESSION_TOKEN");
-  if (std::string profile = Env("AWS_PROFILE"); !profile.empty()) o.aws_profile = profile;
-  const auto home_file = [&home](const char* name, const char* relative) {
-    std::string p = Env(name);
-    return !p.empty() || home.empty() ? p : home + "/" + relative;
-  };
-  o.aws_shared_credentials_file = home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
-  o.aws_config_file = home_file("AWS_CONFIG_FILE", ".aws/config");
-  if (std::string gcs = Env("TOKPACK_GCS_ENDPOINT"); !gcs.empty()) o.gcs_endpoint = gcs;
-  o.gs_access_key_id = Env("GS_ACCESS_KEY_ID");
-  o.gs_secret_access_key = Env("GS_SECRET_ACCESS_KEY");
   return o;
 }
 
-Status StorageOptions::Validate() const {
-  if (cache_bytes == 0) return InvalidArgumentError("StorageOptions::cache_bytes must be positive");
-  if (http_attempts < 1) {
-    return InvalidArgumentError("StorageOptions::http_attempts must be positive");
-  }
-  if (http_stall_seconds < 1) {
-    return InvalidArgumentError("StorageOptions::http_stall_seconds must be positive");
-  }
-  if (http_concurrency < 1) {
-    return InvalidArgumentError("StorageOptions::http_concurrency must be positive");
-  }
-  if (prefetch_threads < 1) {
-    return InvalidArgumentError("StorageOptions::prefetch_threads must be positive");
-  }
-  return Status::Ok();
-}
+Status StorageOptions::Validate() const { return CheckFields(); }
 
 StatusOr<std::string> ReadObject(const std::string& dataset_url, const std::string& name,
                                  const StorageOptions& options, uint64_t max_bytes) {

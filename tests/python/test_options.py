@@ -56,3 +56,24 @@ def test_cli_flags_come_from_the_same_table(tokpack_bin, command, table):
         # A negated flag (--no-eos) reads "Do not append ...".
         doc = option["doc"].split(" (")[0][:30].lower()
         assert doc in help_text.replace("\n", " ").lower(), option["doc"]
+
+
+def test_storage_attributes_and_environment_follow_the_core_table(monkeypatch):
+    table = _core.storage_options()
+    assert {o["name"] for o in table} == {
+        k for k in dir(tokpack.StorageOptions()) if not k.startswith("_")} - {"from_environment"}
+    for o in table:
+        for source in o["env"]:
+            if not source.startswith(("/", "~/")):
+                monkeypatch.delenv(source, raising=False)
+    for o in table:
+        variables = [v for v in o["env"] if not v.startswith(("/", "~/"))]
+        value = "7" if o["type"] == "int" else "/from/" + variables[-1]
+        monkeypatch.setenv(variables[-1], value)  # The last variable: the one read when alone.
+        got = getattr(tokpack.StorageOptions.from_environment(), o["name"])
+        assert str(got) == value, (o["name"], got)
+        if o["type"] == "int":
+            monkeypatch.setenv(variables[-1], "0")
+            with pytest.raises(ValueError, match=f"{variables[-1]}='0' is not a positive integer"):
+                tokpack.StorageOptions.from_environment()
+        monkeypatch.delenv(variables[-1])
