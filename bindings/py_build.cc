@@ -45,7 +45,7 @@ std::shared_ptr<TextSource> ArrowTextSource(const py::object& obj, const std::st
 std::string RunBuild(BuildOptions o, const py::object& progress,
                      const std::shared_ptr<PyIterableTexts>& texts, const py::iterator& iterator) {
   std::atomic<bool> cancel{false};
-  o.cancel = &cancel;
+  o.cancel = UnownedCancelFlag(&cancel);
   std::mutex mu;
   std::vector<BuildProgress> reports;  // Handed to `progress` from this thread.
   if (!progress.is_none()) {

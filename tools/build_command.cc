@@ -97,7 +97,7 @@ Runner AddBuildCommand(CLI::App* app) {
       Status st = ParsePart(args->part, &opts.part_index, &opts.part_count);
       if (!st.ok()) return ReportError("build", st);
     }
-    opts.cancel = &g_interrupted;
+    opts.cancel = UnownedCancelFlag(&g_interrupted);
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     ProgressPrinter printer(tty);
     if (!args->quiet) {

@@ -283,7 +283,7 @@ Runner AddPushCommand(CLI::App* app) {
       ->check(IntInRange(uint64_t{5} << 20, uint64_t{5} << 30));
   return [o](const StorageOptions& storage) -> int {
     o->storage = storage;
-    o->cancel = &g_interrupted;
+    o->cancel = UnownedCancelFlag(&g_interrupted);
     o->on_file = [](const std::string& name, uint64_t bytes) {
       std::fprintf(stderr, "uploaded %s (%s)\n", name.c_str(),
                    ProgressPrinter::Bytes(bytes).c_str());

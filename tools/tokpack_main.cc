@@ -68,10 +68,8 @@ int main(int argc, char** argv) {
     // The one place the CLI reads the environment (TOKPACK_CACHE_DIR, AWS_*, ...).
     tokpack::StatusOr<tokpack::StorageOptions> storage = tokpack::StorageOptions::FromEnvironment();
     if (!storage.ok()) return ReportError(sub->get_name().c_str(), storage.status());
-    // SIGINT also stops remote requests (e.g. to a server that hangs). The
-    // flag is static: the pointer owns nothing.
-    storage->cancel =
-        std::shared_ptr<const std::atomic<bool>>(std::shared_ptr<void>(), &g_interrupted);
+    // SIGINT also stops remote requests (e.g. to a server that hangs).
+    storage->cancel = tokpack::UnownedCancelFlag(&g_interrupted);
     // Errors are Status values; what still escapes (an allocation the system
     // refuses) ends with a message and exit 1, not SIGABRT, and unwinds the
     // staging directories' cleanup on its way.

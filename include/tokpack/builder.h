@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokpack/cancel.h"
 #include "tokpack/manifest.h"
 #include "tokpack/options.h"
 #include "tokpack/status.h"
@@ -79,8 +80,9 @@ struct BuildOptions : OptionSet<BuildOptions> {
   int part_count = 1;
   // Replace an existing dataset at `output` (only once the new one is complete).
   bool force = false;
-  // When it becomes true the build stops and fails with Cancelled.
-  const std::atomic<bool>* cancel = nullptr;
+  // Once set, the build stops and fails with Cancelled (also its remote reads,
+  // unless storage.cancel is a flag of their own).
+  CancelFlag cancel;
   // Called about every `progress_interval_seconds`, from a helper thread.
   std::function<void(const BuildProgress&)> progress;
   double progress_interval_seconds = 0.5;

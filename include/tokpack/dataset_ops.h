@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tokpack/cancel.h"
 #include "tokpack/dataset.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
@@ -161,7 +162,7 @@ struct PushOptions {
   StorageOptions storage;                    // Credentials, endpoint and retries for `url`.
   bool force = false;                        // Replace a dataset already at `url`.
   uint64_t part_bytes = uint64_t{64} << 20;  // Multipart part size for larger files.
-  const std::atomic<bool>* cancel = nullptr;
+  CancelFlag cancel;                         // Once set, the push stops and fails as Cancelled.
   // Called after each file, from the calling thread.
   std::function<void(const std::string& name, uint64_t bytes)> on_file;
 };

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "tokpack/cancel.h"
 #include "tokpack/files.h"
 #include "tokpack/options.h"
 #include "tokpack/status.h"
@@ -74,7 +75,7 @@ struct StorageOptions : OptionSet<StorageOptions> {
   // chunk, failing as Cancelled. Null: never. The CLI points it at its
   // SIGINT flag; the Python binding sets it on Ctrl-C while it opens a
   // dataset.
-  std::shared_ptr<const std::atomic<bool>> cancel;
+  CancelFlag cancel;
 
   // The defaults above overridden from the environment as each option's
   // OptionInfo::env says (an empty variable counts as unset; docs/remote.md

@@ -9,16 +9,15 @@
 #include <mutex>
 #include <thread>
 
-#include "format/shard_writer.h"
-#include "inputs/input_files.h"
-#include "format/staging_dir.h"
 #include "build/batch_encoder.h"
 #include "build/builder_internal.h"
 #include "build/document_reader.h"
+#include "format/shard_writer.h"
+#include "format/staging_dir.h"
+#include "inputs/input_files.h"
 #include "storage/object_url.h"
 #include "tokpack/tokenizer.h"
 #include "tokpack/version.h"
-
 
 namespace tokpack {
 namespace {
@@ -46,7 +45,7 @@ constexpr uint64_t kMinInflightBytes = uint64_t{64} << 20;
 class Pipeline {
  public:
   Pipeline(DocumentReader* reader, const Tokenizer* tokenizer, const BuildSettings& settings,
-           TokenDtype dtype, ShardWriter* writer, int threads, const std::atomic<bool>* cancel)
+           TokenDtype dtype, ShardWriter* writer, int threads, const CancelFlag& cancel)
       : reader_(reader),
         tokenizer_(tokenizer),
         settings_(settings),
@@ -88,7 +87,7 @@ class Pipeline {
   TokenDtype dtype_;
   ShardWriter* writer_;
   int threads_;
-  const std::atomic<bool>* cancel_;
+  CancelFlag cancel_;
   const uint64_t max_inflight_;
   const uint64_t inflight_budget_;
 

@@ -18,9 +18,9 @@ std::string TooLarge(const RecordSource::Record& r, uint64_t limit) {
 
 DocumentReader::DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
                                const BuildSettings& settings, const StorageOptions& storage,
-                               std::atomic<uint64_t>* raw_bytes_read,
-                               const std::atomic<bool>* cancel, uint64_t max_document_bytes,
-                               size_t batch_bytes, size_t batch_records)
+                               std::atomic<uint64_t>* raw_bytes_read, const CancelFlag& cancel,
+                               uint64_t max_document_bytes, size_t batch_bytes,
+                               size_t batch_records)
     : inputs_(std::move(inputs)),
       texts_(std::move(texts)),
       settings_(settings),

@@ -9,10 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "inputs/input_files.h"
 #include "build/batch.h"
 #include "build/record_source.h"
+#include "inputs/input_files.h"
 #include "tokpack/builder.h"
+#include "tokpack/cancel.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
 
@@ -29,7 +30,7 @@ class DocumentReader {
   // are read with `storage`.
   DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<TextSource> texts,
                  const BuildSettings& settings, const StorageOptions& storage,
-                 std::atomic<uint64_t>* raw_bytes_read, const std::atomic<bool>* cancel,
+                 std::atomic<uint64_t>* raw_bytes_read, const CancelFlag& cancel,
                  uint64_t max_document_bytes, size_t batch_bytes = 1 << 20,
                  size_t batch_records = 4096);
 

@@ -11,9 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include "inputs/input_files.h"
 #include "build/batch.h"
+#include "inputs/input_files.h"
 #include "tokpack/builder.h"
+#include "tokpack/cancel.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
 
@@ -42,7 +43,7 @@ struct SourceContext {
   const BuildSettings* settings;
   const StorageOptions* storage;          // For object-store inputs.
   std::atomic<uint64_t>* raw_bytes_read;  // May be null.
-  const std::atomic<bool>* cancel;        // May be null.
+  CancelFlag cancel;                      // May be null.
   uint64_t max_document_bytes;            // BuildOptions::max_document_bytes.
 };
 

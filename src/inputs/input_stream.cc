@@ -23,7 +23,7 @@ constexpr size_t kReadChunk = 1 << 18;
 class FdStream : public ByteStream {
  public:
   FdStream(int fd, bool owned, std::string name, std::atomic<uint64_t>* counter,
-           const std::atomic<bool>* cancel)
+           const CancelFlag& cancel)
       : fd_(fd), owned_(owned), name_(std::move(name)), counter_(counter) {
     struct stat st;
     // Regular files never block for long; only pipes, sockets and ttys are polled.
@@ -61,7 +61,7 @@ class FdStream : public ByteStream {
   bool owned_;
   std::string name_;
   std::atomic<uint64_t>* counter_;
-  const std::atomic<bool>* cancel_ = nullptr;
+  CancelFlag cancel_;
 };
 
 // Serves bytes peeked for format detection again, then the rest of `source`.
@@ -194,7 +194,7 @@ Compression Detect(const std::string& head) {
 StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
                                                       const StorageOptions& storage,
                                                       std::atomic<uint64_t>* raw_bytes_read,
-                                                      const std::atomic<bool>* cancel) {
+                                                      const CancelFlag& cancel) {
   const bool is_stdin = path == "-";
   const std::string name = is_stdin ? "<stdin>" : path;
   std::unique_ptr<ByteStream> raw;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tokpack/cancel.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
 
@@ -35,7 +36,7 @@ enum class Compression { kNone, kZstd, kGzip };
 StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const std::string& path,
                                                       const StorageOptions& storage,
                                                       std::atomic<uint64_t>* raw_bytes_read,
-                                                      const std::atomic<bool>* cancel = nullptr);
+                                                      const CancelFlag& cancel = nullptr);
 
 // Splits a stream into lines. A line excludes its "\n" and a "\r" before it;
 // the last line need not end in "\n". The reader holds one read buffer

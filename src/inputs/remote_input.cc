@@ -90,7 +90,7 @@ StatusOr<std::pair<std::shared_ptr<HttpStore>, std::string>> StoreFor(
 class RemoteStream : public ByteStream {
  public:
   RemoteStream(std::shared_ptr<HttpStore> store, std::string url, std::string name, uint64_t size,
-               std::atomic<uint64_t>* counter, const std::atomic<bool>* cancel)
+               std::atomic<uint64_t>* counter, const CancelFlag& cancel)
       : store_(std::move(store)),
         url_(std::move(url)),
         name_(std::move(name)),
@@ -148,7 +148,7 @@ class RemoteStream : public ByteStream {
   std::string name_;  // Its object in store_.
   uint64_t size_;
   std::atomic<uint64_t>* counter_;
-  const std::atomic<bool>* cancel_;
+  CancelFlag cancel_;
   uint64_t fetched_ = 0;
   std::future<StatusOr<std::string>> next_;
   std::string block_;
@@ -241,7 +241,7 @@ StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec,
 StatusOr<std::unique_ptr<ByteStream>> OpenRemoteStream(const std::string& url,
                                                        const StorageOptions& storage,
                                                        std::atomic<uint64_t>* raw_bytes_read,
-                                                       const std::atomic<bool>* cancel) {
+                                                       const CancelFlag& cancel) {
   TOKPACK_ASSIGN_OR_RETURN(auto store, StoreFor(url, storage));
   TOKPACK_ASSIGN_OR_RETURN(uint64_t size, store.first->Size(store.second));
   return std::unique_ptr<ByteStream>(std::make_unique<RemoteStream>(

@@ -15,6 +15,7 @@
 
 #include "inputs/input_stream.h"
 #include "inputs/parquet/parquet_plugin.h"
+#include "tokpack/cancel.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
 
@@ -42,7 +43,7 @@ StatusOr<std::vector<RemoteObject>> ExpandRemoteInput(const std::string& spec,
 StatusOr<std::unique_ptr<ByteStream>> OpenRemoteStream(const std::string& url,
                                                        const StorageOptions& storage,
                                                        std::atomic<uint64_t>* raw_bytes_read,
-                                                       const std::atomic<bool>* cancel);
+                                                       const CancelFlag& cancel);
 
 // Random access to the object at `url` (ranged GETs), for the Parquet plugin.
 StatusOr<std::unique_ptr<parquet_plugin::Input>> OpenRemoteRandomAccess(

@@ -60,8 +60,11 @@ StatusOr<BuildSummary> BuildAndPush(const BuildOptions& options, FileSystem* fs)
 
 // Here, above the build layer, because an object-store output is pushed (an op).
 StatusOr<BuildSummary> Build(const BuildOptions& options) {
-  if (IsRemoteUrl(options.output)) return BuildAndPush(options, PosixFileSystem());
-  return BuildWithFileSystem(options, PosixFileSystem());
+  BuildOptions o = options;
+  // The build's flag also stops its remote reads, unless they have their own.
+  if (o.storage.cancel == nullptr) o.storage.cancel = o.cancel;
+  if (IsRemoteUrl(o.output)) return BuildAndPush(o, PosixFileSystem());
+  return BuildWithFileSystem(o, PosixFileSystem());
 }
 
 }  // namespace tokpack

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "format/idx_file.h"
 #include "base/file_system.h"
+#include "format/idx_file.h"
 #include "reader/dataset_internal.h"
 #include "reader/split_ranges.h"
 #include "reader/verify_chunks.h"
@@ -233,7 +233,7 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
     }
     for (size_t k = 0; k < d.shards.size(); ++k) {
       const ShardInfo& info = d.manifest.shards[k];
-      const std::atomic<bool>* cancel = storage.cancel.get();
+      const CancelFlag& cancel = storage.cancel;
       TOKPACK_RETURN_IF_ERROR(
           VerifyChunks(*d.shards[k].idx, info.idx, d.manifest.chunk_bytes, cancel));
       TOKPACK_RETURN_IF_ERROR(

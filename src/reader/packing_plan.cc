@@ -164,7 +164,7 @@ uint64_t PieceLength(uint64_t length, uint64_t piece, uint64_t seq_len) {
 }
 
 StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const PackingSettings& settings,
-                              const std::string& shard, const std::atomic<bool>* cancel) {
+                              const std::string& shard, const CancelFlag& cancel) {
   TOKPACK_RETURN_IF_ERROR(settings.Validate());
   if (lengths.size() > UINT32_MAX) {
     return FailedPreconditionError(shard + ": " + std::to_string(lengths.size()) +

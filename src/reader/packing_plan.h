@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "tokpack/cancel.h"
 #include "tokpack/dataset.h"
 #include "tokpack/status.h"
 
@@ -105,7 +106,7 @@ uint64_t PieceLength(uint64_t length, uint64_t piece, uint64_t seq_len);
 // limits); Cancelled, within a few milliseconds, once `*cancel` (may be
 // null) is set: a shard of millions of documents takes seconds.
 StatusOr<ShardPlan> PackShard(const std::vector<uint64_t>& lengths, const PackingSettings& settings,
-                              const std::string& shard, const std::atomic<bool>* cancel = nullptr);
+                              const std::string& shard, const CancelFlag& cancel = nullptr);
 
 // Checks `plan` (read from an untrusted file) against the invariant above
 // for documents of `lengths` and fills plan->counts, in O(pieces). DataLoss

@@ -249,7 +249,7 @@ class Planner {
       }
       const std::string shard = dataset_.path() + " shard " + std::to_string(k);
       TOKPACK_ASSIGN_OR_RETURN(ShardPlan plan,
-                               PackShard(lengths, settings_, shard, storage_.cancel.get()));
+                               PackShard(lengths, settings_, shard, storage_.cancel));
       const uint64_t key = PlanShardKey(lengths);
       const std::string name = PlanFileName(k, key, settings_);
       if (Status w = WriteFileAtomically(PosixFileSystem(), dir, name,

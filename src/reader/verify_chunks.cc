@@ -8,7 +8,7 @@
 namespace tokpack {
 
 Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes,
-                    const std::atomic<bool>* cancel) {
+                    const CancelFlag& cancel) {
   ChunkVerifier verifier(file.name(), want, chunk_bytes);
   for (uint64_t offset = 0; offset < file.size(); offset += chunk_bytes) {
     if (cancel != nullptr && cancel->load()) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "storage/byte_source.h"
+#include "tokpack/cancel.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
 
@@ -18,7 +19,7 @@ namespace tokpack {
 // Cancelled as soon as `cancel` (may be null) is raised: a dataset of
 // terabytes takes long to read.
 Status VerifyChunks(const ByteSource& file, const FileDigest& want, uint64_t chunk_bytes,
-                    const std::atomic<bool>* cancel);
+                    const CancelFlag& cancel);
 
 }  // namespace tokpack
 

@@ -36,6 +36,7 @@
 #include <string>
 
 #include "storage/chunk_mappings.h"
+#include "tokpack/cancel.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
 
@@ -48,7 +49,7 @@ class ChunkCache {
     // Past this, the chunk is read without the cache (counted, warned).
     std::chrono::milliseconds limit{std::chrono::seconds(20)};
     // When set and true, the wait ends as Cancelled (see StorageOptions::cancel).
-    std::shared_ptr<const std::atomic<bool>> cancel;
+    CancelFlag cancel;
   };
 
   // The directory is created if needed. limit_bytes must be positive. Any

@@ -27,6 +27,7 @@
 
 #include "base/file_system.h"
 #include "storage/object_url.h"
+#include "tokpack/cancel.h"
 #include "tokpack/status.h"
 #include "tokpack/storage.h"
 
@@ -41,7 +42,7 @@ struct HttpOptions {
   long stall_seconds = 20;
   int max_concurrency = 16;
   // See StorageOptions::cancel.
-  std::shared_ptr<const std::atomic<bool>> cancel;
+  CancelFlag cancel;
 
   // Defaults with the attempts, stall timeout, concurrency and cancel flag of `storage`.
   static HttpOptions From(const StorageOptions& storage);

@@ -256,7 +256,7 @@ TEST_F(BuilderTest, FailedForcedRebuildKeepsTheOldDataset) {
 TEST_F(BuilderTest, CancelStopsTheBuildWithoutOutput) {
   std::atomic<bool> cancel{true};
   BuildOptions o = Options(dir_.Join("out"));
-  o.cancel = &cancel;
+  o.cancel = UnownedCancelFlag(&cancel);
   auto r = Build(o);
   EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
   EXPECT_FALSE(Exists(dir_.Join("out")));
