@@ -42,7 +42,8 @@ struct ShardInfo {
 };
 
 struct TokenizerInfo {
-  // "sentencepiece", "huggingface" (a tokenizer.json) or "tiktoken"; empty
+  // The kind's name: "sentencepiece", "huggingface" (a tokenizer.json),
+  // "tiktoken", ... (the rows of src/tokenizer/tokenizer_kinds.cc); empty
   // when unknown.
   std::string type;
   std::string file;         // Copy of the model inside the dataset, or empty.

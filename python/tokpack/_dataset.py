@@ -41,11 +41,12 @@ def _specials(special: Optional[Dict[str, int]]) -> List[Tuple[str, int]]:
 class Tokenizer:
     """A tokenizer file, as the packer uses it. Thread-safe.
 
-    The kind is told from the file's content: a sentencepiece ``.model``, a
-    Hugging Face ``tokenizer.json`` (BPE), or a tiktoken ranks file, which
-    needs ``pattern`` (a regex, or a preset: ``"cl100k_base"``,
-    ``"o200k_base"``, ``"llama3"``, which also brings its special tokens) and
-    may take ``special`` tokens ``{text: id}``. ``eos_token``/``bos_token``
+    The kind is told from the file's content (docs/tokenizers.md lists the
+    kinds): a sentencepiece ``.model``, a Hugging Face ``tokenizer.json``
+    (BPE), or a tiktoken ranks file, which needs ``pattern`` (a regex, or a
+    preset: ``"cl100k_base"``, ``"o200k_base"``, ``"llama3"``, ..., which
+    also brings its special tokens) and may take ``special`` tokens
+    ``{text: id}``. ``eos_token``/``bos_token``
     name the tokens used as EOS/BOS when the file's own are not wanted.
     """
 
@@ -72,7 +73,8 @@ class Tokenizer:
 
     @property
     def kind(self) -> str:
-        """"sentencepiece", "huggingface" or "tiktoken"."""
+        """The kind's name as the manifest records it: "sentencepiece",
+        "huggingface", "tiktoken", ..."""
         return self._core.kind
 
     def encode(self, text: str) -> List[int]:
