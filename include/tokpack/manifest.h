@@ -62,7 +62,7 @@ struct TokenizerInfo {
 // The packer settings that shaped the token stream.
 struct BuildSettings {
   std::string text_key = "text";
-  std::string input_format = "auto";  // auto | jsonl | text
+  std::string input_format = "auto";  // "auto" or a format's name (--input-format)
   bool text_per_line = false;
   bool add_bos = false;
   bool add_eos = true;
