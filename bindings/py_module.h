@@ -17,6 +17,9 @@ void DefineDataset(pybind11::module_& m);
 void DefineLoader(pybind11::module_& m);
 // build and build_options: files, iterables and Arrow streams (py_build.cc).
 void DefineBuild(pybind11::module_& m);
+// The core's registries as the Python package asks them: input_name_kind()
+// and looks_like_input() (py_registries.cc).
+void DefineRegistries(pybind11::module_& m);
 
 }  // namespace tokpack
 

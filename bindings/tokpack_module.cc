@@ -38,6 +38,7 @@ PYBIND11_MODULE(_core, m) {
   DefineDataset(m);
   DefineLoader(m);
   DefineBuild(m);
+  DefineRegistries(m);
   // The core's rule for a file read as configuration (tokpack/files.h), so
   // that Python reads a cursor file as the CLI's --state-in does.
   m.def(

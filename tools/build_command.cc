@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "frontend/build_part.h"
+#include "frontend/registry_names.h"
 #include "tokpack/builder.h"
 #include "tools/commands.h"
 #include "tools/option_flags.h"
@@ -76,9 +77,7 @@ Runner AddBuildCommand(CLI::App* app) {
                   "Dataset directory to create, or s3:// / gs:// URL (built in $TMPDIR, then "
                   "pushed)")
       ->required();
-  app->add_option("-t,--tokenizer", o.tokenizer_model,
-                  "Tokenizer file: sentencepiece .model, Hugging Face tokenizer.json (BPE) or "
-                  "tiktoken ranks (with --pattern)")
+  app->add_option("-t,--tokenizer", o.tokenizer_model, "Tokenizer file: " + TokenizerKindsText())
       ->required();
   auto parse_tokenizer_options = AddTokenizerOptions(app, &o.tokenizer_options);
   args->apply_flags = AddOptionFlags<BuildOptions>(app, BuildOptions::Describe());

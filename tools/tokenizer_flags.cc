@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/registry_names.h"
 #include "tools/commands.h"
 
 namespace tokpack::cli {
@@ -14,9 +15,10 @@ namespace tokpack::cli {
 std::function<Status()> AddTokenizerOptions(CLI::App* app, TokenizerOptions* options) {
   auto specials = std::make_shared<std::vector<std::string>>();
   app->add_option("--pattern", options->pattern,
-                  "tiktoken files: split regex, or a preset (cl100k_base, o200k_base, llama3, "
-                  "qwen2) that also brings its special tokens; gpt2, r50k_base, p50k_base: the "
-                  "pattern alone");
+                  "tiktoken files: split regex, or a preset (" +
+                      PatternPresetsText(/*with_special_tokens=*/true) +
+                      ") that also brings its special tokens; " +
+                      PatternPresetsText(/*with_special_tokens=*/false) + ": the pattern alone");
   app->add_option("--special", *specials,
                   "tiktoken files: a special token as TEXT=ID (repeatable), e.g. "
                   "'<|endoftext|>=100257'");

@@ -42,7 +42,8 @@ struct ShardInfo {
 };
 
 struct TokenizerInfo {
-  // "sentencepiece", "huggingface" (a tokenizer.json) or "tiktoken"; empty
+  // The kind's name: "sentencepiece", "huggingface" (a tokenizer.json),
+  // "tiktoken", ... (the rows of src/tokenizer/tokenizer_kinds.cc); empty
   // when unknown.
   std::string type;
   std::string file;         // Copy of the model inside the dataset, or empty.
@@ -61,7 +62,7 @@ struct TokenizerInfo {
 // The packer settings that shaped the token stream.
 struct BuildSettings {
   std::string text_key = "text";
-  std::string input_format = "auto";  // auto | jsonl | text
+  std::string input_format = "auto";  // "auto" or a format's name (--input-format)
   bool text_per_line = false;
   bool add_bos = false;
   bool add_eos = true;

@@ -1,11 +1,10 @@
 // Tokenizer: a loaded tokenizer file, the one a dataset is built with (every
-// tokpack dataset keeps a copy). Three kinds, told apart by the file's
-// content, not its name:
-//   - a sentencepiece .model: ids exactly as SentencePieceProcessor::Encode;
-//   - a Hugging Face tokenizer.json with a BPE model (byte-level or not): ids
-//     exactly as tokenizers' encode(text, add_special_tokens=False).ids;
-//   - a tiktoken ranks file ("base64 rank" lines) with a split pattern from
-//     TokenizerOptions: ids exactly as tiktoken's encode_ordinary.
+// tokpack dataset keeps a copy). Its kind is told from the file's content,
+// not its name; each kind encodes to exactly the ids of its reference library
+// (a sentencepiece .model as SentencePieceProcessor::Encode, a tokenizer.json
+// as tokenizers' encode(text, add_special_tokens=False).ids, a tiktoken ranks
+// file as tiktoken's encode_ordinary, ...: the kinds are the rows of
+// src/tokenizer/tokenizer_kinds.cc, and docs/tokenizers.md lists them).
 // Encode() and Decode() are const and safe to call from many threads at once.
 #ifndef TOKPACK_TOKENIZER_H_
 #define TOKPACK_TOKENIZER_H_
@@ -27,9 +26,9 @@ namespace tokpack {
 // the file (or, for a tokenizer.json, the tokenizer_config.json beside it)
 // defines.
 struct TokenizerOptions {
-  // tiktoken files only (required there): the split regex, or a preset name
-  // that also brings its special tokens: cl100k_base, o200k_base, llama3,
-  // qwen2 (gpt2, r50k_base, p50k_base: the pattern alone).
+  // tiktoken files only (required there): the split regex, or the name of a
+  // preset (src/tokenizer/pattern_presets.cc, `tokpack build --help`), most of
+  // which also bring their special tokens.
   std::string pattern;
   // tiktoken files only: special tokens as (text, id), added to a preset's.
   std::vector<std::pair<std::string, int64_t>> special_tokens;

@@ -144,6 +144,10 @@ def build(
     **settings: Unpack[BuildOptions],
 ) -> str: ...
 
+# How the packer takes a name as an input from its text alone (the core's rules).
+def input_name_kind(name: str) -> str: ...  # "stdin", "url", "glob" or ""
+def looks_like_input(name: str) -> bool: ...  # ends like an input file of some format
+
 def build_options() -> List[Dict[str, Any]]: ...
 def dataset_options() -> List[Dict[str, Any]]: ...
 

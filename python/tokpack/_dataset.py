@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 from pathlib import Path
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Protocol,
                     Sequence, Tuple, Union)
@@ -41,11 +40,12 @@ def _specials(special: Optional[Dict[str, int]]) -> List[Tuple[str, int]]:
 class Tokenizer:
     """A tokenizer file, as the packer uses it. Thread-safe.
 
-    The kind is told from the file's content: a sentencepiece ``.model``, a
-    Hugging Face ``tokenizer.json`` (BPE), or a tiktoken ranks file, which
-    needs ``pattern`` (a regex, or a preset: ``"cl100k_base"``,
-    ``"o200k_base"``, ``"llama3"``, which also brings its special tokens) and
-    may take ``special`` tokens ``{text: id}``. ``eos_token``/``bos_token``
+    The kind is told from the file's content (docs/tokenizers.md lists the
+    kinds): a sentencepiece ``.model``, a Hugging Face ``tokenizer.json``
+    (BPE), or a tiktoken ranks file, which needs ``pattern`` (a regex, or a
+    preset: ``"cl100k_base"``, ``"o200k_base"``, ``"llama3"``, ..., which
+    also brings its special tokens) and may take ``special`` tokens
+    ``{text: id}``. ``eos_token``/``bos_token``
     name the tokens used as EOS/BOS when the file's own are not wanted.
     """
 
@@ -72,7 +72,8 @@ class Tokenizer:
 
     @property
     def kind(self) -> str:
-        """"sentencepiece", "huggingface" or "tiktoken"."""
+        """The kind's name as the manifest records it: "sentencepiece",
+        "huggingface", "tiktoken", ..."""
         return self._core.kind
 
     def encode(self, text: str) -> List[int]:
@@ -256,14 +257,6 @@ class Dataset:
         )
 
 
-# How an input file's name ends: a list item that looks like this is meant
-# as a path, never as a text.
-_INPUT_NAME = re.compile(r"\.(jsonl|json|ndjson|txt|text|parquet|pq)(\.(gz|zst|zstd))?$",
-                         re.IGNORECASE)
-_URL_SCHEMES = ("s3://", "gs://", "http://", "https://")
-_GLOB_MAGIC = re.compile(r"[*?[]")
-
-
 def _storage_fields(storage: Optional[_core.StorageOptions]) -> Optional[Dict[str, Any]]:
     """The fields of a StorageOptions (which does not pickle itself), credentials
     included: a pickled Dataset goes to the worker processes of its owner."""
@@ -287,14 +280,15 @@ def _reopen(path: str, storage_fields: Optional[Dict[str, Any]],
 def _is_existing_input(name: str) -> bool:
     """An input the packer would read: "-", an object-store or HTTP URL, an
     existing file or directory, or a glob with matches."""
-    if name == "-" or name.startswith(_URL_SCHEMES):
+    kind = _core.input_name_kind(name)  # The packer's rules, not a copy.
+    if kind in ("stdin", "url"):
         return True
     if len(name) > 4096 or "\n" in name or "\0" in name:
         return False  # No path is like this; most texts are: skip the syscalls.
     if os.path.exists(name):
         return True
     # A glob; a text with a "?" and spaces but no "/" is not worth a directory scan.
-    if _GLOB_MAGIC.search(name) and ("/" in name or not any(c.isspace() for c in name)):
+    if kind == "glob" and ("/" in name or not any(c.isspace() for c in name)):
         return next(glob.iglob(name, recursive=True), None) is not None
     return False
 
@@ -306,7 +300,7 @@ def _looks_like_path(name: str) -> bool:
     if any(c.isspace() for c in name):
         return False
     return (os.sep in name or "/" in name or "://" in name
-            or _INPUT_NAME.search(name) is not None)
+            or _core.looks_like_input(name))
 
 
 def _list_is_paths(items: Sequence[Any]) -> bool:
@@ -382,10 +376,10 @@ def build(
     A list or tuple of str is paths or texts: paths when every item is an
     existing input (an existing file or directory, a glob with matches, a
     URL, or "-"); texts when no item is one and none looks like an input
-    file's name (no whitespace and a name ending in .jsonl, .json, .ndjson,
-    .txt, .text, .parquet or .pq, optionally followed by .gz, .zst or
-    .zstd); otherwise FileNotFoundError names the first item that is not an
-    existing input. To pack strings as texts whatever they look like, pass
+    file's name (no whitespace and a name ending in an input format's
+    suffix, in any case: .jsonl, .json, .ndjson, .txt, .text, .parquet, .pq,
+    ..., optionally followed by .gz, .zst or .zstd); otherwise
+    FileNotFoundError names the first item that is not an existing input. To pack strings as texts whatever they look like, pass
     ``iter(the_list)``: an iterator (like a generator) is never paths.
 
     The other keyword arguments are the packer's settings, declared once

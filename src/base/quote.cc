@@ -14,4 +14,13 @@ std::string Quoted(std::string_view s, size_t max_bytes) {
   return "'" + Clipped(s, max_bytes) + "'";
 }
 
+std::string JoinList(const std::vector<std::string>& items, std::string_view last) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? last : std::string_view(", ");
+    out += items[i];
+  }
+  return out;
+}
+
 }  // namespace tokpack

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tokpack {
 
@@ -21,6 +22,10 @@ inline constexpr size_t kMaxQuotedBytes = 200;
 std::string Clipped(std::string_view s, size_t max_bytes = kMaxQuotedBytes);
 // Clipped(s) in single quotes.
 std::string Quoted(std::string_view s, size_t max_bytes = kMaxQuotedBytes);
+
+// `items` as a list in a message: "a, b or c" with `last` " or " ("a" alone,
+// "" for none). The registries' lists of names (kinds, formats, presets).
+std::string JoinList(const std::vector<std::string>& items, std::string_view last = " or ");
 
 }  // namespace tokpack
 

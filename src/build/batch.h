@@ -8,18 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "inputs/record_source.h"
 #include "tokpack/status.h"
 #include "tokpack/tokenizer.h"
 
 namespace tokpack {
-
-// What a record's bytes are.
-enum class RecordKind : uint8_t {
-  kJsonLine,  // A JSONL line; the text is a field of it.
-  kText,      // The document text itself.
-  kBad,       // Why the record holds no text (a null Parquet value, a
-              // Python None); a bad line, like malformed JSON.
-};
 
 // A run of consecutive input records: JSONL lines, texts or bad records.
 struct RawBatch {

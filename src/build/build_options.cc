@@ -4,11 +4,24 @@
 #include <climits>
 
 #include "base/option_table.h"
+#include "base/quote.h"
+#include "inputs/input_formats.h"
 #include "tokpack/builder.h"
 
 namespace tokpack {
 
 using O = BuildOptions;
+
+namespace {
+
+// "auto (by file name), jsonl, text or parquet (...)": the registry's formats.
+std::string InputFormatDoc() {
+  std::vector<std::string> formats = InputFormatChoices();
+  formats.front() += " (by file name)";
+  return JoinList(formats) + " (applies to every input file)";
+}
+
+}  // namespace
 
 template <>
 const OptionTable<O>& OptionTableOf<O>() {
@@ -17,10 +30,9 @@ const OptionTable<O>& OptionTableOf<O>() {
           "text_key",
           "JSONL field or Parquet/Arrow column holding the text; nested: /meta/text or meta.text",
           [](auto& o) -> auto& { return o.settings.text_key; }),
-      StringOption<O>("input_format",
-                      "auto (by file name), jsonl, text or parquet (applies to every input file)",
-                      [](auto& o) -> auto& { return o.settings.input_format; },
-                      {"auto", "jsonl", "text", "parquet"}),
+      StringOption<O>(
+          "input_format", InputFormatDoc(),
+          [](auto& o) -> auto& { return o.settings.input_format; }, InputFormatChoices()),
       BoolOption<O>(
           "text_per_line", "Plain text: one document per line instead of one per file",
           [](auto& o) -> auto& { return o.settings.text_per_line; }),

@@ -33,7 +33,7 @@ DocumentReader::DocumentReader(std::vector<InputRecord> inputs, std::shared_ptr<
 Status DocumentReader::Init() {
   if (texts_) return Status::Ok();
   for (const InputRecord& in : inputs_) {
-    TOKPACK_ASSIGN_OR_RETURN(InputFormat f, InputFormatFor(in.path, settings_.input_format));
+    TOKPACK_ASSIGN_OR_RETURN(const InputFormat* f, InputFormatFor(in.path, settings_.input_format));
     formats_.push_back(f);
   }
   return Status::Ok();
@@ -49,8 +49,7 @@ StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
       if (texts_) {
         source_ = TextRecordSource(texts_, context_);
       } else {
-        TOKPACK_ASSIGN_OR_RETURN(source_,
-                                 OpenRecordSource(inputs_[current_], formats_[current_], context_));
+        TOKPACK_ASSIGN_OR_RETURN(source_, formats_[current_]->open(inputs_[current_], context_));
       }
     }
     const size_t start = batch->data.size();

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "build/batch.h"
-#include "build/record_source.h"
-#include "inputs/input_files.h"
+#include "inputs/input_formats.h"
+#include "inputs/record_source.h"
 #include "tokpack/builder.h"
 #include "tokpack/cancel.h"
 #include "tokpack/manifest.h"
@@ -56,7 +56,7 @@ class DocumentReader {
   uint64_t max_document_bytes_;
   size_t batch_bytes_;
   size_t batch_records_;
-  std::vector<InputFormat> formats_;
+  std::vector<const InputFormat*> formats_;
   uint64_t text_bytes_ = 0;  // Of the sources already finished.
   size_t next_file_ = 0;
   uint32_t current_ = 0;

@@ -10,25 +10,13 @@
 #include <system_error>
 
 #include "base/file_system.h"
-#include "inputs/parquet_input.h"
+#include "inputs/input_formats.h"
 #include "inputs/remote_input.h"
 #include "storage/object_url.h"
-#include "tokpack/text_source.h"
 
 namespace tokpack {
 namespace fs = std::filesystem;
 namespace {
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::string StripCompression(std::string_view name) {
-  for (std::string_view suf : {".gz", ".zst", ".zstd"}) {
-    if (EndsWith(name, suf)) return std::string(name.substr(0, name.size() - suf.size()));
-  }
-  return std::string(name);
-}
 
 bool IsRegularFile(const std::string& path) {
   struct stat st;
@@ -132,7 +120,7 @@ StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
   if (specs.empty()) return InvalidArgumentError("no inputs given");
   ExpandedInputs out;
   const auto add = [&](std::string path, uint64_t bytes) -> Status {
-    StatusOr<InputFormat> format = InputFormatFor(path, input_format);
+    StatusOr<const InputFormat*> format = InputFormatFor(path, input_format);
     if (!format.ok()) {
       if (!skip_unknown) {
         return InvalidArgumentError(format.status().message() +
@@ -182,26 +170,6 @@ StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
   return out;
 }
 
-StatusOr<InputFormat> InputFormatFor(const std::string& path, const std::string& format) {
-  if (format == "jsonl") return InputFormat::kJsonl;
-  if (format == "text") return InputFormat::kText;
-  if (format == "parquet") return InputFormat::kParquet;
-  if (format != "auto") {
-    return InvalidArgumentError("unknown input format '" + format +
-                                "' (auto, jsonl, text, parquet)");
-  }
-  if (path == "-") return InputFormat::kJsonl;
-  if (IsParquetName(path)) return InputFormat::kParquet;
-  std::string base = StripCompression(path);
-  for (std::string_view ext : {".jsonl", ".ndjson", ".json"}) {
-    if (EndsWith(base, ext)) return InputFormat::kJsonl;
-  }
-  if (EndsWith(base, ".txt") || EndsWith(base, ".text")) return InputFormat::kText;
-  return InvalidArgumentError("cannot tell the format of '" + path +
-                              "' from its name (.jsonl, .json, .ndjson, .txt, .text or "
-                              ".parquet, optionally .gz/.zst); pass --input-format");
-}
-
 std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index, int count) {
   if (count <= 1) return all;
   __extension__ typedef unsigned __int128 u128;  // bytes * count overflows 64 bits.
@@ -230,15 +198,14 @@ StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<Input
   std::vector<uint32_t> groups_of;   // Row groups of each unit's file.
   std::vector<uint64_t> file_bytes;  // Size of each unit's file.
   for (const InputRecord& in : all) {
-    StatusOr<InputFormat> format = InputFormatFor(in.path, input_format);
+    StatusOr<const InputFormat*> format = InputFormatFor(in.path, input_format);
     uint32_t groups = 0;
-    if (format.ok() && *format == InputFormat::kParquet) {
-      // Only the footer is read here, never a page: the largest cap will do.
-      TOKPACK_ASSIGN_OR_RETURN(auto reader,
-                               OpenParquetInput(in.path, text_key, storage, kMaxMaxDocumentBytes));
-      groups = static_cast<uint32_t>(reader->num_row_groups());
+    if (format.ok() && (*format)->units != nullptr) {
+      TOKPACK_ASSIGN_OR_RETURN(std::vector<uint64_t> unit_bytes,
+                               (*format)->units(in.path, text_key, storage));
+      groups = static_cast<uint32_t>(unit_bytes.size());
       for (uint32_t g = 0; g < groups; ++g) {
-        units.push_back({in.path, reader->row_group_bytes(static_cast<int>(g)), g, g + 1});
+        units.push_back({in.path, unit_bytes[g], g, g + 1});
         groups_of.push_back(groups);
         file_bytes.push_back(in.bytes);
       }

@@ -17,9 +17,6 @@ namespace tokpack {
 // True when `s` holds a glob character ('*', '?' or '[').
 bool HasWildcard(std::string_view s);
 
-// How the packer reads an input.
-enum class InputFormat : uint8_t { kJsonl, kText, kParquet };
-
 struct ExpandedInputs {
   std::vector<InputRecord> inputs;
   std::vector<std::string> skipped;  // Of a type the packer does not read.
@@ -29,7 +26,7 @@ struct ExpandedInputs {
 // prefix, files are sorted by path (byte order). Specs are local files,
 // directories (every visible file below), globs with "**", object-store URLs,
 // prefixes and globs (see inputs/remote_input.h) and "-" for stdin. A file whose
-// format `input_format` cannot tell (InputFormatFor) fails the expansion,
+// format `input_format` cannot tell (InputFormatFor, input_formats.h) fails the expansion,
 // or with `skip_unknown` is left out and listed in `skipped`. Fails with
 // NotFound naming the first spec that matches nothing, before any input is
 // read. Object stores are reached with `storage`.
@@ -38,23 +35,17 @@ StatusOr<ExpandedInputs> ExpandInputs(const std::vector<std::string>& specs,
                                       const std::string& input_format = "auto",
                                       bool skip_unknown = false);
 
-// The format of `path` under --input-format `format`: "auto" decides by the
-// name once compression suffixes are removed (.jsonl/.ndjson/.json: JSONL,
-// .txt/.text: text, .parquet/.pq: Parquet; stdin is JSONL), "jsonl", "text"
-// and "parquet" apply to every input.
-StatusOr<InputFormat> InputFormatFor(const std::string& path, const std::string& format);
-
 // The files of part `index` of `count`: contiguous runs of the ordered list,
 // balanced by bytes (a file belongs to the part containing its byte midpoint).
 // The concatenation of parts 0..count-1 is the whole list.
 std::vector<InputRecord> SelectPart(const std::vector<InputRecord>& all, int index, int count);
 
-// SelectPart with Parquet files split into their row groups first (each
-// weighed by its compressed bytes), so one large Parquet file spreads over
-// parts. A part's run of row groups of one file is one InputRecord with
-// row_group_begin/end set; all of a file's row groups: the whole file.
-// Reads each Parquet file's footer (remote ones with `storage`); errors
-// name the file.
+// SelectPart with the files of a format that has units (InputFormat::units:
+// Parquet's row groups) split into them first, each weighed by its
+// compressed bytes, so one large file spreads over parts. A part's run of
+// units of one file is one InputRecord with row_group_begin/end set; all of
+// a file's units: the whole file. Reads each such file's footer (remote ones
+// with `storage`); errors name the file.
 StatusOr<std::vector<InputRecord>> SelectPartByRowGroups(const std::vector<InputRecord>& all,
                                                          int index, int count,
                                                          const std::string& input_format,

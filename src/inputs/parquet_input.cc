@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <utility>
@@ -231,16 +230,6 @@ StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string&
   }
   return std::make_unique<ParquetTextReader>(std::unique_ptr<parquet_plugin::TextReader>(reader),
                                              path);
-}
-
-bool IsParquetName(std::string_view path) {
-  auto ends_with = [path](std::string_view suffix) {
-    if (path.size() < suffix.size()) return false;
-    return std::equal(suffix.begin(), suffix.end(), path.end() - suffix.size(), [](char a, char b) {
-      return a == std::tolower(static_cast<unsigned char>(b));
-    });
-  };
-  return ends_with(".parquet") || ends_with(".pq");
 }
 
 }  // namespace tokpack

@@ -48,9 +48,6 @@ StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string&
                                                               const StorageOptions& storage,
                                                               uint64_t max_document_bytes);
 
-// True for names that end in .parquet (or .pq).
-bool IsParquetName(std::string_view path);
-
 }  // namespace tokpack
 
 #endif  // TOKPACK_SRC_INPUTS_PARQUET_INPUT_H_

@@ -92,6 +92,13 @@ std::string PercentEncode(std::string_view s, bool keep_slash) {
 
 bool IsRemoteUrl(std::string_view path) { return path.find("://") != std::string_view::npos; }
 
+bool HasObjectStoreScheme(std::string_view path) {
+  for (std::string_view scheme : {"s3://", "gs://", "http://", "https://"}) {
+    if (path.substr(0, scheme.size()) == scheme) return true;
+  }
+  return false;
+}
+
 std::string ObjectLocation::UrlOf(std::string_view name) const {
   return base + PercentEncode(name, true);
 }

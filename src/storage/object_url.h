@@ -30,6 +30,11 @@ struct ObjectLocation {
   bool signed_requests() const { return !access_key.empty(); }
 };
 
+// Whether `path` starts with a scheme ResolveObjectUrl reads (s3://, gs://,
+// http://, https://). Narrower than IsRemoteUrl (any "scheme://"): a text
+// that merely contains "://" is no URL.
+bool HasObjectStoreScheme(std::string_view path);
+
 // Resolves `url` with the credentials and endpoints of `options`:
 // - s3://bucket/prefix: options.s3_endpoint (path-style requests to an
 //   S3-compatible store), else https://bucket.s3.REGION.amazonaws.com; region

@@ -225,31 +225,4 @@ std::string Regex::Escape(std::string_view literal) {
   return out;
 }
 
-const char* SplitPatternPreset(std::string_view name) {
-  // tiktoken_ext/openai_public.py (tiktoken 0.14).
-  if (name == "gpt2" || name == "r50k_base" || name == "p50k_base") {
-    return R"('(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s)";
-  }
-  if (name == "cl100k_base") {
-    return R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s)";
-  }
-  if (name == "o200k_base") {
-    return R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-  }
-  // Meta's llama3 tokenizer.py (also the Split regex of its tokenizer.json).
-  if (name == "llama3") {
-    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-  }
-  // Qwen2/Qwen3 tokenizer.json: like llama3 but single digits.
-  if (name == "qwen2") {
-    return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-  }
-  return nullptr;
-}
-
-std::string SplitPatternFor(std::string_view name_or_regex) {
-  const char* preset = SplitPatternPreset(name_or_regex);
-  return preset != nullptr ? std::string(preset) : std::string(name_or_regex);
-}
-
 }  // namespace tokpack

@@ -24,6 +24,9 @@
 #include <string>
 #include <string_view>
 
+// The split patterns by name (SplitPatternPreset), which the callers of
+// Regex::Compile take.
+#include "tokenizer/pattern_presets.h"
 #include "tokenizer/split_scanner.h"
 #include "tokpack/status.h"
 
@@ -130,12 +133,6 @@ class Regex {
   std::string pattern_;  // As given, for errors.
   std::string translated_;
 };
-
-// Split patterns by name: "cl100k_base", "o200k_base", "llama3", "gpt2"
-// (also tiktoken's r50k_base/p50k_base), and "qwen2". Returns nullptr for other names.
-const char* SplitPatternPreset(std::string_view name);
-// The preset named `name_or_regex`, or the argument itself as a regex.
-std::string SplitPatternFor(std::string_view name_or_regex);
 
 }  // namespace tokpack
 

@@ -1,6 +1,7 @@
 #include "tokenizer/split_scanner.h"
 
 #include "tokenizer/char_class.h"
+#include "tokenizer/pattern_presets.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"

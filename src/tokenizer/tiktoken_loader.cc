@@ -7,6 +7,7 @@
 
 #include "base/quote.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/pattern_presets.h"
 #include "tokenizer/token_pairs.h"
 
 namespace tokpack {

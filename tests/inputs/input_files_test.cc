@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "inputs/input_formats.h"
 #include "tests/test_util.h"
 #include "tokpack/builder.h"
 
@@ -77,12 +78,15 @@ TEST_F(InputFilesTest, MissingInputsFailUpFrontNamingThem) {
 }
 
 TEST(InputFormat, ByNameUnlessForced) {
-  EXPECT_EQ(*InputFormatFor("a.jsonl.zst", "auto"), InputFormat::kJsonl);
-  EXPECT_EQ(*InputFormatFor("a.txt.gz", "auto"), InputFormat::kText);
-  EXPECT_EQ(*InputFormatFor("-", "auto"), InputFormat::kJsonl);
-  EXPECT_EQ(*InputFormatFor("a.md", "text"), InputFormat::kText);
-  EXPECT_EQ(*InputFormatFor("s3://b/train-00000.parquet", "auto"), InputFormat::kParquet);
-  EXPECT_EQ(*InputFormatFor("a.jsonl", "parquet"), InputFormat::kParquet);
+  auto name = [](const std::string& path, const std::string& format) {
+    return std::string((*InputFormatFor(path, format))->name);
+  };
+  EXPECT_EQ(name("a.jsonl.zst", "auto"), "jsonl");
+  EXPECT_EQ(name("a.txt.gz", "auto"), "text");
+  EXPECT_EQ(name("-", "auto"), "jsonl");
+  EXPECT_EQ(name("a.md", "text"), "text");
+  EXPECT_EQ(name("s3://b/train-00000.parquet", "auto"), "parquet");
+  EXPECT_EQ(name("a.jsonl", "parquet"), "parquet");
   auto bad = InputFormatFor("a.md", "auto");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("--input-format"), std::string::npos);

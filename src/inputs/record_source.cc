@@ -1,7 +1,6 @@
-#include "build/record_source.h"
+#include "inputs/record_source.h"
 
-#include "inputs/input_stream.h"
-#include "inputs/parquet_input.h"
+#include <utility>
 
 namespace tokpack {
 namespace {
@@ -58,55 +57,6 @@ class WholeFileSource : public RecordSource {
   uint64_t text_bytes_ = 0;
 };
 
-// One text column of a Parquet file (or of some of its row groups).
-class ParquetSource : public RecordSource {
- public:
-  ParquetSource(std::unique_ptr<ParquetTextReader> reader, std::atomic<uint64_t>* raw_bytes_read)
-      : reader_(std::move(reader)), raw_bytes_read_(raw_bytes_read) {}
-
-  int num_row_groups() const { return reader_->num_row_groups(); }
-
-  Status Select(int begin, int end) {
-    group_ = begin;
-    end_ = end;
-    group_end_row_ = 0;
-    for (int g = 0; g < begin; ++g) group_end_row_ += reader_->row_group_rows(g);
-    return reader_->Select(begin, end);
-  }
-
-  StatusOr<bool> Next(uint64_t max_bytes, std::string* out, Record* record) override {
-    std::string_view text;
-    TOKPACK_ASSIGN_OR_RETURN(bool more, reader_->Next(&text, &record->number, &bad_));
-    if (!more) return false;
-    // Progress counts a row group's compressed bytes when its first row is read.
-    while (record->number > group_end_row_ && group_ < end_) {
-      if (raw_bytes_read_) raw_bytes_read_->fetch_add(reader_->row_group_bytes(group_));
-      group_end_row_ += reader_->row_group_rows(group_++);
-    }
-    if (!bad_.empty()) {
-      out->append(bad_);
-      record->bytes = bad_.size();
-      record->kind = RecordKind::kBad;
-      return true;
-    }
-    text_bytes_ += text.size();
-    record->bytes = text.size();
-    record->kind = RecordKind::kText;
-    if (text.size() <= max_bytes) out->append(text);
-    return true;
-  }
-  uint64_t text_bytes() const override { return text_bytes_; }
-
- private:
-  std::unique_ptr<ParquetTextReader> reader_;
-  std::atomic<uint64_t>* raw_bytes_read_;
-  std::string bad_;
-  int group_ = 0;
-  int end_ = 0;
-  uint64_t group_end_row_ = 0;
-  uint64_t text_bytes_ = 0;
-};
-
 class CallerTextSource : public RecordSource {
  public:
   CallerTextSource(std::shared_ptr<TextSource> texts, std::atomic<uint64_t>* raw_bytes_read)
@@ -151,34 +101,17 @@ class CallerTextSource : public RecordSource {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<RecordSource>> OpenRecordSource(const InputRecord& in, InputFormat format,
-                                                         const SourceContext& context) {
-  if (format == InputFormat::kParquet) {
-    TOKPACK_ASSIGN_OR_RETURN(auto reader,
-                             OpenParquetInput(in.path, context.settings->text_key, *context.storage,
-                                              context.max_document_bytes));
-    auto source = std::make_unique<ParquetSource>(std::move(reader), context.raw_bytes_read);
-    const int groups = source->num_row_groups();
-    int begin = 0, end = groups;
-    if (!in.whole_file()) {
-      begin = static_cast<int>(in.row_group_begin);
-      end = static_cast<int>(in.row_group_end);
-      if (begin >= end || end > groups) {
-        return InvalidArgumentError(in.path + ": row groups [" + std::to_string(begin) + ", " +
-                                    std::to_string(end) + ") asked for, but the file has " +
-                                    std::to_string(groups) + "; it changed since it was listed");
-      }
-    }
-    TOKPACK_RETURN_IF_ERROR(source->Select(begin, end));
-    return std::unique_ptr<RecordSource>(std::move(source));
-  }
-  TOKPACK_ASSIGN_OR_RETURN(auto stream, OpenInputStream(in.path, *context.storage,
-                                                        context.raw_bytes_read, context.cancel));
-  const bool json = format == InputFormat::kJsonl;
-  if (!json && !context.settings->text_per_line) {
-    return std::unique_ptr<RecordSource>(std::make_unique<WholeFileSource>(std::move(stream)));
-  }
-  return std::unique_ptr<RecordSource>(std::make_unique<LineSource>(std::move(stream), json));
+StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const InputRecord& in,
+                                                      const SourceContext& context) {
+  return OpenInputStream(in.path, *context.storage, context.raw_bytes_read, context.cancel);
+}
+
+std::unique_ptr<RecordSource> LineRecords(std::unique_ptr<ByteStream> stream, bool json) {
+  return std::make_unique<LineSource>(std::move(stream), json);
+}
+
+std::unique_ptr<RecordSource> WholeStreamRecord(std::unique_ptr<ByteStream> stream) {
+  return std::make_unique<WholeFileSource>(std::move(stream));
 }
 
 std::unique_ptr<RecordSource> TextRecordSource(std::shared_ptr<TextSource> texts,

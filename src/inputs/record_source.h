@@ -1,24 +1,33 @@
 // RecordSource: the records of one packer input, in order, whatever the
-// input is: JSONL or text lines of a (compressed, local or remote) stream, a
-// whole text file, a Parquet column, or texts from the caller (TextSource).
-// Each source is used by one thread (the DocumentReader's).
-#ifndef TOKPACK_SRC_BUILD_RECORD_SOURCE_H_
-#define TOKPACK_SRC_BUILD_RECORD_SOURCE_H_
+// input is: what an input format's open (input_formats.h) returns, and what
+// the build's DocumentReader reads. Also the stock sources a format is made
+// of: the lines of a (compressed, local or remote) stream, a whole stream as
+// one document, and texts from the caller (TextSource). Each source is used
+// by one thread (the DocumentReader's).
+#ifndef TOKPACK_SRC_INPUTS_RECORD_SOURCE_H_
+#define TOKPACK_SRC_INPUTS_RECORD_SOURCE_H_
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
 
-#include "build/batch.h"
-#include "inputs/input_files.h"
-#include "tokpack/builder.h"
+#include "inputs/input_stream.h"
 #include "tokpack/cancel.h"
 #include "tokpack/manifest.h"
 #include "tokpack/status.h"
+#include "tokpack/storage.h"
+#include "tokpack/text_source.h"
 
 namespace tokpack {
+
+// What a record's bytes are.
+enum class RecordKind : uint8_t {
+  kJsonLine,  // A JSONL line; the text is a field of it.
+  kText,      // The document text itself.
+  kBad,       // Why the record holds no text (a null Parquet value, a
+              // Python None); a bad line, like malformed JSON.
+};
 
 class RecordSource {
  public:
@@ -39,6 +48,7 @@ class RecordSource {
   virtual uint64_t text_bytes() const = 0;
 };
 
+// What opening an input may use.
 struct SourceContext {
   const BuildSettings* settings;
   const StorageOptions* storage;          // For object-store inputs.
@@ -47,9 +57,17 @@ struct SourceContext {
   uint64_t max_document_bytes;            // BuildOptions::max_document_bytes.
 };
 
-// Opens input `in` read as `format`.
-StatusOr<std::unique_ptr<RecordSource>> OpenRecordSource(const InputRecord& in, InputFormat format,
-                                                         const SourceContext& context);
+// The decompressed stream of input `in` (a local file, an object URL or "-"),
+// counting its raw bytes and honoring the cancel flag of `context`.
+StatusOr<std::unique_ptr<ByteStream>> OpenInputStream(const InputRecord& in,
+                                                      const SourceContext& context);
+
+// Each line of `stream` a record: a JSONL line (`json`; blank lines carry no
+// record) or a text.
+std::unique_ptr<RecordSource> LineRecords(std::unique_ptr<ByteStream> stream, bool json);
+
+// All of `stream` one text record (number 0).
+std::unique_ptr<RecordSource> WholeStreamRecord(std::unique_ptr<ByteStream> stream);
 
 // Reads the caller's texts; raw_bytes_read counts their bytes.
 std::unique_ptr<RecordSource> TextRecordSource(std::shared_ptr<TextSource> texts,
@@ -57,4 +75,4 @@ std::unique_ptr<RecordSource> TextRecordSource(std::shared_ptr<TextSource> texts
 
 }  // namespace tokpack
 
-#endif  // TOKPACK_SRC_BUILD_RECORD_SOURCE_H_
+#endif  // TOKPACK_SRC_INPUTS_RECORD_SOURCE_H_
