@@ -36,6 +36,7 @@
 
 #include "bindings/py_convert.h"
 #include "bindings/py_iterable.h"
+#include "bindings/py_mixture.h"
 #include "frontend/arrow_stream_source.h"
 #include "tokpack/builder.h"
 #include "tokpack/dataset.h"
@@ -417,6 +418,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("loader_options", [] { return DescribeOptions(LoaderOptions::Describe()); });
   m.def("parse_device",
         [](const std::string& text) { return Unwrap(Device::Parse(text)).ToString(); });
+  tokpack::DefineMixture(m);
 
   py::class_<Array>(m, "Array", py::buffer_protocol())
       .def_property_readonly("shape", [](const Array& a) { return py::tuple(py::cast(a.shape)); })
