@@ -20,6 +20,8 @@ void DefineBuild(pybind11::module_& m);
 // The core's registries as the Python package asks them: input_name_kind()
 // and looks_like_input() (py_registries.cc).
 void DefineRegistries(pybind11::module_& m);
+// phases_by_name: the core's mixture model for tokpack's phases (py_mixture.cc).
+void DefineMixture(pybind11::module_& m);
 
 }  // namespace tokpack
 

@@ -39,6 +39,7 @@ PYBIND11_MODULE(_core, m) {
   DefineLoader(m);
   DefineBuild(m);
   DefineRegistries(m);
+  DefineMixture(m);
   // The core's rule for a file read as configuration (tokpack/files.h), so
   // that Python reads a cursor file as the CLI's --state-in does.
   m.def(

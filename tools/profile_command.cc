@@ -117,7 +117,7 @@ double ProcessCpuSeconds() {
 }
 
 // The positional dataset alone, or the mixture of --phases FILE.
-StatusOr<Mixture> OpenMixture(const ProfileArgs& a, const StorageOptions& storage) {
+StatusOr<OpenedMixture> OpenMixture(const ProfileArgs& a, const StorageOptions& storage) {
   if (a.dataset.empty() == a.phases_file.empty()) {
     return InvalidArgumentError(a.phases_file.empty()
                                     ? "give the dataset to profile, or --phases FILE"
@@ -127,12 +127,12 @@ StatusOr<Mixture> OpenMixture(const ProfileArgs& a, const StorageOptions& storag
   if (!a.phases_file.empty()) return OpenMixtureFile(a.phases_file, storage, a.open_options);
   TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds,
                            Dataset::Open(a.dataset, storage, a.open_options));
-  return Mixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}};
+  return OpenedMixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}};
 }
 
 // One setting: warm-up steps, then `steps` steps of next() followed by a
 // simulated training step of `step` seconds.
-Status Measure(const ProfileArgs& a, const Mixture& mix, double step, Result* r) {
+Status Measure(const ProfileArgs& a, const OpenedMixture& mix, double step, Result* r) {
   LoaderOptions o = a.o;
   o.threads = r->threads;
   o.prefetch = r->prefetch;
@@ -250,8 +250,8 @@ std::string Advice(const std::vector<Result>& results, const Verdict& v, double 
   return text;
 }
 
-std::string ReportJson(const ProfileArgs& a, const Mixture& mix, const std::vector<Result>& results,
-                       const Verdict& v, double step) {
+std::string ReportJson(const ProfileArgs& a, const OpenedMixture& mix,
+                       const std::vector<Result>& results, const Verdict& v, double step) {
   JsonWriter w;
   w.BeginObject();
   w.String("dataset", a.dataset);
@@ -362,7 +362,7 @@ int Run(ProfileArgs& a, const StorageOptions& storage) {
   if (Status s = a.apply_flags(&a.o); !s.ok()) return ReportError("profile", s);
   if (Status s = a.apply_open_flags(&a.open_options); !s.ok()) return ReportError("profile", s);
   a.device = a.o.device.ToString();
-  StatusOr<Mixture> mix = OpenMixture(a, storage);
+  StatusOr<OpenedMixture> mix = OpenMixture(a, storage);
   if (!mix.ok()) return ReportError("profile", mix.status());
   std::vector<Result> results;
   for (int t : *threads) {

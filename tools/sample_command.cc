@@ -62,7 +62,8 @@ StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageO
                                           " or as arguments, not both");
   }
   if (!a.phases_file.empty()) {
-    TOKPACK_ASSIGN_OR_RETURN(Mixture mix, OpenMixtureFile(a.phases_file, storage, a.open_options));
+    TOKPACK_ASSIGN_OR_RETURN(OpenedMixture mix,
+                             OpenMixtureFile(a.phases_file, storage, a.open_options));
     *names = mix.names;
     *first = mix.datasets[0];
     StatusOr<std::unique_ptr<Loader>> loader =

@@ -1,18 +1,20 @@
 """Mixture phases for tokpack.Loader: the Python spellings of a phase list
-(named sources, ``(start_step, {name: weight})`` pairs or dicts) turned into
-the core's form (one weight per dataset, in dataset order), and the core's
-per-source and per-phase counts turned back into named dicts.
+(``(start_step, {key: weight})`` pairs or dicts, keyed by source name, path
+or Dataset) mapped to source names, and the core's per-source and per-phase
+counts turned back into named dicts.
 
-The core checks the rules again (docs/reader.md); here they are checked
-first so that a message can name the source as the caller wrote it.
+The rules of a phase list (start steps, weights, names) are the core's
+mixture model (include/tokpack/mixture.h, through _core.phases_by_name),
+which names the phase and the source in its errors; here are only what
+Python adds: its types and its keys.
 """
 from __future__ import annotations
 
-import math
 import numbers
 import os
 from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
 
+from . import _core
 from ._dataset import Dataset
 
 PathLike = Union[str, "os.PathLike[str]", Dataset]
@@ -70,19 +72,13 @@ def _phase_parts(i: int, phase: Any) -> Tuple[Any, Any]:
 def _start_step(i: int, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"phases[{i}]: start_step must be an integer, not {value!r}")
-    if value < 0:
-        raise ValueError(f"phases[{i}]: start_step must be >= 0, not {value}")
     return int(value)
 
 
 def _weight(where: str, key: Any, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{where}: the weight of {key!r} must be a number, not {value!r}")
-    w = float(value)
-    if not math.isfinite(w) or w < 0:
-        raise ValueError(f"{where}: the weight of {key!r} is {w!r}; weights must be finite "
-                         "and >= 0 (0: the source is absent)")
-    return w
+    return float(value)
 
 
 class Sources:
@@ -133,9 +129,7 @@ def _parse(phases: Sequence[Phase], sources: Sources, add: bool) -> List[CorePha
     if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence):
         raise TypeError("phases must be a list of (start_step, {source: weight}), not "
                         f"{type(phases).__name__}")
-    if not phases:
-        raise ValueError("phases is empty: give at least one (0, {source: weight})")
-    parsed: List[Tuple[int, Dict[int, float]]] = []
+    named: List[Tuple[int, List[Tuple[str, float]]]] = []
     for i, phase in enumerate(phases):
         start, weights = _phase_parts(i, phase)
         start = _start_step(i, start)
@@ -143,19 +137,12 @@ def _parse(phases: Sequence[Phase], sources: Sources, add: bool) -> List[CorePha
         if not isinstance(weights, Mapping):
             raise TypeError(f"{where}: weights must be a dict {{source: weight}}, not "
                             f"{type(weights).__name__}")
-        by_index: Dict[int, float] = {}
+        pairs = []
         for key, value in weights.items():
             w = _weight(where, key, value)
-            s = sources.lookup(key, where, add)
-            if s in by_index:
-                raise ValueError(f"{where}: source {sources.names[s]!r} is given twice")
-            by_index[s] = w
-        if not any(by_index.values()):
-            raise ValueError(f"{where}: every weight is 0 in {format_weights(dict(weights))}; "
-                             "a phase needs at least one source")
-        parsed.append((start, by_index))
-    n = len(sources.names)
-    return [(start, [w.get(s, 0.0) for s in range(n)]) for start, w in parsed]
+            pairs.append((sources.names[sources.lookup(key, where, add)], w))
+        named.append((start, pairs))
+    return _core.phases_by_name(sources.names, named)
 
 
 def resolve(sources: Any, phases: Sequence[Phase]) -> Tuple[List[PathLike], List[str],

@@ -9,9 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/file_system.h"
+#include "base/json_reader.h"
 #include "format/dataset_path.h"
 #include "format/idx_file.h"
-#include "base/file_system.h"
 #include "tokpack/json_writer.h"
 
 namespace tokpack {
@@ -36,95 +37,35 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
-// Reads typed fields of one JSON object, naming the full field path in errors.
-class FieldReader {
- public:
-  FieldReader(object obj, std::string path, std::string_view source)
-      : obj_(obj), path_(std::move(path)), source_(source) {}
+// A path of a dataset member: CheckDatasetPath's rule (empty allowed only
+// with `allow_empty`).
+Status GetDatasetPath(const JsonReader& r, std::string_view key, bool allow_empty,
+                      std::string* out) {
+  TOKPACK_RETURN_IF_ERROR(r.Get(key, out));
+  if (allow_empty && out->empty()) return Status::Ok();
+  Status s = CheckDatasetPath(*out);
+  if (s.ok()) return s;
+  return r.Error(key, "('" + Printable(*out) + "') " + s.message());
+}
 
-  Status Missing(std::string_view key, std::string_view want) const {
-    return InvalidArgumentError(std::string(source_) + ": field '" + Path(key) +
-                                "' is missing or not " + std::string(want));
+// `s` as a hash of field `key` of `r` (which may carry an index).
+Status ParseHash(const JsonReader& r, std::string_view key, const std::string& s, uint64_t* out) {
+  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return r.Error(key, "is not 16 lowercase hex digits");
   }
-  std::string Path(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
+  *out = std::strtoull(s.c_str(), nullptr, 16);
+  return Status::Ok();
+}
 
-  Status Get(std::string_view key, uint64_t* out) const {
-    if (obj_[key].get_uint64().get(*out) != simdjson::SUCCESS) {
-      return Missing(key, "an unsigned integer");
-    }
-    return Status::Ok();
-  }
-  Status Get(std::string_view key, int64_t* out) const {
-    if (obj_[key].get_int64().get(*out) != simdjson::SUCCESS) {
-      return Missing(key, "an integer");
-    }
-    return Status::Ok();
-  }
-  Status Get(std::string_view key, int* out) const {
-    int64_t v = 0;
-    TOKPACK_RETURN_IF_ERROR(Get(key, &v));
-    if (v < INT32_MIN || v > INT32_MAX) return Missing(key, "a 32-bit integer");
-    *out = static_cast<int>(v);
-    return Status::Ok();
-  }
-  Status Get(std::string_view key, bool* out) const {
-    if (obj_[key].get_bool().get(*out) != simdjson::SUCCESS) return Missing(key, "a boolean");
-    return Status::Ok();
-  }
-  Status Get(std::string_view key, std::string* out) const {
-    std::string_view sv;
-    if (obj_[key].get_string().get(sv) != simdjson::SUCCESS) return Missing(key, "a string");
-    out->assign(sv);
-    return Status::Ok();
-  }
-  // A path of a dataset member: CheckDatasetPath's rule (empty allowed only
-  // with `allow_empty`).
-  Status GetDatasetPath(std::string_view key, bool allow_empty, std::string* out) const {
-    TOKPACK_RETURN_IF_ERROR(Get(key, out));
-    if (allow_empty && out->empty()) return Status::Ok();
-    Status s = CheckDatasetPath(*out);
-    if (s.ok()) return s;
-    return InvalidArgumentError(std::string(source_) + ": field '" + Path(key) + "' ('" +
-                                Printable(*out) + "') " + s.message());
-  }
-  Status GetHash(std::string_view key, uint64_t* out) const {
-    std::string s;
-    TOKPACK_RETURN_IF_ERROR(Get(key, &s));
-    return ParseHash(s, Path(key), out);
-  }
-  Status ParseHash(const std::string& s, const std::string& where, uint64_t* out) const {
-    char* end = nullptr;
-    if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      return InvalidArgumentError(std::string(source_) + ": field '" + where +
-                                  "' is not 16 lowercase hex digits");
-    }
-    *out = std::strtoull(s.c_str(), &end, 16);
-    return Status::Ok();
-  }
-  Status Object(std::string_view key, FieldReader* out) const {
-    object o;
-    if (obj_[key].get_object().get(o) != simdjson::SUCCESS) return Missing(key, "an object");
-    *out = FieldReader(o, Path(key), source_);
-    return Status::Ok();
-  }
-  Status Array(std::string_view key, simdjson::dom::array* out) const {
-    if (obj_[key].get_array().get(*out) != simdjson::SUCCESS) return Missing(key, "an array");
-    return Status::Ok();
-  }
-  bool Has(std::string_view key) const { return obj_[key].error() == simdjson::SUCCESS; }
-  std::string_view source() const { return source_; }
+Status GetHash(const JsonReader& r, std::string_view key, uint64_t* out) {
+  std::string s;
+  TOKPACK_RETURN_IF_ERROR(r.Get(key, &s));
+  return ParseHash(r, key, s, out);
+}
 
- private:
-  object obj_;
-  std::string path_;
-  std::string_view source_;
-};
-
-Status ReadDigest(const FieldReader& r, std::string_view key, uint64_t chunk_bytes,
+Status ReadDigest(const JsonReader& r, std::string_view key, uint64_t chunk_bytes,
                   FileDigest* out) {
-  FieldReader f(object(), "", r.source());
+  JsonReader f;
   TOKPACK_RETURN_IF_ERROR(r.Object(key, &f));
   TOKPACK_RETURN_IF_ERROR(f.Get("bytes", &out->bytes));
   simdjson::dom::array arr;
@@ -132,28 +73,24 @@ Status ReadDigest(const FieldReader& r, std::string_view key, uint64_t chunk_byt
   size_t i = 0;
   for (element e : arr) {
     std::string_view sv;
-    std::string where = f.Path("xxh3_64") + "[" + std::to_string(i++) + "]";
-    if (e.get_string().get(sv) != simdjson::SUCCESS) {
-      return InvalidArgumentError(std::string(r.source()) + ": field '" + where +
-                                  "' is not a string");
-    }
+    const std::string key_i = "xxh3_64[" + std::to_string(i++) + "]";
+    if (e.get_string().get(sv) != simdjson::SUCCESS) return f.Error(key_i, "is not a string");
     uint64_t h;
-    TOKPACK_RETURN_IF_ERROR(f.ParseHash(std::string(sv), where, &h));
+    TOKPACK_RETURN_IF_ERROR(ParseHash(f, key_i, std::string(sv), &h));
     out->chunk_xxh3.push_back(h);
   }
   // Without overflow: chunk_bytes is at most kMaxChunkBytes, bytes anything.
   const uint64_t want = out->bytes / chunk_bytes + (out->bytes % chunk_bytes != 0 ? 1 : 0);
   if (out->chunk_xxh3.size() != want) {
-    return InvalidArgumentError(std::string(r.source()) + ": field '" + f.Path("xxh3_64") +
-                                "' has " + std::to_string(out->chunk_xxh3.size()) +
-                                " checksums, expected " + std::to_string(want) + " for " +
-                                std::to_string(out->bytes) + " bytes");
+    return f.Error("xxh3_64", "has " + std::to_string(out->chunk_xxh3.size()) +
+                                  " checksums, expected " + std::to_string(want) + " for " +
+                                  std::to_string(out->bytes) + " bytes");
   }
   return Status::Ok();
 }
 
-Status ReadSettings(const FieldReader& p, BuildSettings* s) {
-  FieldReader r(object(), "", p.source());
+Status ReadSettings(const JsonReader& p, BuildSettings* s) {
+  JsonReader r;
   TOKPACK_RETURN_IF_ERROR(p.Object("settings", &r));
   TOKPACK_RETURN_IF_ERROR(r.Get("text_key", &s->text_key));
   TOKPACK_RETURN_IF_ERROR(r.Get("input_format", &s->input_format));
@@ -176,7 +113,7 @@ void WriteInput(JsonWriter* w, const InputRecord& in) {
   w->EndObject();
 }
 
-Status ReadInput(const FieldReader& in, std::string_view source, InputRecord* rec) {
+Status ReadInput(const JsonReader& in, std::string_view source, InputRecord* rec) {
   TOKPACK_RETURN_IF_ERROR(in.Get("path", &rec->path));
   TOKPACK_RETURN_IF_ERROR(in.Get("bytes", &rec->bytes));
   if (in.Has("row_group_begin") || in.Has("row_group_end")) {
@@ -201,13 +138,13 @@ std::string InputLine(const InputRecord& in) {
   return w.str();
 }
 
-Status ReadProvenance(const FieldReader& root, Provenance* p) {
-  FieldReader r(object(), "", root.source());
+Status ReadProvenance(const JsonReader& root, Provenance* p) {
+  JsonReader r;
   TOKPACK_RETURN_IF_ERROR(root.Object("provenance", &r));
   TOKPACK_RETURN_IF_ERROR(r.Get("tool", &p->tool));
   TOKPACK_RETURN_IF_ERROR(r.Get("version", &p->version));
   TOKPACK_RETURN_IF_ERROR(r.Get("kind", &p->kind));
-  FieldReader part(object(), "", root.source());
+  JsonReader part;
   TOKPACK_RETURN_IF_ERROR(r.Object("part", &part));
   TOKPACK_RETURN_IF_ERROR(part.Get("index", &p->part_index));
   TOKPACK_RETURN_IF_ERROR(part.Get("count", &p->part_count));
@@ -223,10 +160,10 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
   TOKPACK_RETURN_IF_ERROR(r.Array("inputs", &arr));
   if (r.Has("input_count")) {
     TOKPACK_RETURN_IF_ERROR(r.Get("input_count", &p->input_count));
-    TOKPACK_RETURN_IF_ERROR(r.GetHash("inputs_xxh3", &p->inputs_xxh3));
+    TOKPACK_RETURN_IF_ERROR(GetHash(r, "inputs_xxh3", &p->inputs_xxh3));
   }
   if (r.Has("inputs_file")) {
-    TOKPACK_RETURN_IF_ERROR(r.GetDatasetPath("inputs_file", false, &p->inputs_file));
+    TOKPACK_RETURN_IF_ERROR(GetDatasetPath(r, "inputs_file", false, &p->inputs_file));
   }
   for (element e : arr) {
     object o;
@@ -234,7 +171,7 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
       return InvalidArgumentError(std::string(root.source()) +
                                   ": provenance.inputs holds a non-object");
     }
-    FieldReader in(o, "provenance.inputs[]", root.source());
+    JsonReader in(o, "provenance.inputs[]", root.source());
     InputRecord rec;
     TOKPACK_RETURN_IF_ERROR(ReadInput(in, root.source(), &rec));
     p->inputs.push_back(std::move(rec));
@@ -248,7 +185,7 @@ Status ReadProvenance(const FieldReader& root, Provenance* p) {
     }
     p->sources.emplace_back(sv);
   }
-  FieldReader c(object(), "", root.source());
+  JsonReader c;
   TOKPACK_RETURN_IF_ERROR(r.Object("counts", &c));
   TOKPACK_RETURN_IF_ERROR(c.Get("documents", &p->counts.documents));
   TOKPACK_RETURN_IF_ERROR(c.Get("tokens", &p->counts.tokens));
@@ -317,7 +254,7 @@ Status ReadInputList(std::string_view text, std::string_view source, Provenance*
     if (parser.parse(line).get_object().get(o) != simdjson::SUCCESS) {
       return InvalidArgumentError(where + ": not a JSON object");
     }
-    FieldReader in(o, "", where);
+    JsonReader in(o, "", where);
     InputRecord rec;
     TOKPACK_RETURN_IF_ERROR(ReadInput(in, where, &rec));
     inputs.push_back(std::move(rec));
@@ -467,7 +404,7 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
   if (root.get_object().get(obj) != simdjson::SUCCESS) {
     return InvalidArgumentError(std::string(source) + ": top level is not a JSON object");
   }
-  FieldReader r(obj, "", source);
+  JsonReader r(obj, "", source);
   Manifest m;
   std::string format;
   TOKPACK_RETURN_IF_ERROR(r.Get("format", &format));
@@ -497,16 +434,15 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
   }
   TOKPACK_RETURN_IF_ERROR(r.Get("chunk_bytes", &m.chunk_bytes));
   TOKPACK_RETURN_IF_ERROR(CheckChunkBytes(m.chunk_bytes).WithContext(std::string(source)));
-  FieldReader t(object(), "", source);
+  JsonReader t;
   TOKPACK_RETURN_IF_ERROR(r.Object("tokenizer", &t));
   TOKPACK_RETURN_IF_ERROR(t.Get("type", &m.tokenizer.type));
-  TOKPACK_RETURN_IF_ERROR(t.GetDatasetPath("file", /*allow_empty=*/true, &m.tokenizer.file));
-  TOKPACK_RETURN_IF_ERROR(t.GetHash("xxh3_64", &m.tokenizer.model_xxh3));
+  TOKPACK_RETURN_IF_ERROR(GetDatasetPath(t, "file", /*allow_empty=*/true, &m.tokenizer.file));
+  TOKPACK_RETURN_IF_ERROR(GetHash(t, "xxh3_64", &m.tokenizer.model_xxh3));
   // A copy without a hash could not be checked before it is loaded.
   if (!m.tokenizer.file.empty() && m.tokenizer.model_xxh3 == 0) {
-    return InvalidArgumentError(std::string(source) + ": field '" + t.Path("xxh3_64") +
-                                "' is 0000000000000000 (unknown), but '" + t.Path("file") +
-                                "' names a tokenizer copy: a copy must carry its hash");
+    return t.Error("xxh3_64", "is 0000000000000000 (unknown), but '" + t.Path("file") +
+                                  "' names a tokenizer copy: a copy must carry its hash");
   }
   TOKPACK_RETURN_IF_ERROR(t.Get("vocab_size", &m.tokenizer.vocab_size));
   TOKPACK_RETURN_IF_ERROR(t.Get("bos_id", &m.tokenizer.bos_id));
@@ -525,7 +461,7 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
       if (e.get_object().get(so) != simdjson::SUCCESS) {
         return InvalidArgumentError(std::string(source) + ": " + where + " is not an object");
       }
-      FieldReader st(so, where, source);
+      JsonReader st(so, where, source);
       std::pair<std::string, int64_t> token;
       TOKPACK_RETURN_IF_ERROR(st.Get("text", &token.first));
       TOKPACK_RETURN_IF_ERROR(st.Get("id", &token.second));
@@ -543,9 +479,9 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
     if (e.get_object().get(so) != simdjson::SUCCESS) {
       return InvalidArgumentError(std::string(source) + ": " + where + " is not an object");
     }
-    FieldReader s(so, where, source);
+    JsonReader s(so, where, source);
     ShardInfo info;
-    TOKPACK_RETURN_IF_ERROR(s.GetDatasetPath("path", /*allow_empty=*/false, &info.path));
+    TOKPACK_RETURN_IF_ERROR(GetDatasetPath(s, "path", /*allow_empty=*/false, &info.path));
     TOKPACK_RETURN_IF_ERROR(s.Get("tokens", &info.tokens));
     TOKPACK_RETURN_IF_ERROR(s.Get("documents", &info.documents));
     TOKPACK_RETURN_IF_ERROR(ReadDigest(s, "bin", m.chunk_bytes, &info.bin));
@@ -591,7 +527,7 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
                                 ": total_documents does not equal the sum over shards");
   }
   uint64_t fp = 0;
-  TOKPACK_RETURN_IF_ERROR(r.GetHash("fingerprint", &fp));
+  TOKPACK_RETURN_IF_ERROR(GetHash(r, "fingerprint", &fp));
   if (fp != m.Fingerprint()) {
     return DataLossError(std::string(source) + ": fingerprint " + HashToHex(fp) +
                          " does not match its contents (" + HashToHex(m.Fingerprint()) +

@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/json_reader.h"
 #include "base/quote.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/json_error.h"
@@ -20,93 +21,21 @@ using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-// Reads typed fields of one JSON object, naming the file and the full field
-// path in errors (the style of format/manifest.cc).
-class Fields {
- public:
-  Fields(object obj, std::string path, const std::string& source)
-      : obj_(obj), path_(std::move(path)), source_(&source) {}
-
-  std::string Path(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
-  Status Error(std::string_view key, const std::string& what) const {
-    return InvalidArgumentError(*source_ + ": " + Path(key) + ": " + what);
-  }
-  Status SelfError(const std::string& what) const {
-    return InvalidArgumentError(*source_ + ": " + path_ + ": " + what);
-  }
-  // Absent and null read alike: tokenizers treats both as "not set".
-  bool IsSet(std::string_view key) const {
-    element e;
-    return obj_[key].get(e) == simdjson::SUCCESS && !e.is_null();
-  }
-  element Get(std::string_view key) const { return obj_[key].value_unsafe(); }
-
-  Status String(std::string_view key, std::string* out) const {
-    std::string_view sv;
-    TOKPACK_RETURN_IF_ERROR(StringView(key, &sv));
-    out->assign(sv);
-    return Status::Ok();
-  }
-  // The string in the parsed file (valid while it is).
-  Status StringView(std::string_view key, std::string_view* out) const {
-    if (obj_[key].get_string().get(*out) != simdjson::SUCCESS) {
-      return Error(key, "is missing or not a string");
-    }
-    return Status::Ok();
-  }
-  Status Bool(std::string_view key, bool fallback, bool* out) const {
-    *out = fallback;
-    if (!IsSet(key)) return Status::Ok();
-    if (obj_[key].get_bool().get(*out) != simdjson::SUCCESS) return Error(key, "is not a boolean");
-    return Status::Ok();
-  }
-  Status Object(std::string_view key, Fields* out) const {
-    object o;
-    if (obj_[key].get_object().get(o) != simdjson::SUCCESS) {
-      return Error(key, "is missing or not an object");
-    }
-    *out = Fields(o, Path(key), *source_);
-    return Status::Ok();
-  }
-  Status Array(std::string_view key, array* out) const {
-    if (obj_[key].get_array().get(*out) != simdjson::SUCCESS) {
-      return Error(key, "is missing or not an array");
-    }
-    return Status::Ok();
-  }
-  object obj() const { return obj_; }
-  const std::string& path() const { return path_; }
-  const std::string& source() const { return *source_; }
-
- private:
-  object obj_;
-  std::string path_;
-  const std::string* source_;
-};
-
-Status AsObject(element e, const std::string& path, const std::string& source, Fields* out) {
-  object o;
-  if (e.get_object().get(o) != simdjson::SUCCESS) {
-    return InvalidArgumentError(source + ": " + path + ": is not an object");
-  }
-  *out = Fields(o, path, source);
-  return Status::Ok();
-}
+// Fields are named bare ("model.vocab: ..."), as tokenizers' own messages do.
+constexpr JsonReader::Style kBare = JsonReader::Style::kBare;
 
 // A Split or Replace "pattern": {"String": s} (literal) or {"Regex": r}.
-Status ReadPattern(const Fields& f, std::unique_ptr<Regex>* out) {
-  Fields p(object(), "", f.source());
+Status ReadPattern(const JsonReader& f, std::unique_ptr<Regex>* out) {
+  JsonReader p;
   TOKPACK_RETURN_IF_ERROR(f.Object("pattern", &p));
   std::string text;
   std::string regex;
   if (p.IsSet("String")) {
-    TOKPACK_RETURN_IF_ERROR(p.String("String", &text));
+    TOKPACK_RETURN_IF_ERROR(p.Get("String", &text));
     if (text.empty()) return p.Error("String", "an empty pattern is not supported");
     regex = Regex::Escape(text);
   } else if (p.IsSet("Regex")) {
-    TOKPACK_RETURN_IF_ERROR(p.String("Regex", &regex));
+    TOKPACK_RETURN_IF_ERROR(p.Get("Regex", &regex));
   } else {
     return p.SelfError("has neither String nor Regex");
   }
@@ -119,10 +48,10 @@ Status ReadPattern(const Fields& f, std::unique_ptr<Regex>* out) {
 Status ReadNormalizer(element e, const std::string& path, const std::string& source,
                       Normalizer* out) {
   if (e.is_null()) return Status::Ok();
-  Fields f(object(), "", source);
-  TOKPACK_RETURN_IF_ERROR(AsObject(e, path, source, &f));
+  JsonReader f;
+  TOKPACK_RETURN_IF_ERROR(JsonReader::Of(e, path, source, kBare, &f));
   std::string type;
-  TOKPACK_RETURN_IF_ERROR(f.String("type", &type));
+  TOKPACK_RETURN_IF_ERROR(f.Get("type", &type));
   const std::string step = path + " (" + Clipped(type) + ")";
   if (type == "NFC") {
     out->AddUnicodeForm(Normalizer::Form::kNfc, step);
@@ -136,13 +65,13 @@ Status ReadNormalizer(element e, const std::string& path, const std::string& sou
     out->AddLowercase(step);
   } else if (type == "Prepend") {
     std::string text;
-    TOKPACK_RETURN_IF_ERROR(f.String("prepend", &text));
+    TOKPACK_RETURN_IF_ERROR(f.Get("prepend", &text));
     out->AddPrepend(std::move(text), step);
   } else if (type == "Replace") {
     std::unique_ptr<Regex> pattern;
     TOKPACK_RETURN_IF_ERROR(ReadPattern(f, &pattern));
     std::string content;
-    TOKPACK_RETURN_IF_ERROR(f.String("content", &content));
+    TOKPACK_RETURN_IF_ERROR(f.Get("content", &content));
     out->AddReplace(std::move(pattern), std::move(content), step);
   } else if (type == "Sequence") {
     array items;
@@ -158,9 +87,9 @@ Status ReadNormalizer(element e, const std::string& path, const std::string& sou
   return Status::Ok();
 }
 
-StatusOr<SplitBehavior> ReadBehavior(const Fields& f) {
+StatusOr<SplitBehavior> ReadBehavior(const JsonReader& f) {
   std::string b;
-  TOKPACK_RETURN_IF_ERROR(f.String("behavior", &b));
+  TOKPACK_RETURN_IF_ERROR(f.Get("behavior", &b));
   if (b == "Removed") return SplitBehavior::kRemoved;
   if (b == "Isolated") return SplitBehavior::kIsolated;
   if (b == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
@@ -172,10 +101,10 @@ StatusOr<SplitBehavior> ReadBehavior(const Fields& f) {
 Status ReadPreTokenizer(element e, const std::string& path, const std::string& source,
                         std::vector<PreTokenizerStage>* stages, ByteLevelStage* byte_level) {
   if (e.is_null()) return Status::Ok();
-  Fields f(object(), "", source);
-  TOKPACK_RETURN_IF_ERROR(AsObject(e, path, source, &f));
+  JsonReader f;
+  TOKPACK_RETURN_IF_ERROR(JsonReader::Of(e, path, source, kBare, &f));
   std::string type;
-  TOKPACK_RETURN_IF_ERROR(f.String("type", &type));
+  TOKPACK_RETURN_IF_ERROR(f.Get("type", &type));
   if (type == "Sequence") {
     array items;
     TOKPACK_RETURN_IF_ERROR(f.Array("pretokenizers", &items));
@@ -197,9 +126,9 @@ Status ReadPreTokenizer(element e, const std::string& path, const std::string& s
   }
   if (type == "ByteLevel") {
     byte_level->present = true;
-    TOKPACK_RETURN_IF_ERROR(f.Bool("add_prefix_space", true, &byte_level->add_prefix_space));
+    TOKPACK_RETURN_IF_ERROR(f.GetOr("add_prefix_space", true, &byte_level->add_prefix_space));
     bool use_regex = true;
-    TOKPACK_RETURN_IF_ERROR(f.Bool("use_regex", true, &use_regex));
+    TOKPACK_RETURN_IF_ERROR(f.GetOr("use_regex", true, &use_regex));
     if (use_regex) {
       TOKPACK_ASSIGN_OR_RETURN(byte_level->regex,
                                Regex::Compile(kByteLevelPattern, RegexDialect::kOniguruma));
@@ -210,23 +139,23 @@ Status ReadPreTokenizer(element e, const std::string& path, const std::string& s
   if (type == "Digits") {
     stage.kind = PreTokenizerStage::Kind::kDigits;
     bool individual = false;
-    TOKPACK_RETURN_IF_ERROR(f.Bool("individual_digits", false, &individual));
+    TOKPACK_RETURN_IF_ERROR(f.GetOr("individual_digits", false, &individual));
     stage.behavior = individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
   } else {
     std::unique_ptr<Regex> regex;
     TOKPACK_RETURN_IF_ERROR(ReadPattern(f, &regex));
     stage.regex = std::move(regex);
     TOKPACK_ASSIGN_OR_RETURN(stage.behavior, ReadBehavior(f));
-    TOKPACK_RETURN_IF_ERROR(f.Bool("invert", false, &stage.invert));
+    TOKPACK_RETURN_IF_ERROR(f.GetOr("invert", false, &stage.invert));
   }
   stages->push_back(std::move(stage));
   return Status::Ok();
 }
 
-Status RefuseIfSet(const Fields& f, std::string_view key, const std::string& why) {
+Status RefuseIfSet(const JsonReader& f, std::string_view key, const std::string& why) {
   if (!f.IsSet(key)) return Status::Ok();
   std::string_view s;
-  if (f.Get(key).get_string().get(s) == simdjson::SUCCESS && s.empty()) return Status::Ok();
+  if (f.Value(key).get_string().get(s) == simdjson::SUCCESS && s.empty()) return Status::Ok();
   return f.Error(key, "is not supported (" + why + ")");
 }
 
@@ -267,25 +196,25 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
   if (root_element.get_object().get(root_object) != simdjson::SUCCESS) {
     return InvalidArgumentError(name + ": is not a JSON object");
   }
-  const Fields root(root_object, "", name);
+  const JsonReader root(root_object, "", name, kBare);
   // "truncation" and "padding" are ignored: a packer encodes whole documents,
   // so the reference is tokenizers with no_truncation() and no_padding().
   std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
   if (root.IsSet("normalizer")) {
     TOKPACK_RETURN_IF_ERROR(
-        ReadNormalizer(root.Get("normalizer"), "normalizer", name, &t->normalizer_));
+        ReadNormalizer(root.Value("normalizer"), "normalizer", name, &t->normalizer_));
   }
   if (root.IsSet("pre_tokenizer")) {
-    TOKPACK_RETURN_IF_ERROR(ReadPreTokenizer(root.Get("pre_tokenizer"), "pre_tokenizer", name,
+    TOKPACK_RETURN_IF_ERROR(ReadPreTokenizer(root.Value("pre_tokenizer"), "pre_tokenizer", name,
                                              &t->stages_, &t->byte_level_stage_));
   }
   t->byte_level_ = t->byte_level_stage_.present;
 
-  Fields model(object(), "", name);
+  JsonReader model;
   TOKPACK_RETURN_IF_ERROR(root.Object("model", &model));
   if (model.IsSet("type")) {
     std::string type;
-    TOKPACK_RETURN_IF_ERROR(model.String("type", &type));
+    TOKPACK_RETURN_IF_ERROR(model.Get("type", &type));
     if (type != "BPE") {
       return model.Error("type", "model type " + Clipped(type) +
                                      " is not supported (tokpack reads BPE tokenizer.json files)");
@@ -293,7 +222,7 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
   }
   if (model.IsSet("dropout")) {
     double dropout = 0;
-    if (model.Get("dropout").get_double().get(dropout) != simdjson::SUCCESS) {
+    if (model.Value("dropout").get_double().get(dropout) != simdjson::SUCCESS) {
       return model.Error("dropout", "is not a number");
     }
     if (dropout != 0) {
@@ -302,12 +231,12 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
   }
   TOKPACK_RETURN_IF_ERROR(RefuseIfSet(model, "continuing_subword_prefix", "not byte-level BPE"));
   TOKPACK_RETURN_IF_ERROR(RefuseIfSet(model, "end_of_word_suffix", "not byte-level BPE"));
-  TOKPACK_RETURN_IF_ERROR(model.Bool("fuse_unk", false, &t->fuse_unk_));
-  TOKPACK_RETURN_IF_ERROR(model.Bool("byte_fallback", false, &t->byte_fallback_));
-  TOKPACK_RETURN_IF_ERROR(model.Bool("ignore_merges", false, &t->ignore_merges_));
+  TOKPACK_RETURN_IF_ERROR(model.GetOr("fuse_unk", false, &t->fuse_unk_));
+  TOKPACK_RETURN_IF_ERROR(model.GetOr("byte_fallback", false, &t->byte_fallback_));
+  TOKPACK_RETURN_IF_ERROR(model.GetOr("ignore_merges", false, &t->ignore_merges_));
 
   // Vocabulary.
-  Fields vocab(object(), "", name);
+  JsonReader vocab;
   TOKPACK_RETURN_IF_ERROR(model.Object("vocab", &vocab));
   const std::vector<int> inverse = ByteLevelInverse();
   std::string bytes;
@@ -340,7 +269,7 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
     }
   }
   if (model.IsSet("unk_token")) {
-    TOKPACK_RETURN_IF_ERROR(model.String("unk_token", &t->unk_token_));
+    TOKPACK_RETURN_IF_ERROR(model.Get("unk_token", &t->unk_token_));
     t->has_unk_token_ = true;
     t->unk_id_ = t->literal_vocab_.Find(t->unk_token_);
   }
@@ -402,10 +331,11 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
     size_t i = 0;
     size_t total_bytes = 0;
     for (element e : tokens) {
-      Fields f(object(), "", name);
-      TOKPACK_RETURN_IF_ERROR(AsObject(e, "added_tokens[" + std::to_string(i) + "]", name, &f));
+      JsonReader f;
+      TOKPACK_RETURN_IF_ERROR(
+          JsonReader::Of(e, "added_tokens[" + std::to_string(i) + "]", name, kBare, &f));
       std::string_view content;
-      TOKPACK_RETURN_IF_ERROR(f.StringView("content", &content));
+      TOKPACK_RETURN_IF_ERROR(f.Get("content", &content));
       total_bytes += content.size();
       if (content.size() > kMaxAddedTokenBytes) {
         return f.Error("content",
@@ -418,11 +348,11 @@ StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromHuggingFaceJson(std::s
       }
       AddedToken token;
       token.content.assign(content);
-      TOKPACK_RETURN_IF_ERROR(f.Bool("single_word", false, &token.single_word));
-      TOKPACK_RETURN_IF_ERROR(f.Bool("lstrip", false, &token.lstrip));
-      TOKPACK_RETURN_IF_ERROR(f.Bool("rstrip", false, &token.rstrip));
-      TOKPACK_RETURN_IF_ERROR(f.Bool("normalized", true, &token.normalized));
-      TOKPACK_RETURN_IF_ERROR(f.Bool("special", false, &token.special));
+      TOKPACK_RETURN_IF_ERROR(f.GetOr("single_word", false, &token.single_word));
+      TOKPACK_RETURN_IF_ERROR(f.GetOr("lstrip", false, &token.lstrip));
+      TOKPACK_RETURN_IF_ERROR(f.GetOr("rstrip", false, &token.rstrip));
+      TOKPACK_RETURN_IF_ERROR(f.GetOr("normalized", true, &token.normalized));
+      TOKPACK_RETURN_IF_ERROR(f.GetOr("special", false, &token.special));
       if (token.content.empty()) {
         ++i;
         continue;
