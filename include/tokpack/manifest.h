@@ -39,6 +39,12 @@ struct ShardInfo {
   uint64_t documents = 0;  // Sequences in the .idx (one per document).
   FileDigest bin;
   FileDigest idx;
+  // The loss mask, <path>.mask (docs/format.md, "Loss masks"): one bit per
+  // token, set where the token carries loss. A dataset has masks on every
+  // shard or on none (pretraining data has none).
+  bool has_mask = false;
+  FileDigest mask;
+  uint64_t trainable_tokens = 0;  // Tokens whose bit is set (with a mask).
 };
 
 struct TokenizerInfo {
@@ -155,6 +161,10 @@ class Manifest {
 
   uint64_t TotalTokens() const;
   uint64_t TotalDocuments() const;
+  // Whether the shards carry loss masks (all of them do, or none).
+  bool HasLossMasks() const;
+  // Tokens that carry loss: TotalTokens() without masks.
+  uint64_t TrainableTokens() const;
 
   // xxh3-64 over the content-defining fields (dtype, chunk size, and every
   // shard's counts and digests), independent of paths and provenance. Two

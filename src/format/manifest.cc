@@ -13,6 +13,7 @@
 #include "base/json_reader.h"
 #include "format/dataset_path.h"
 #include "format/idx_file.h"
+#include "format/loss_mask.h"
 #include "tokpack/json_writer.h"
 
 namespace tokpack {
@@ -201,6 +202,26 @@ Status ReadProvenance(const JsonReader& root, Provenance* p) {
   return Status::Ok();
 }
 
+// A shard's optional loss mask: its digest, sized for the shard's tokens,
+// and its count of set bits, at most the tokens.
+Status ReadMask(const JsonReader& s, uint64_t chunk_bytes, ShardInfo* info) {
+  if (!s.Has("mask")) return Status::Ok();
+  info->has_mask = true;
+  TOKPACK_RETURN_IF_ERROR(ReadDigest(s, "mask", chunk_bytes, &info->mask));
+  if (info->mask.bytes != MaskBytes(info->tokens)) {
+    return s.Error("mask", "has " + std::to_string(info->mask.bytes) + " bytes, but " +
+                               std::to_string(info->tokens) + " tokens need " +
+                               std::to_string(MaskBytes(info->tokens)));
+  }
+  TOKPACK_RETURN_IF_ERROR(s.Get("trainable_tokens", &info->trainable_tokens));
+  if (info->trainable_tokens > info->tokens) {
+    return s.Error("trainable_tokens", "is " + std::to_string(info->trainable_tokens) +
+                                           ", more than the shard's " +
+                                           std::to_string(info->tokens) + " tokens");
+  }
+  return Status::Ok();
+}
+
 void WriteDigest(JsonWriter* w, std::string_view key, const FileDigest& d) {
   w->BeginObject(key);
   w->UInt("bytes", d.bytes);
@@ -268,6 +289,14 @@ Status ReadInputList(std::string_view text, std::string_view source, Provenance*
   }
   p->inputs = std::move(inputs);
   return Status::Ok();
+}
+
+bool Manifest::HasLossMasks() const { return !shards.empty() && shards.front().has_mask; }
+
+uint64_t Manifest::TrainableTokens() const {
+  uint64_t n = 0;
+  for (const auto& s : shards) n += s.has_mask ? s.trainable_tokens : s.tokens;
+  return n;
 }
 
 uint64_t Manifest::TotalTokens() const {
@@ -340,6 +369,10 @@ std::string Manifest::ToJson() const {
     w.UInt("documents", s.documents);
     WriteDigest(&w, "bin", s.bin);
     WriteDigest(&w, "idx", s.idx);
+    if (s.has_mask) {
+      WriteDigest(&w, "mask", s.mask);
+      w.UInt("trainable_tokens", s.trainable_tokens);
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -502,10 +535,17 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
                                   std::to_string(info.documents) + " documents but idx.bytes " +
                                   std::to_string(info.idx.bytes));
     }
+    TOKPACK_RETURN_IF_ERROR(ReadMask(s, m.chunk_bytes, &info));
+    if (i > 1 && info.has_mask != m.shards.front().has_mask) {
+      return s.Error("mask",
+                     "is given for some shards and not others: a dataset has loss "
+                     "masks on every shard or on none");
+    }
     // Bounds every sum over shards of sizes, tokens and documents, which
     // readers then take without checks.
     if (__builtin_add_overflow(total_bytes, info.bin.bytes, &total_bytes) ||
         __builtin_add_overflow(total_bytes, info.idx.bytes, &total_bytes) ||
+        __builtin_add_overflow(total_bytes, info.mask.bytes, &total_bytes) ||
         total_bytes > kMaxTotalBytes) {
       return InvalidArgumentError(std::string(source) + ": the shard files up to " + where +
                                   " add up to more than " + std::to_string(kMaxTotalBytes) +

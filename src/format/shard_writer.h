@@ -1,6 +1,7 @@
-// ShardWriter: appends documents to shard-NNNNN.bin/.idx pairs in a directory,
-// starting a new shard when the next document would exceed the token budget,
-// and computes the manifest digests as it writes. Not thread-safe: the packer
+// ShardWriter: appends documents to shard-NNNNN.bin/.idx pairs in a directory
+// (and, with loss masks, shard-NNNNN.mask beside them), starting a new shard
+// when the next document would exceed the token budget, and computes the
+// manifest digests as it writes. Not thread-safe: the packer
 // has exactly one ordered writer.
 #ifndef TOKPACK_SRC_FORMAT_SHARD_WRITER_H_
 #define TOKPACK_SRC_FORMAT_SHARD_WRITER_H_
@@ -13,20 +14,25 @@
 
 #include "base/chunk_hasher.h"
 #include "base/file_system.h"
+#include "format/loss_mask.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {
 
 class ShardWriter {
  public:
-  // `fs` must outlive the writer. `shard_tokens` > 0.
+  // `fs` must outlive the writer. `shard_tokens` > 0. With `loss_masks`
+  // every shard gets a .mask (src/format/loss_mask.h).
   ShardWriter(FileSystem* fs, std::string dir, TokenDtype dtype, uint64_t chunk_bytes,
-              uint64_t shard_tokens);
+              uint64_t shard_tokens, bool loss_masks = false);
   ~ShardWriter();
 
   // Appends one document of `num_tokens` tokens, `tokens` holding them in the
   // shard dtype, little endian. A document is never split across shards.
-  Status AddDocument(std::string_view tokens, uint64_t num_tokens);
+  // With loss masks, `loss` holds one byte per token (non-zero: the token
+  // carries loss), or is empty when every token does; without, it must be
+  // empty.
+  Status AddDocument(std::string_view tokens, uint64_t num_tokens, std::string_view loss = {});
 
   // Closes the open shard and returns every shard written, in order.
   StatusOr<std::vector<ShardInfo>> Finish();
@@ -37,6 +43,7 @@ class ShardWriter {
  private:
   Status OpenShard();
   Status CloseShard();
+  Status WriteMaskBytes(const std::string& bytes);
 
   FileSystem* fs_;
   std::string dir_;
@@ -45,6 +52,10 @@ class ShardWriter {
   uint64_t shard_tokens_;
   std::unique_ptr<WritableFile> bin_;
   std::unique_ptr<ChunkHasher> bin_hash_;
+  bool loss_masks_;
+  std::unique_ptr<WritableFile> mask_;
+  std::unique_ptr<ChunkHasher> mask_hash_;
+  MaskPacker mask_bits_;
   std::vector<int32_t> lengths_;
   uint64_t shard_token_count_ = 0;
   std::vector<ShardInfo> done_;
