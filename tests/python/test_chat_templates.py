@@ -383,3 +383,10 @@ def test_jinja2_is_lazy_and_named_when_missing():
             "except ImportError as e:\n    print(e)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install jinja2" in proc.stdout
+
+
+def test_docs_example_runs_as_written():
+    from doc_examples import doc_example
+    code = doc_example("python.md", "sft-records")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines() == ["['Oui ☕<|im_end|>']", "[[94, 109]]", "[[55, 70]]"]
