@@ -8,9 +8,10 @@
 numpy is the only requirement; batches are torch tensors when torch is
 installed (or pass as_="numpy" / as_="dlpack"). See README.md and docs/.
 """
+from ._chat import ChatTemplate, ChatTemplateError, chat_records, render_chat
 from ._core import StorageOptions, __version__
 from ._dataset import Dataset, Tokenizer, build
 from ._loader import Loader, cuda_available
 
-__all__ = ["Dataset", "Loader", "StorageOptions", "Tokenizer", "build", "cuda_available",
-           "__version__"]
+__all__ = ["ChatTemplate", "ChatTemplateError", "Dataset", "Loader", "StorageOptions", "Tokenizer",
+           "build", "chat_records", "cuda_available", "render_chat", "__version__"]
