@@ -25,12 +25,6 @@ Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, size_t shift
   return Status::Ok();
 }
 
-uint64_t CountMaskBytes(const uint8_t* bits, uint64_t n) {
-  uint64_t kept = 0;
-  for (uint64_t j = 0; j < n; ++j) kept += bits[j];
-  return kept;
-}
-
 // Row b's label bits where its dataset has a loss mask: label j names token
 // a + shift + j, so it carries that token's bit. Host rows apply them to the
 // labels (kept in loss_mask when the batch has one); compact rows leave them
@@ -50,7 +44,7 @@ StatusOr<uint64_t> MaskRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, 
     bits = scratch.data();
   }
   TOKPACK_RETURN_IF_ERROR(ds.ReadLossMask(a + shift, L, bits, stats));
-  if (compact) return CountMaskBytes(bits, L);
+  if (compact) return CountOnes(bits, L);
   return IgnoreWithoutLoss(bits, L, reinterpret_cast<T*>(out.targets) + b * L);
 }
 

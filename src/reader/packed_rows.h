@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "reader/packed_view.h"
@@ -30,15 +31,46 @@ namespace tokpack {
 // The label of a cell that trains nothing (PyTorch's ignore_index).
 inline constexpr int64_t kIgnoreLabel = -100;
 
+// Eight bytes that are each 0 or 1, as a word, and their sum: multiplying
+// by 0x0101010101010101 adds every byte into the top one (at most 8, no
+// carry), with no popcount instruction needed.
+inline constexpr uint64_t kEightOnes = 0x0101010101010101;
+inline uint64_t LoadEight(const uint8_t* bits) {
+  uint64_t word;
+  std::memcpy(&word, bits, 8);
+  return word;
+}
+inline uint64_t SumEight(uint64_t word) { return (word * kEightOnes) >> 56; }
+
+// The number of 1 bytes among n bytes that are each 0 or 1.
+inline uint64_t CountOnes(const uint8_t* bits, uint64_t n) {
+  uint64_t kept = 0, j = 0;
+  for (; j + 8 <= n; j += 8) kept += SumEight(LoadEight(bits + j));
+  for (; j < n; ++j) kept += bits[j];
+  return kept;
+}
+
 // Sets labels[j] to kIgnoreLabel where bits[j] is 0, for j < n (a loss
-// mask's bits, one byte each); returns how many carry loss. Branch-free, so
-// it vectorizes.
+// mask's bits, one byte each, 0 or 1); returns how many carry loss. Masks
+// come in runs (a prompt, an answer), so eight labels that all carry loss
+// are skipped with one compare.
 template <typename T>
 uint64_t IgnoreWithoutLoss(const uint8_t* bits, uint64_t n, T* labels) {
-  uint64_t kept = 0;
-  for (uint64_t j = 0; j < n; ++j) {
+  uint64_t kept = 0, j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const uint64_t word = LoadEight(bits + j);
+    if (word == kEightOnes) {
+      kept += 8;
+      continue;
+    }
+    kept += SumEight(word);
+    for (uint64_t k = j; k < j + 8; ++k) {
+      if (!bits[k]) labels[k] = static_cast<T>(kIgnoreLabel);
+    }
+  }
+  for (; j < n; ++j) {
     kept += bits[j];
-    labels[j] = bits[j] ? labels[j] : static_cast<T>(kIgnoreLabel);
+    if (!bits[j]) labels[j] = static_cast<T>(kIgnoreLabel);
   }
   return kept;
 }
