@@ -3,6 +3,10 @@
 // bench/python_bench.py run it and write their sections of docs/benchmarks.md.
 //
 //   reader_bench make DIR TOKENS [SHARD_TOKENS]   write a synthetic uint16 dataset
+//   reader_bench make-masked DIR TOKENS [SHARD_TOKENS]
+//                                                 the same tokens with loss masks (each
+//                                                 document's first 40% a prompt without
+//                                                 loss), to time masked against unmasked
 //   reader_bench run DIR SECONDS [threads] [prefetch] [seq_len] [batch_size]
 //                                                 print one JSON line of results
 //                                                 (defaults 2, 8, 2048, 8)
@@ -23,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "format/shard_writer.h"
 #include "base/file_system.h"
+#include "format/shard_writer.h"
 #include "tokpack/loader.h"
 #include "tokpack/storage.h"
 
@@ -52,12 +56,12 @@ long RssAnonKb() {
   return value;
 }
 
-int Make(const std::string& dir, uint64_t tokens, uint64_t shard_tokens) {
+int Make(const std::string& dir, uint64_t tokens, uint64_t shard_tokens, bool masked) {
   tokpack::CreateDirs(dir).IgnoreError();
   tokpack::ShardWriter w(tokpack::PosixFileSystem(), dir, tokpack::TokenDtype::kUInt16,
-                         tokpack::Manifest::kDefaultChunkBytes, shard_tokens);
+                         tokpack::Manifest::kDefaultChunkBytes, shard_tokens, masked);
   std::mt19937_64 rng(1);
-  std::string doc;
+  std::string doc, loss;
   for (uint64_t t = 0; t < tokens;) {
     const uint64_t len =
         std::min<uint64_t>({tokens - t, 50 + rng() % 4000, std::max<uint64_t>(1, shard_tokens)});
@@ -66,7 +70,11 @@ int Make(const std::string& dir, uint64_t tokens, uint64_t shard_tokens) {
       const uint16_t v = static_cast<uint16_t>(rng() % 50000);
       std::memcpy(&doc[2 * i], &v, 2);
     }
-    if (!w.AddDocument(doc, len).ok()) return 1;
+    if (masked) {
+      loss.assign(len, 1);
+      std::fill(loss.begin(), loss.begin() + len * 2 / 5, 0);
+    }
+    if (!w.AddDocument(doc, len, loss).ok()) return 1;
     t += len;
   }
   tokpack::Manifest m;
@@ -190,8 +198,9 @@ int Open(const std::string& dir) {
 }
 
 int main(int argc, char** argv) {
-  if (argc >= 4 && std::string(argv[1]) == "make") {
-    return Make(argv[2], std::stoull(argv[3]), argc > 4 ? std::stoull(argv[4]) : 1ull << 29);
+  if (argc >= 4 && (std::string(argv[1]) == "make" || std::string(argv[1]) == "make-masked")) {
+    return Make(argv[2], std::stoull(argv[3]), argc > 4 ? std::stoull(argv[4]) : 1ull << 29,
+                std::string(argv[1]) == "make-masked");
   }
   if (argc >= 3 && std::string(argv[1]) == "open") return Open(argv[2]);
   if (argc >= 4 && std::string(argv[1]) == "windows") {

@@ -164,10 +164,13 @@ void DefineArray(py::module_& m) {
           strides[i] = stride;
           stride *= shape[i];
         }
+        // Unsigned: uint32, uint16 (token ids) or uint8 (loss masks).
         const std::string format = a.dtype.code == kDLInt ? (item == 8   ? "q"
                                                              : item == 4 ? "i"
                                                                          : "h")
-                                                          : (item == 4 ? "I" : "H");
+                                   : item == 4            ? "I"
+                                   : item == 2            ? "H"
+                                                          : "B";
         // Empty views may have no storage; any non-null pointer will do.
         static const int64_t kEmpty = 0;
         void* data = const_cast<void*>(a.data ? a.data : &kEmpty);

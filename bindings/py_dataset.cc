@@ -91,28 +91,53 @@ void DefineDataset(py::module_& m) {
                                            &length));
              return py::make_tuple(offset, length);
            })
-      .def("read_tokens", [](const ForkSafe<Dataset>& d, const py::object& first,
-                             const py::object& n) {
-        const uint64_t begin = IntArg<uint64_t>(first, "begin");
-        const uint64_t count = IntArg<uint64_t>(n, "count");
-        if (count > d.get()->num_tokens()) {
-          ThrowStatus(OutOfRangeError("cannot read " + std::to_string(count) + " tokens from " +
-                                      std::to_string(d.get()->num_tokens())));
-        }
-        auto copy = std::make_shared<std::vector<int64_t>>(count);
-        Status s;
-        {
-          py::gil_scoped_release nogil;
-          s = d.get()->ReadTokens(begin, count, copy->data());
-        }
-        Check(s);
-        Array a;
-        a.owner = std::make_shared<ForkSafe<const void>>(copy);
-        a.data = copy->data();
-        a.shape = {static_cast<int64_t>(count)};
-        a.dtype = DType('i', 64);
-        return a;
-      });
+      .def(
+          "read_tokens",
+          [](const ForkSafe<Dataset>& d, const py::object& first, const py::object& n) {
+            const uint64_t begin = IntArg<uint64_t>(first, "begin");
+            const uint64_t count = IntArg<uint64_t>(n, "count");
+            if (count > d.get()->num_tokens()) {
+              ThrowStatus(OutOfRangeError("cannot read " + std::to_string(count) + " tokens from " +
+                                          std::to_string(d.get()->num_tokens())));
+            }
+            auto copy = std::make_shared<std::vector<int64_t>>(count);
+            Status s;
+            {
+              py::gil_scoped_release nogil;
+              s = d.get()->ReadTokens(begin, count, copy->data());
+            }
+            Check(s);
+            Array a;
+            a.owner = std::make_shared<ForkSafe<const void>>(copy);
+            a.data = copy->data();
+            a.shape = {static_cast<int64_t>(count)};
+            a.dtype = DType('i', 64);
+            return a;
+          })
+      .def_property_readonly("has_loss_masks",
+                             [](const ForkSafe<Dataset>& d) { return d.get()->has_loss_masks(); })
+      .def("read_loss_mask",
+           [](const ForkSafe<Dataset>& d, const py::object& first, const py::object& n) {
+             const uint64_t begin = IntArg<uint64_t>(first, "begin");
+             const uint64_t count = IntArg<uint64_t>(n, "count");
+             if (count > d.get()->num_tokens()) {
+               ThrowStatus(OutOfRangeError("cannot read " + std::to_string(count) + " bits from " +
+                                           std::to_string(d.get()->num_tokens()) + " tokens"));
+             }
+             auto copy = std::make_shared<std::vector<uint8_t>>(count);
+             Status s;
+             {
+               py::gil_scoped_release nogil;
+               s = d.get()->ReadLossMask(begin, count, copy->data());
+             }
+             Check(s);
+             Array a;
+             a.owner = std::make_shared<ForkSafe<const void>>(copy);
+             a.data = copy->data();
+             a.shape = {static_cast<int64_t>(count)};
+             a.dtype = DType('u', 8);
+             return a;
+           });
   m.def("dataset_options", [] { return DescribeOptions(DatasetOptions::Describe()); });
 
   py::class_<Tokenizer>(m, "Tokenizer")

@@ -31,9 +31,9 @@ struct LoaderHandle {
 };
 
 // next(): waits with the GIL released, waking to deliver Ctrl-C. Returns
-// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]) as
-// Arrays, or with `capsules` as DLPack capsules (torch takes those fastest
-// on the CPU).
+// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]
+// [, loss_mask]) as Arrays, or with `capsules` as DLPack capsules (torch
+// takes those fastest on the CPU): an odd length means a loss_mask last.
 py::object NextBatch(LoaderHandle& h, bool capsules) {
   // A batch assembled ahead is taken without releasing the GIL (a release
   // and re-acquire costs more than the take, and contends with other Python
@@ -59,13 +59,15 @@ py::object NextBatch(LoaderHandle& h, bool capsules) {
     if (on_device) a.device_batch = batch;
     return capsules ? ExportDlpack(a, none, none, none, none) : py::cast(std::move(a));
   };
-  py::tuple out(batch->position_ids() ? 4 : 2);
+  const size_t n = (batch->position_ids() ? 4 : 2) + (batch->loss_mask() ? 1 : 0);
+  py::tuple out(n);
   out[0] = make(batch->inputs(), shape, t);
   out[1] = make(batch->targets(), shape, t);
   if (batch->position_ids()) {
     out[2] = make(batch->position_ids(), shape, DType('i', 32));
     out[3] = make(batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32));
   }
+  if (batch->loss_mask()) out[n - 1] = make(batch->loss_mask(), shape, DType('u', 8));
   return std::move(out);
 }
 
@@ -119,6 +121,7 @@ py::dict StatsDict(const LoaderStats& s) {
     x["tokens"] = src.tokens;
     x["epochs_completed"] = src.epochs_completed;
     x["epoch_samples"] = src.epoch_samples;
+    x["trainable_tokens"] = src.trainable_tokens;
     sources.append(x);
   }
   for (const PhaseStats& p : s.phases) {

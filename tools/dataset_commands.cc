@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -206,6 +208,58 @@ Runner AddImportCommand(CLI::App* app) {
   };
 }
 
+// How `show` marks text that carries no loss (docs/cli.md): dimmed on a
+// terminal, else between ⟦ and ⟧, so a person sees what is trained on.
+struct Marks {
+  const char* open;
+  const char* close;
+};
+Marks NoLossMarks() {
+  if (::isatty(STDOUT_FILENO) != 0) return {"\x1b[2m", "\x1b[0m"};
+  return {"\u27e6", "\u27e7"};
+}
+
+// The text of ids[begin, end), decoded or as ids. Decoded runs are cut from
+// the decoding of the prefix [0, end), so the tokenizer sees each run in
+// context (a sentencepiece run would lose its leading space alone); where
+// the prefix's text does not extend the shorter one's (a character split
+// between runs), the run is decoded alone.
+StatusOr<std::string> RunText(const std::vector<int>& ids, size_t begin, size_t end,
+                              const Tokenizer* tok, std::string* prefix) {
+  if (tok == nullptr) {
+    std::string line;
+    for (size_t k = begin; k < end; ++k) line += (k > begin ? " " : "") + std::to_string(ids[k]);
+    return line;
+  }
+  TOKPACK_ASSIGN_OR_RETURN(std::string text,
+                           tok->Decode(std::vector<int>(ids.begin(), ids.begin() + end)));
+  std::string run;
+  if (text.compare(0, prefix->size(), *prefix) == 0) {
+    run = text.substr(prefix->size());
+  } else {
+    TOKPACK_ASSIGN_OR_RETURN(run,
+                             tok->Decode(std::vector<int>(ids.begin() + begin, ids.begin() + end)));
+  }
+  *prefix = std::move(text);
+  return run;
+}
+
+// A document's text (or ids), its runs that carry no loss (bit 0) marked.
+StatusOr<std::string> MarkedText(const std::vector<int>& ids, const std::vector<uint8_t>& bits,
+                                 const Tokenizer* tok) {
+  const Marks marks = NoLossMarks();
+  std::string out, prefix;
+  for (size_t begin = 0; begin < ids.size();) {
+    size_t end = begin + 1;
+    while (end < ids.size() && bits[end] == bits[begin]) ++end;
+    TOKPACK_ASSIGN_OR_RETURN(std::string run, RunText(ids, begin, end, tok, &prefix));
+    if (tok == nullptr && begin > 0) out += ' ';
+    out += bits[begin] ? run : marks.open + run + marks.close;
+    begin = end;
+  }
+  return out;
+}
+
 Runner AddShowCommand(CLI::App* app) {
   struct Args {
     std::string dir;
@@ -224,7 +278,9 @@ Runner AddShowCommand(CLI::App* app) {
   app->add_option("--count", a->count, "Number of documents")
       ->check(IntInRange(0))
       ->capture_default_str();
-  app->add_flag("--decode", a->decode, "Print text decoded with the dataset's tokenizer");
+  app->add_flag("--decode", a->decode,
+                "Print text decoded with the dataset's tokenizer (with loss masks, what "
+                "carries no loss is dimmed on a terminal, else between \u27e6 and \u27e7)");
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
@@ -252,9 +308,22 @@ Runner AddShowCommand(CLI::App* app) {
       const uint64_t i = a->doc + shown;  // The first past the end fails before this wraps.
       uint64_t offset = 0, length = 0;
       Status st = (*ds)->DocumentExtent(i, &offset, &length);
-      std::vector<int64_t> ids(length);
+      std::vector<int32_t> ids(length);
       if (st.ok()) st = (*ds)->ReadTokens(offset, length, ids.data());
       if (!st.ok()) return ReportError("show", st);
+      if ((*ds)->has_loss_masks()) {
+        std::vector<uint8_t> bits(length);
+        st = (*ds)->ReadLossMask(offset, length, bits.data());
+        if (!st.ok()) return ReportError("show", st);
+        uint64_t trainable = 0;
+        for (uint8_t b : bits) trainable += b;
+        StatusOr<std::string> text =
+            MarkedText(std::vector<int>(ids.begin(), ids.end()), bits, tok.get());
+        if (!text.ok()) return ReportError("show", text.status());
+        std::printf("--- document %llu (%zu tokens, %llu carry loss)\n%s\n", static_cast<ull>(i),
+                    ids.size(), static_cast<ull>(trainable), text->c_str());
+        continue;
+      }
       std::printf("--- document %llu (%zu tokens)\n", static_cast<ull>(i), ids.size());
       if (tok) {
         StatusOr<std::string> text = tok->Decode(std::vector<int>(ids.begin(), ids.end()));

@@ -13,6 +13,9 @@
 //
 // A Dataset is immutable once opened; every method is safe to call from many
 // threads at once. Share it as std::shared_ptr (loaders keep it alive).
+//
+// A dataset with loss masks maps (or, remote, caches) each shard's .mask
+// beside its .bin; ReadLossMask reads the bits as the loader's labels use them.
 #ifndef TOKPACK_DATASET_H_
 #define TOKPACK_DATASET_H_
 
@@ -78,7 +81,9 @@ class Dataset {
   const std::string& path() const;
   // The manifest; for a split, one shard entry per range of the part (the
   // shard's path, the range's tokens and documents; the file digests stay
-  // the whole files').
+  // the whole files'; with loss masks the range's trainable_tokens, counted
+  // in a local mask at open, or for a remote dataset, which reads no mask
+  // at open, the shard's count scaled to the range's tokens).
   const Manifest& manifest() const;
   TokenDtype dtype() const;
   uint64_t num_tokens() const;
@@ -101,6 +106,19 @@ class Dataset {
   // `out` must hold count * TokenDtypeSize(dtype()) bytes.
   Status ReadStoredTokens(uint64_t begin, uint64_t count, void* out,
                           ReadStats* stats = nullptr) const;
+
+  // Whether the dataset has loss masks (docs/format.md 3.1, supervised
+  // fine-tuning data): then some tokens' labels are ignored in training.
+  // Without masks every token carries loss.
+  bool has_loss_masks() const;
+  // One byte per token of [begin, begin + count) of the stream into `out`
+  // (which must hold `count`): 1 where the token carries loss, 0 where its
+  // label is to be ignored (-100); all 1 without masks. A split's view reads
+  // its ranges' bits, aligned with ReadTokens. OutOfRange past the end;
+  // remote masks are read through the chunk cache, each chunk checked
+  // against the manifest (DataLoss naming it), counting in `*stats`.
+  Status ReadLossMask(uint64_t begin, uint64_t count, uint8_t* out,
+                      ReadStats* stats = nullptr) const;
 
   // A hint that tokens [begin, begin + count) will be read at step `step`
   // (any count that grows with time; the Loader passes its global step):

@@ -105,6 +105,10 @@ struct LoaderOptions : OptionSet<LoaderOptions> {
   // Also produce position_ids and cu_seqlens (document boundaries). Always
   // on with Packing::kBestFit (options() shows it resolved).
   bool document_boundaries = false;
+  // Also produce Batch::loss_mask(): 1 where a label carries loss, 0 where
+  // it is -100. Labels are -100 where a dataset's loss mask says so with
+  // or without it (docs/format.md 3.1).
+  bool loss_mask = false;
   Packing packing = Packing::kConcat;
   // kBestFit: at most this many pieces per sample (0: no cap).
   int64_t max_docs_per_sequence = 0;
@@ -156,8 +160,14 @@ class Batch {
   virtual int64_t step() const = 0;
   virtual const void* inputs() const = 0;
   // The labels: inputs shifted by one token, or the inputs themselves
-  // (LoaderOptions::labels).
+  // (LoaderOptions::labels); -100 where the label's token carries no loss
+  // in its dataset's loss mask (labels="next": the next token's bit;
+  // "same": the token's own), and, packed, across document edges and on
+  // the padding.
   virtual const void* targets() const = 0;
+  // With LoaderOptions::loss_mask, else null: uint8 [batch_size, seq_len],
+  // 1 where targets() carries loss and 0 where it is -100.
+  virtual const uint8_t* loss_mask() const = 0;
   // With document_boundaries (always with packing), else null: int32
   // [batch_size, seq_len] positions restarting at 0 at each document start
   // (and at each row; packed: at each piece and at the padding).
@@ -195,6 +205,10 @@ struct SourceStats {
   uint64_t tokens = 0;            // samples * seq_len (input tokens).
   uint64_t epochs_completed = 0;  // Full passes over its samples: repetition.
   uint64_t epoch_samples = 0;     // Samples drawn in the pass under way.
+  // Labels of its rows that carry loss (not -100: masked tokens, and packed
+  // piece edges and padding, are left out). Unlike the counts above, this
+  // rank's rows only, in the batches handed out since the loader was created.
+  uint64_t trainable_tokens = 0;
 };
 
 // One phase that has begun, as in the cursor: where it began and what each

@@ -179,6 +179,19 @@ class Dataset:
         """Tokens [begin, begin + count) of the whole stream, as int64 (a copy)."""
         return np.asarray(self._core.read_tokens(begin, count))
 
+    def loss_mask(self, begin: int, count: int) -> np.ndarray:
+        """The loss bits of tokens [begin, begin + count) of the stream, as
+        uint8 (a copy): 1 where the token carries loss, 0 where a label
+        naming it is -100. All 1 for a dataset without loss masks
+        (docs/format.md 3.1)."""
+        return np.asarray(self._core.read_loss_mask(begin, count))
+
+    @property
+    def has_loss_masks(self) -> bool:
+        """Whether the dataset has loss masks (built from records with loss
+        spans): then the Loader's labels are -100 where a token carries no loss."""
+        return self._core.has_loss_masks
+
     def document_extent(self, i: int) -> tuple:
         """(stream offset, length) of document ``i``, in tokens."""
         return self._core.document_extent(self._index(i))

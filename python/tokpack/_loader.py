@@ -62,7 +62,12 @@ class Loader:
       ``cu_seqlens`` (int32 offsets of segments in the flattened batch, then
       the total, as flash-attention's varlen kernels take them); always with
       ``packing="best_fit"``, whose samples are padded bins of whole documents
-      with ``labels`` -100 across documents and on padding (docs/python.md).
+      with ``labels`` -100 across documents and on padding (docs/python.md);
+    - ``labels`` are -100 wherever the label's token carries no loss in its
+      dataset's loss mask (datasets built with loss spans, docs/format.md
+      3.1; a dataset without masks trains every token); with
+      ``loss_mask=True`` also ``loss_mask`` (uint8, ``[batch_size,
+      seq_len]``): 1 where ``labels`` carry loss, 0 where they are -100.
 
     Lifetime rule: a batch's memory stays valid and unchanged for as long as
     any tensor (or view) of that batch is alive, even after the loader is
@@ -192,9 +197,11 @@ class Loader:
             raise StopIteration
         convert = self._convert
         out = {"input_ids": convert(arrays[0]), "labels": convert(arrays[1])}
-        if len(arrays) == 4:
+        if len(arrays) >= 4:
             out["position_ids"] = convert(arrays[2])
             out["cu_seqlens"] = convert(arrays[3])
+        if len(arrays) % 2:  # An odd length: the loss_mask is last.
+            out["loss_mask"] = convert(arrays[-1])
         if self._jax is not None:
             self._jax.handed_out(out)
         return out
@@ -304,10 +311,12 @@ class Loader:
 
         And the mixture as served, for an audit: ``sources``, per source
         ``{"name", "samples", "tokens", "epochs_completed", "epoch_samples",
-        "epochs"}`` (``epochs`` = samples / samples per epoch, so 1.5 means
-        half of its samples were seen twice), and ``phases``, per phase begun
+        "epochs", "trainable_tokens"}`` (``epochs`` = samples / samples per
+        epoch, so 1.5 means half of its samples were seen twice;
+        ``trainable_tokens``: labels of this rank's rows from it that carry
+        loss, not -100, since the loader was created), and ``phases``, per phase begun
         ``{"start_step", "start_position", "weights": {name: w}, "samples":
-        {name: n}}``. These counts are global (all ranks' rows, not this
+        {name: n}}``. These counts (but trainable_tokens) are global (all ranks' rows, not this
         rank's) from the start of the data to the last batch returned,
         resumes included: every rank reports the same."""
         s = self._core.stats()

@@ -33,6 +33,8 @@ class LoaderOptions(TypedDict, total=False):
     """labels: next (the token after each input, for a loss computed directly) or same (equal to input_ids, for models that shift internally such as Hugging Face causal LMs). Default: next."""
     document_boundaries: bool
     """Also return position_ids and cu_seqlens (document boundaries). Default: false."""
+    loss_mask: bool
+    """Also return loss_mask: 1 where a label carries loss, 0 where it is -100 (labels are -100 where a dataset's loss mask says so either way). Default: false."""
     packing: Literal['concat', 'best_fit']
     """What a sample is: concat (a window of the token stream) or best_fit (whole documents packed by best-fit decreasing, padded, labels -100 across documents). Default: concat."""
     max_docs_per_sequence: int

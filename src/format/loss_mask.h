@@ -22,6 +22,10 @@ inline bool MaskBit(const uint8_t* bits, uint64_t i) { return (bits[i >> 3] >> (
 // The number of set bits in [begin, end).
 uint64_t CountMaskBits(const uint8_t* bits, uint64_t begin, uint64_t end);
 
+// Writes bits [begin, begin + n) of `bits` as one byte each (1: loss, 0: none)
+// to out[0, n): how a reader applies a mask to a row of labels.
+void ExpandMaskBits(const uint8_t* bits, uint64_t begin, uint64_t n, uint8_t* out);
+
 // Collects a shard's bits: Append(flags) adds one bit per byte of `flags`
 // (non-zero: loss), and TakeBytes() hands over the whole bytes done so far,
 // keeping a partial last byte until Finish().

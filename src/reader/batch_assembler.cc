@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "reader/packed_rows.h"
 
@@ -22,6 +23,29 @@ Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, size_t shift
   TOKPACK_RETURN_IF_ERROR(ds.ReadTokens(a, L + 1, in, stats));
   std::memcpy(reinterpret_cast<T*>(out.targets) + b * L, in + shift, L * sizeof(T));
   return Status::Ok();
+}
+
+// Row b's label bits where its dataset has a loss mask: label j names token
+// a + shift + j, so it carries that token's bit. Host rows apply them to the
+// labels (kept in loss_mask when the batch has one); compact rows leave them
+// in loss_mask for the device. Rows of a dataset without masks carry loss
+// everywhere. Returns the row's labels that carry loss.
+template <typename T>
+StatusOr<uint64_t> MaskRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, size_t shift,
+                           bool compact, const BatchArrays& out, ReadStats* stats) {
+  thread_local std::vector<uint8_t> scratch;  // Reused: no steady-state allocation.
+  uint8_t* bits = out.loss_mask ? out.loss_mask + b * L : nullptr;
+  if (!ds.has_loss_masks()) {
+    if (bits) std::memset(bits, 1, L);
+    return L;
+  }
+  if (bits == nullptr) {
+    scratch.resize(L);
+    bits = scratch.data();
+  }
+  TOKPACK_RETURN_IF_ERROR(ds.ReadLossMask(a + shift, L, bits, stats));
+  if (compact) return CountOnes(bits, L);
+  return IgnoreWithoutLoss(bits, L, reinterpret_cast<T*>(out.targets) + b * L);
 }
 
 void FillBoundaries(const Dataset& ds, uint64_t a, uint64_t L, size_t b, BatchArrays& out) {
@@ -45,10 +69,18 @@ void FillBoundaries(const Dataset& ds, uint64_t a, uint64_t L, size_t b, BatchAr
 
 }  // namespace
 
-HostLayout HostLayout::For(const LoaderOptions& o, bool compact, size_t stored_item) {
+bool AnyLossMasks(const std::vector<Loader::Source>& sources) {
+  for (const Loader::Source& s : sources) {
+    if (s.dataset->has_loss_masks()) return true;
+  }
+  return false;
+}
+
+HostLayout HostLayout::For(const LoaderOptions& o, bool compact, size_t stored_item, bool masked) {
   const size_t cells = static_cast<size_t>(o.batch_size * o.seq_len);
   HostLayout l;
   l.compact = compact;
+  l.has_mask = o.loss_mask || (compact && masked);
   size_t at = 0;
   const auto take = [&at](size_t bytes) {
     const size_t offset = at;
@@ -66,6 +98,7 @@ HostLayout HostLayout::For(const LoaderOptions& o, bool compact, size_t stored_i
     l.position_ids = take(cells * 4);
     l.cu_seqlens = take((cells + 1) * 4);
   }
+  if (l.has_mask) l.loss_mask = take(cells);
   l.total = at;
   return l;
 }
@@ -77,6 +110,7 @@ void HostLayout::Place(char* memory, bool boundaries, Slot* slot) const {
     slot->arrays.position_ids = reinterpret_cast<int32_t*>(memory + position_ids);
     slot->arrays.cu_seqlens = reinterpret_cast<int32_t*>(memory + cu_seqlens);
   }
+  if (has_mask) slot->arrays.loss_mask = reinterpret_cast<uint8_t*>(memory + loss_mask);
 }
 
 namespace {
@@ -88,12 +122,15 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
   const size_t shift = o.labels == LabelsMode::kNext ? 1 : 0;
   BatchArrays& out = slot.arrays;
   out.num_cu = 0;
+  std::vector<uint64_t>& trainable = slot.info.trainable;
+  trainable.assign(sources.size(), 0);  // Keeps its capacity.
   for (size_t b = 0; b < slot.rows.size(); ++b) {
-    const Dataset& ds = *sources[slot.rows[b].first].dataset;
+    const uint32_t source = slot.rows[b].first;
+    const Dataset& ds = *sources[source].dataset;
     const uint64_t a = slot.rows[b].second * L;
     if (!views.empty()) {
-      TOKPACK_RETURN_IF_ERROR(
-          FillPackedRow(ds, *views[slot.rows[b].first], slot.rows[b].second, o, b, out, stats));
+      TOKPACK_RETURN_IF_ERROR(FillPackedRow(ds, *views[source], slot.rows[b].second, o, b, out,
+                                            stats, &trainable[source]));
       continue;
     }
     if (layout.compact) {
@@ -104,6 +141,18 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
       TOKPACK_RETURN_IF_ERROR(ReadRow<int32_t>(ds, a, L, b, shift, out, stats));
     } else {
       TOKPACK_RETURN_IF_ERROR(ReadRow<int64_t>(ds, a, L, b, shift, out, stats));
+    }
+    // Without masks and without a loss_mask array every label carries loss:
+    // nothing to do per row.
+    if (out.loss_mask == nullptr && !ds.has_loss_masks()) {
+      trainable[source] += L;
+    } else {
+      StatusOr<uint64_t> kept =
+          o.dtype == OutputDtype::kInt32
+              ? MaskRow<int32_t>(ds, a, L, b, shift, layout.compact, out, stats)
+              : MaskRow<int64_t>(ds, a, L, b, shift, layout.compact, out, stats);
+      TOKPACK_RETURN_IF_ERROR(kept.status());
+      trainable[source] += *kept;
     }
     if (o.document_boundaries) FillBoundaries(ds, a, L, b, out);
   }

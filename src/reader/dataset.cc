@@ -7,6 +7,7 @@
 
 #include "base/file_system.h"
 #include "format/idx_file.h"
+#include "reader/dataset_impl.h"
 #include "reader/dataset_internal.h"
 #include "reader/split_ranges.h"
 #include "reader/verify_chunks.h"
@@ -15,137 +16,6 @@
 #include "storage/remote_source.h"
 
 namespace tokpack {
-
-struct Dataset::Impl {
-  // A shard, or on a split one of its part's ranges of documents (a segment
-  // of the stream; the segments of one shard share its files).
-  struct Shard {
-    std::shared_ptr<ByteSource> bin;
-    std::shared_ptr<ByteSource> idx;
-    IdxView view;          // Points into idx's mapping.
-    uint64_t first_token;  // Stream offset of the shard's first token.
-    uint64_t first_document;
-    // Where the stream's part of the shard begins: a split holds documents
-    // [first_entry, ..) of the .idx, tokens [token_base, ..) of the .bin.
-    uint64_t first_entry = 0;
-    uint64_t token_base = 0;
-  };
-  std::string path;
-  Manifest manifest;
-  std::vector<Shard> shards;
-  std::vector<uint64_t> token_ends;  // token_ends[k] = first_token of shard k+1.
-  std::vector<uint64_t> doc_ends;
-  uint64_t fingerprint = 0;
-  bool remote = false;
-  uint64_t cache_bytes = 0;  // Remote: the chunk cache's limit.
-  std::string cache_dir;     // StorageOptions::cache_dir as opened.
-  bool has_manifest = true;
-
-  // Narrows the dataset to part options.split_index of options.split: its
-  // runs of documents (split_ranges.h), each maximal range of them a segment
-  // in `shards` and `manifest.shards`; the stream, the manifest's counts and
-  // the fingerprint become the part's.
-  Status ApplySplit(const DatasetOptions& options);
-
-  // Index of the shard holding stream token `t` (t < total).
-  size_t ShardOfToken(uint64_t t) const {
-    return std::upper_bound(token_ends.begin(), token_ends.end(), t) - token_ends.begin();
-  }
-
-  // Calls sink(src, n) for each run of n stored tokens of [begin, begin +
-  // count), in order; src points into the mapping of a local file or of a
-  // cached remote chunk (no copy), or, for a token split between two
-  // chunks, into a per-call buffer.
-  template <typename Sink>
-  Status ForEachRun(uint64_t begin, uint64_t count, ReadStats* stats, Sink&& sink) const {
-    const uint64_t total = token_ends.empty() ? 0 : token_ends.back();
-    if (begin > total || count > total - begin) {
-      return OutOfRangeError(path + ": tokens [" + std::to_string(begin) + ", " +
-                             std::to_string(begin + count) + ") past the end of " +
-                             std::to_string(total) + " tokens");
-    }
-    const int item = TokenDtypeSize(manifest.dtype);
-    size_t k = count ? ShardOfToken(begin) : 0;
-    while (count > 0) {
-      const Shard& s = shards[k];
-      const uint64_t local = begin - s.first_token + s.token_base;
-      const uint64_t n = std::min(count, token_ends[k] - begin);
-      if (const char* mapped = s.bin->data()) {
-        sink(mapped + local * item, n);
-      } else {
-        TOKPACK_RETURN_IF_ERROR(ForEachView(*s.bin, local * item, n * item, item, stats, sink));
-      }
-      begin += n;
-      count -= n;
-      ++k;
-    }
-    return Status::Ok();
-  }
-
-  // ForEachRun over bytes [offset, offset + bytes) of a source that is not
-  // memory-resident: one run per view (per chunk of a remote file).
-  template <typename Sink>
-  static Status ForEachView(const ByteSource& bin, uint64_t offset, uint64_t bytes, int item,
-                            ReadStats* stats, Sink& sink) {
-    while (bytes > 0) {
-      TOKPACK_ASSIGN_OR_RETURN(ByteView v, bin.View(offset, bytes, stats));
-      uint64_t take = v.size / item * item;
-      if (take > 0) {
-        sink(v.data.get(), take / item);
-      } else {
-        // A token split between chunks (chunk_bytes not a multiple of it).
-        char token[8];
-        TOKPACK_RETURN_IF_ERROR(bin.ReadCounted(offset, item, token, stats));
-        sink(token, 1);
-        take = item;
-      }
-      offset += take;
-      bytes -= take;
-    }
-    return Status::Ok();
-  }
-
-  // Widens the n tokens of type D at src into out: in unrolled blocks of a
-  // fixed size, then the rest one by one. A plain loop ran 40% slower per
-  // window when the layout of the code put it across a 32-byte boundary;
-  // unrolled, its speed no longer hangs on that.
-  template <TokenDtype D, typename T>
-  static void Widen(const char* src, uint64_t n, T* out) {
-    constexpr uint64_t kItem = D == TokenDtype::kUInt16 ? 2 : 4, kBlock = 16;
-    uint64_t i = 0;
-    for (; i + kBlock <= n; i += kBlock) {
-#pragma GCC unroll 16
-      for (uint64_t j = 0; j < kBlock; ++j) {
-        out[i + j] = static_cast<T>(LoadToken(src + kItem * (i + j), D));
-      }
-    }
-    for (; i < n; ++i) out[i] = static_cast<T>(LoadToken(src + kItem * i, D));
-  }
-
-  template <typename T>
-  Status Read(uint64_t begin, uint64_t count, T* out, ReadStats* stats) const {
-    // The dtype is fixed per loop so each loop inlines to a widening copy.
-    if (manifest.dtype == TokenDtype::kUInt16) {
-      return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-        Widen<TokenDtype::kUInt16>(src, n, out);
-        out += n;
-      });
-    }
-    return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-      Widen<TokenDtype::kInt32>(src, n, out);
-      out += n;
-    });
-  }
-
-  Status ReadStored(uint64_t begin, uint64_t count, void* out, ReadStats* stats) const {
-    char* dst = static_cast<char*>(out);
-    const int item = TokenDtypeSize(manifest.dtype);
-    return ForEachRun(begin, count, stats, [&dst, item](const char* src, uint64_t n) {
-      std::memcpy(dst, src, n * item);
-      dst += n * item;
-    });
-  }
-};
 
 Dataset::Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Dataset::~Dataset() = default;
@@ -174,7 +44,7 @@ Status Dataset::Impl::ApplySplit(const DatasetOptions& options) {
   for (const Shard& s : shards) shard_documents.push_back(s.view.sequence_count());
   const SplitRuns runs(spec, shard_documents);
   std::vector<Shard> segments;
-  std::vector<ShardInfo> infos;
+  std::vector<ShardInfo> infos, whole;  // Per segment: its entry, its shard's.
   token_ends.clear();
   doc_ends.clear();
   uint64_t tokens = 0, documents = 0;
@@ -193,6 +63,7 @@ Status Dataset::Impl::ApplySplit(const DatasetOptions& options) {
       segment.first_token = tokens;
       segment.first_document = documents;
       ShardInfo info = manifest.shards[k];
+      whole.push_back(info);
       info.tokens = token_at(r.end) - segment.token_base;
       info.documents = r.end - r.begin;
       tokens += info.tokens;
@@ -206,6 +77,11 @@ Status Dataset::Impl::ApplySplit(const DatasetOptions& options) {
   if (documents == 0) return EmptyPartError(path, options.split, part, runs.runs());
   shards = std::move(segments);
   manifest.shards = std::move(infos);
+  if (has_masks) {
+    for (size_t k = 0; k < shards.size(); ++k) {
+      manifest.shards[k].trainable_tokens = SegmentTrainable(k, whole[k]);
+    }
+  }
   fingerprint = SplitFingerprint(fingerprint, spec, part);
   return Status::Ok();
 }
@@ -238,6 +114,10 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
           VerifyChunks(*d.shards[k].idx, info.idx, d.manifest.chunk_bytes, cancel));
       TOKPACK_RETURN_IF_ERROR(
           VerifyChunks(*d.shards[k].bin, info.bin, d.manifest.chunk_bytes, cancel));
+      if (d.has_masks) {
+        TOKPACK_RETURN_IF_ERROR(
+            VerifyChunks(*d.shards[k].mask, info.mask, d.manifest.chunk_bytes, cancel));
+      }
     }
   }
   ds->impl_->cache_dir = storage.cache_dir;
@@ -256,11 +136,19 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
 
 // Validates one shard (every entry of the .idx, which then lies inside the
 // .bin, and with a manifest the shard's entry) and appends it to the dataset.
+// `mask`: the shard's loss mask where the manifest lists one, else null.
 Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<ByteSource> idx,
-                std::unique_ptr<ByteSource> bin, const ShardInfo* info) {
+                std::unique_ptr<ByteSource> bin, const ShardInfo* info,
+                std::unique_ptr<ByteSource> mask) {
   Dataset::Impl::Shard s;
   s.idx = std::move(idx);
   s.bin = std::move(bin);
+  s.mask = std::move(mask);
+  if (s.mask && s.mask->size() != info->mask.bytes) {
+    return DataLossError(prefix + ".mask: " + std::to_string(s.mask->size()) +
+                         " bytes, but manifest.json says " + std::to_string(info->mask.bytes) +
+                         " (truncated or mismatched)");
+  }
   const std::string idx_name = prefix + ".idx";
   TOKPACK_ASSIGN_OR_RETURN(s.view,
                            ParseIdx(std::string_view(s.idx->data(), s.idx->size()), idx_name));
@@ -311,6 +199,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
   std::vector<std::string> prefixes;
   if (has_manifest) {
     TOKPACK_ASSIGN_OR_RETURN(d.manifest, Manifest::Load(path));
+    d.has_masks = d.manifest.HasLossMasks();
     for (const ShardInfo& s : d.manifest.shards) prefixes.push_back(JoinPath(path, s.path));
   } else {
     const std::string prefix = StripShardExtension(path);
@@ -331,8 +220,13 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
     // Indexes are always mapped: opening and boundary lookups read them in place.
     TOKPACK_ASSIGN_OR_RETURN(auto idx, OpenMappedFile(prefixes[k] + ".idx"));
     TOKPACK_ASSIGN_OR_RETURN(auto bin, open(prefixes[k] + ".bin"));
+    std::unique_ptr<ByteSource> mask;
+    if (d.has_masks) {
+      TOKPACK_ASSIGN_OR_RETURN(mask, open(prefixes[k] + ".mask"));
+    }
     TOKPACK_RETURN_IF_ERROR(AddShard(d, prefixes[k], std::move(idx), std::move(bin),
-                                     has_manifest ? &d.manifest.shards[k] : nullptr));
+                                     has_manifest ? &d.manifest.shards[k] : nullptr,
+                                     std::move(mask)));
   }
   d.fingerprint = d.manifest.Fingerprint();
   return std::make_shared<Dataset>(std::move(impl));
@@ -356,13 +250,21 @@ StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
   d.path = url;
   d.remote = true;
   TOKPACK_ASSIGN_OR_RETURN(d.manifest, LoadRemoteManifest(remote));
+  d.has_masks = d.manifest.HasLossMasks();
   for (const ShardInfo& info : d.manifest.shards) {
     TOKPACK_ASSIGN_OR_RETURN(
         auto idx, remote.Open(info.path + ".idx", info.idx, d.manifest.chunk_bytes, true));
     TOKPACK_ASSIGN_OR_RETURN(
         auto bin, remote.Open(info.path + ".bin", info.bin, d.manifest.chunk_bytes, false));
+    // Masks go through the chunk cache like the tokens (1/16 of a uint16
+    // shard's bytes), each chunk checked against the manifest's digest.
+    std::unique_ptr<ByteSource> mask;
+    if (d.has_masks) {
+      TOKPACK_ASSIGN_OR_RETURN(
+          mask, remote.Open(info.path + ".mask", info.mask, d.manifest.chunk_bytes, false));
+    }
     TOKPACK_RETURN_IF_ERROR(
-        AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin), &info));
+        AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin), &info, std::move(mask)));
   }
   d.fingerprint = d.manifest.Fingerprint();
   return std::make_shared<Dataset>(std::move(impl));
@@ -399,6 +301,7 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count, int64_t step,
     const uint64_t a = std::max(begin, s.first_token) - s.first_token + s.token_base;
     const uint64_t b = std::min(end, d.token_ends[k]) - s.first_token + s.token_base;
     s.bin->Prefetch(a * item, (b - a) * item, step, stats);
+    if (s.mask) s.mask->Prefetch(a / 8, (b + 7) / 8 - a / 8, step, stats);
   }
 }
 

@@ -24,10 +24,12 @@ namespace tokpack {
 class DeviceStage {
  public:
   // A stage for `o.device` with `o.device_prefetch` device slots for batches
-  // of `o` whose compact tokens are `stored_item` bytes each.
+  // of `o` whose compact tokens are `stored_item` bytes each; `masked`: some
+  // source has loss masks, so host batches carry their label bits.
   // FailedPrecondition without CUDA or without that device (saying why);
   // ResourceExhausted if device memory runs out.
-  static StatusOr<std::shared_ptr<DeviceStage>> Create(const LoaderOptions& o, size_t stored_item);
+  static StatusOr<std::shared_ptr<DeviceStage>> Create(const LoaderOptions& o, size_t stored_item,
+                                                       bool masked);
   virtual ~DeviceStage() = default;
 
   // Page-locked host memory for the host ring (null if refused) and its release.
@@ -35,9 +37,11 @@ class DeviceStage {
   virtual void FreeHost(void* p) = 0;
   // The device arrays of device slot `slot` (fixed for the stage's life).
   virtual BatchArrays SlotArrays(size_t slot) const = 0;
-  // Copies the host batch `host` (compact windows [rows, L + 1] and the
-  // boundary arrays) into device slot `slot` and widens it there, after the
-  // slot's previous users are done; returns once `host` may be reused.
+  // Copies the host batch `host` (compact windows [rows, L + 1], the
+  // boundary arrays, and the label bits [rows, L] when host.loss_mask is
+  // set) into device slot `slot` and widens it there, labels -100 where a
+  // bit is 0, after the slot's previous users are done; returns once `host`
+  // may be reused. The slot's loss_mask (with o.loss_mask) is the bits.
   virtual Status Copy(const BatchArrays& host, size_t slot) = 0;
   // See Batch::UseOn.
   virtual Status UseOn(size_t slot, void* stream) = 0;

@@ -64,6 +64,7 @@ class LoaderImpl : public Loader {
     pipeline_->stage = std::move(stage);
     pipeline_->options = o_;
     for (Slot& slot : pipeline_->host.slots()) slot.rows.resize(static_cast<size_t>(o_.batch_size));
+    trainable_.assign(sources_.size(), 0);
     SetEnd(0, 0);
     ahead_limit_ = end_position_;
     for (const Source& src : sources_) lookahead_ = lookahead_ || src.dataset->remote();
@@ -75,7 +76,7 @@ class LoaderImpl : public Loader {
   Status Start() {
     const std::shared_ptr<DeviceStage>& stage = pipeline_->stage;
     const size_t stored_item = static_cast<size_t>(TokenDtypeSize(sources_[0].dataset->dtype()));
-    layout_ = HostLayout::For(o_, stage != nullptr, stored_item);
+    layout_ = HostLayout::For(o_, stage != nullptr, stored_item, AnyLossMasks(sources_));
     // inputs + targets as handed out, on either device.
     served_bytes_ = 2 * static_cast<size_t>(o_.batch_size * o_.seq_len) *
                     (o_.dtype == OutputDtype::kInt32 ? 4 : 8);
@@ -156,6 +157,7 @@ class LoaderImpl : public Loader {
     s.bytes_fetched = c.bytes_fetched.load();
     s.fetch_seconds = static_cast<double>(c.fetch_micros.load()) * 1e-6;
     AddMixtureStats(consumer_state_, phases_, samples_, o_.seq_len, &s);
+    for (size_t i = 0; i < s.sources.size(); ++i) s.sources[i].trainable_tokens = trainable_[i];
     return s;
   }
 
@@ -257,6 +259,8 @@ class LoaderImpl : public Loader {
     ++consume_step_;
     waits_.Record(waited, &stats_);
     stats_.bytes_served += served_bytes_;
+    const std::vector<uint64_t>& kept = found->info.trainable;
+    for (size_t s = 0; s < kept.size(); ++s) trainable_[s] += kept[s];
     return HandOut(pipeline_, &ring, found);
   }
 
@@ -496,6 +500,7 @@ class LoaderImpl : public Loader {
   // lock; Stats() takes mu.
   MixtureState consumer_state_;
   LoaderStats stats_;
+  std::vector<uint64_t> trainable_;  // Per source: SourceStats::trainable_tokens.
   // This loader's remote traffic; shared with the prefetches it queued.
   std::shared_ptr<ReadStats> read_stats_ = std::make_shared<ReadStats>();
   WaitWindow waits_;
@@ -608,7 +613,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<std::shared_ptr<Dat
   std::shared_ptr<DeviceStage> stage;
   if (options.device.is_cuda()) {
     const size_t item = static_cast<size_t>(TokenDtypeSize(sources[0].dataset->dtype()));
-    TOKPACK_ASSIGN_OR_RETURN(stage, DeviceStage::Create(options, item));
+    TOKPACK_ASSIGN_OR_RETURN(stage, DeviceStage::Create(options, item, AnyLossMasks(sources)));
   }
   return Make(std::move(sources), std::move(phases), options, std::move(stage));
 }

@@ -84,6 +84,11 @@ const OptionTable<O>& OptionTableOf<O>() {
       BoolOption<O>(
           "document_boundaries", "Also return position_ids and cu_seqlens (document boundaries)",
           [](auto& o) -> auto& { return o.document_boundaries; }),
+      BoolOption<O>(
+          "loss_mask",
+          "Also return loss_mask: 1 where a label carries loss, 0 where it is -100 (labels are "
+          "-100 where a dataset's loss mask says so either way)",
+          [](auto& o) -> auto& { return o.loss_mask; }),
       EnumOption<O, Packing>(
           "packing",
           "What a sample is: concat (a window of the token stream) or best_fit (whole "

@@ -8,7 +8,9 @@ namespace {
 
 template <typename T>
 Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pad, uint64_t L,
-            bool next, size_t b, BatchArrays& out, ReadStats* stats) {
+            bool next, size_t b, BatchArrays& out, ReadStats* stats, uint64_t* trainable) {
+  thread_local std::vector<uint8_t> bits;  // A piece's mask bits; reused.
+  const bool masked = ds.has_loss_masks();
   T* in = reinterpret_cast<T*>(out.inputs) + b * L;
   T* labels = reinterpret_cast<T*>(out.targets) + b * L;
   int32_t* pos = out.position_ids + b * L;
@@ -29,6 +31,15 @@ Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pa
       std::memcpy(labels + j, in + j, p.length * sizeof(T));
       labels[j] = static_cast<T>(kIgnoreLabel);
     }
+    // Either way the labels that remain name the piece's tokens 1..length-1
+    // (next: at cells j..; same: at cells j + 1..).
+    if (masked) {
+      bits.resize(p.length);
+      TOKPACK_RETURN_IF_ERROR(ds.ReadLossMask(p.begin, p.length, bits.data(), stats));
+      *trainable += IgnoreWithoutLoss(bits.data() + 1, p.length - 1, labels + j + (next ? 0 : 1));
+    } else {
+      *trainable += p.length - 1;
+    }
     for (uint64_t k = 0; k < p.length; ++k) pos[j + k] = static_cast<int32_t>(k);
     j += p.length;
   }
@@ -38,21 +49,26 @@ Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pa
     std::fill(labels + j, labels + L, static_cast<T>(kIgnoreLabel));
     for (uint64_t k = j; k < L; ++k) pos[k] = static_cast<int32_t>(k - j);
   }
+  if (out.loss_mask != nullptr) {
+    uint8_t* mask = out.loss_mask + b * L;
+    for (uint64_t k = 0; k < L; ++k) mask[k] = labels[k] != static_cast<T>(kIgnoreLabel);
+  }
   return Status::Ok();
 }
 
 }  // namespace
 
 Status FillPackedRow(const Dataset& ds, const PackedView& view, uint64_t bin,
-                     const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats) {
+                     const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats,
+                     uint64_t* trainable) {
   thread_local std::vector<TokenRange> pieces;  // Reused: no steady-state allocation.
   view.Pieces(bin, &pieces);
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
   const bool next = o.labels == LabelsMode::kNext;
   if (o.dtype == OutputDtype::kInt32) {
-    return Fill<int32_t>(ds, pieces, view.pad_id(), L, next, b, out, stats);
+    return Fill<int32_t>(ds, pieces, view.pad_id(), L, next, b, out, stats, trainable);
   }
-  return Fill<int64_t>(ds, pieces, view.pad_id(), L, next, b, out, stats);
+  return Fill<int64_t>(ds, pieces, view.pad_id(), L, next, b, out, stats, trainable);
 }
 
 }  // namespace tokpack

@@ -7,7 +7,11 @@
 //     predicts across a piece edge);
 //   position_ids restart at 0 at each piece, and the padding counts 0, 1, ...
 //     as a segment of its own;
-//   cu_seqlens gets the start of each piece and of the padding.
+//   cu_seqlens gets the start of each piece and of the padding;
+//   with a loss mask, a label is -100 also where its token (the one it
+//   names: j + 1's for "next", j's for "same") carries no loss; a
+//   document's pieces carry their own tokens' bits;
+//   loss_mask[j] is 1 exactly where labels[j] is not -100.
 // Invariant: the pieces' lengths add up to at most L (the plan's bins).
 // Internal to the batch assembler.
 #ifndef TOKPACK_SRC_READER_PACKED_ROWS_H_
@@ -15,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "reader/packed_view.h"
@@ -26,11 +31,58 @@ namespace tokpack {
 // The label of a cell that trains nothing (PyTorch's ignore_index).
 inline constexpr int64_t kIgnoreLabel = -100;
 
+// Eight bytes that are each 0 or 1, as a word, and their sum: multiplying
+// by 0x0101010101010101 adds every byte into the top one (at most 8, no
+// carry), with no popcount instruction needed.
+inline constexpr uint64_t kEightOnes = 0x0101010101010101;
+inline uint64_t LoadEight(const uint8_t* bits) {
+  uint64_t word;
+  std::memcpy(&word, bits, 8);
+  return word;
+}
+inline uint64_t SumEight(uint64_t word) { return (word * kEightOnes) >> 56; }
+
+// The number of 1 bytes among n bytes that are each 0 or 1.
+inline uint64_t CountOnes(const uint8_t* bits, uint64_t n) {
+  uint64_t kept = 0, j = 0;
+  for (; j + 8 <= n; j += 8) kept += SumEight(LoadEight(bits + j));
+  for (; j < n; ++j) kept += bits[j];
+  return kept;
+}
+
+// Sets labels[j] to kIgnoreLabel where bits[j] is 0, for j < n (a loss
+// mask's bits, one byte each, 0 or 1); returns how many carry loss. Masks
+// come in runs (a prompt, an answer), so eight labels that all carry loss
+// are skipped with one compare.
+template <typename T>
+uint64_t IgnoreWithoutLoss(const uint8_t* bits, uint64_t n, T* labels) {
+  uint64_t kept = 0, j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const uint64_t word = LoadEight(bits + j);
+    if (word == kEightOnes) {
+      kept += 8;
+      continue;
+    }
+    kept += SumEight(word);
+    for (uint64_t k = j; k < j + 8; ++k) {
+      if (!bits[k]) labels[k] = static_cast<T>(kIgnoreLabel);
+    }
+  }
+  for (; j < n; ++j) {
+    kept += bits[j];
+    if (!bits[j]) labels[j] = static_cast<T>(kIgnoreLabel);
+  }
+  return kept;
+}
+
 // Fills row b of `out` (inputs and targets widened to the output dtype,
-// position_ids, and its segments appended to cu_seqlens) with bin `bin` of
-// `view`, read from `ds` (the view's dataset).
+// position_ids, and its segments appended to cu_seqlens, and loss_mask when
+// out has one) with bin `bin` of `view`, read from `ds` (the view's
+// dataset), whose loss mask, if it has one, makes more labels -100; adds
+// the row's labels that carry loss to *trainable.
 Status FillPackedRow(const Dataset& ds, const PackedView& view, uint64_t bin,
-                     const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats);
+                     const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats,
+                     uint64_t* trainable);
 
 }  // namespace tokpack
 

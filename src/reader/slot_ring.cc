@@ -54,6 +54,7 @@ class BatchView : public Batch {
   const void* targets() const override { return slot_->arrays.targets; }
   const int32_t* position_ids() const override { return slot_->arrays.position_ids; }
   const int32_t* cu_seqlens() const override { return slot_->arrays.cu_seqlens; }
+  const uint8_t* loss_mask() const override { return slot_->arrays.loss_mask; }
   int64_t num_cu_seqlens() const override { return slot_->arrays.num_cu; }
   Status UseOn(void* stream) const override {
     return on_device_ ? pipeline_->stage->UseOn(slot_->index, stream) : Status::Ok();

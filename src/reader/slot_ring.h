@@ -38,6 +38,9 @@ struct BatchArrays {
   int32_t* position_ids = nullptr;
   int32_t* cu_seqlens = nullptr;
   int64_t num_cu = 0;
+  // LoaderOptions::loss_mask's array; on a host ring feeding a device, the
+  // rows' label bits whenever a source has masks (the device applies them).
+  uint8_t* loss_mask = nullptr;
 };
 
 // What a step's batch carries besides its arrays: the cursor after it.
@@ -45,6 +48,7 @@ struct StepInfo {
   int64_t global_step = 0;
   uint64_t position_after = 0;
   MixtureState state_after;
+  std::vector<uint64_t> trainable;  // Per source: its rows' labels that carry loss.
 };
 
 struct Slot {

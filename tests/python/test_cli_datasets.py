@@ -169,3 +169,24 @@ def test_python_build_to_s3_pushes_a_dataset(tmp_path, spm_model, cache, monkeyp
             tokpack.build(src, "s3://tokens/built", spm_model, threads=1)
         with pytest.raises(Exception, match="not over HTTP"):
             tokpack.build(src, "http://127.0.0.1:1/x", spm_model, threads=1)
+
+
+def test_show_marks_the_text_that_carries_no_loss(tmp_path, run_tokpack, local_ds):
+    from mask_data import with_loss_masks
+
+    masked = with_loss_masks(local_ds, tmp_path / "masked")  # Each document's first half.
+    for doc in (0, 5):
+        plain = show(run_tokpack, local_ds, "--doc", doc, "--decode").split("\n", 1)[1]
+        out = show(run_tokpack, masked, "--doc", doc, "--decode")
+        header, text = out.split("\n", 1)
+        n = int(header.split("(")[1].split()[0])
+        assert header == f"--- document {doc} ({n} tokens, {n - n // 2} carry loss)"
+        # Not a terminal: the prompt half between the marks, then the rest
+        # plain; without the marks, the text as decoded whole.
+        assert text.startswith("\u27e6") and text.count("\u27e6") == text.count("\u27e7") == 1
+        prompt, answer = text[1:].split("\u27e7")
+        assert prompt and answer.strip()
+        assert prompt + answer == plain
+    ids = show(run_tokpack, masked, "--doc", 0).split("\n")[1]
+    plain_ids = show(run_tokpack, local_ds, "--doc", 0).split("\n")[1]
+    assert ids.replace("\u27e6", "").replace("\u27e7", "") == plain_ids

@@ -336,3 +336,35 @@ def test_the_hf_anneal_example_runs(packed, packed_small, tmp_path):
     assert scope["trainer"].state.global_step == 20
     stats = scope["loader"].stats()
     assert stats["steps"] == 40 and stats["phases"][1]["start_step"] == 32
+
+
+def test_masked_tokens_do_not_count_in_the_trainers_loss(packed, tmp_path, tiny_model):
+    """A dataset with loss masks (the first half of each document a prompt):
+    the Trainer's first logged loss is the model's cross-entropy over the
+    labels that carry loss only, hand-computed on the same batch."""
+    import copy
+
+    from mask_data import with_loss_masks
+
+    masked = with_loss_masks(packed[0], tmp_path / "masked")
+    model = copy.deepcopy(tiny_model)
+    reference = copy.deepcopy(model)
+    batch = next(make_loader(masked, loss_mask=True))
+    targets = batch["labels"][:, 1:]  # labels="same": the model shifts them
+    keep = targets != -100
+    assert torch.equal(keep, batch["loss_mask"][:, 1:].bool())
+    assert 0 < int(keep.sum()) < keep.numel()
+    with torch.no_grad():
+        logits = reference(input_ids=batch["input_ids"]).logits[:, :-1].float()
+    trained_only = torch.nn.functional.cross_entropy(logits[keep], targets[keep]).item()
+    every_token = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), batch["input_ids"][:, 1:].reshape(-1)).item()
+
+    args = make_args(tmp_path, max_steps=1, logging_steps=1, save_strategy="no",
+                     disable_tqdm=True)
+    trainer = hf.TokpackTrainer(model=model, args=args,
+                                train_dataset=make_loader(masked, loss_mask=True))
+    trainer.train()
+    logged = [e["loss"] for e in trainer.state.log_history if "loss" in e][0]
+    assert logged == pytest.approx(trained_only, rel=1e-3)
+    assert abs(every_token - trained_only) > 1e-2  # the masked tokens would change it

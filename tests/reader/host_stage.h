@@ -1,7 +1,7 @@
 // A stand-in for the CUDA device stage that runs on the CPU: "device"
 // buffers are host memory and the copy widens the compact windows with a
-// loop. It drives the loader's copy stage (order, generations, release,
-// errors) where no GPU is present; the CUDA stage differs only in the calls
+// loop (applying the label bits as the CUDA kernel does). It drives the loader's copy stage (order,
+// generations, release, errors) where no GPU is present; the CUDA stage differs only in the calls
 // it makes inside Copy/UseOn/Released.
 #ifndef TOKPACK_TESTS_READER_HOST_STAGE_H_
 #define TOKPACK_TESTS_READER_HOST_STAGE_H_
@@ -27,6 +27,7 @@ class HostStage : public DeviceStage {
       b.targets.resize(cells * 8);
       b.position_ids.resize(cells);
       b.cu_seqlens.resize(cells + 1);
+      b.loss_mask.resize(cells);
     }
   }
 
@@ -49,19 +50,25 @@ class HostStage : public DeviceStage {
       a.position_ids = b.position_ids.data();
       a.cu_seqlens = b.cu_seqlens.data();
     }
+    if (o_.loss_mask) a.loss_mask = b.loss_mask.data();
     return a;
   }
   Status Copy(const BatchArrays& host, size_t slot) override {
     ++copies_;
     const BatchArrays out = SlotArrays(slot);
     const int64_t L = o_.seq_len;
+    const int64_t shift = o_.labels == LabelsMode::kNext ? 1 : 0;
+    const uint8_t* bits = host.loss_mask;
     for (int64_t r = 0; r < o_.batch_size; ++r) {
       for (int64_t j = 0; j < L; ++j) {
         const int64_t in = Token(host.inputs, r * (L + 1) + j);
-        const int64_t next = Token(host.inputs, r * (L + 1) + j + 1);
+        const int64_t label = Token(host.inputs, r * (L + 1) + j + shift);
         Put(out.inputs, r * L + j, in);
-        Put(out.targets, r * L + j, next);
+        Put(out.targets, r * L + j, bits == nullptr || bits[r * L + j] ? label : -100);
       }
+    }
+    if (out.loss_mask != nullptr) {
+      std::memcpy(out.loss_mask, bits, static_cast<size_t>(o_.batch_size * L));
     }
     if (host.position_ids != nullptr) {
       std::memcpy(out.position_ids, host.position_ids, static_cast<size_t>(o_.batch_size * L) * 4);
@@ -80,6 +87,7 @@ class HostStage : public DeviceStage {
   struct Buffers {
     std::vector<char> inputs, targets;
     std::vector<int32_t> position_ids, cu_seqlens;
+    std::vector<uint8_t> loss_mask;
   };
   int64_t Token(const char* p, int64_t i) const {
     if (item_ == 2) return reinterpret_cast<const uint16_t*>(p)[i];

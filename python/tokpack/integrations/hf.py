@@ -185,8 +185,9 @@ class _Stream:
 
     The Trainer calls iter() on it once per epoch; each iterator continues the
     same stream. ``cu_seqlens`` is dropped (no model takes it; HF models find
-    packed documents from ``position_ids``), which is a dict operation, not a
-    copy."""
+    packed documents from ``position_ids``), and so is ``loss_mask`` (the
+    labels are -100 where it is 0, which is what the model's loss and the
+    Trainer's token count read): dict operations, not copies."""
 
     def __init__(self, loader: Loader, keep: int,
                  given_phases: Optional[NamedPhases] = None) -> None:
@@ -200,6 +201,7 @@ class _Stream:
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         for batch in self._batches:
             batch.pop("cu_seqlens", None)
+            batch.pop("loss_mask", None)
             yield batch
 
     def cursor(self) -> Dict[str, Any]:

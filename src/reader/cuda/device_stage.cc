@@ -49,6 +49,7 @@ struct CudaSlot {
   char* memory = nullptr;
   BatchArrays arrays;
   void* windows = nullptr;            // The compact windows, copied in.
+  uint8_t* bits = nullptr;            // The labels' loss mask bits, copied in (or null).
   cudaEvent_t copied = nullptr;       // The host buffer may be reused.
   cudaEvent_t ready = nullptr;        // The batch is on the device.
   std::mutex mu;                      // Guards the two lists below.
@@ -59,8 +60,11 @@ struct CudaSlot {
 
 class CudaStage : public DeviceStage {
  public:
-  CudaStage(const LoaderOptions& o, size_t stored_item)
-      : o_(o), stored_item_(stored_item), slots_(static_cast<size_t>(o.device_prefetch)) {}
+  CudaStage(const LoaderOptions& o, size_t stored_item, bool masked)
+      : o_(o),
+        stored_item_(stored_item),
+        has_bits_(masked || o.loss_mask),
+        slots_(static_cast<size_t>(o.device_prefetch)) {}
 
   ~CudaStage() override {
     DeviceScope scope(o_.device.index);
@@ -84,8 +88,13 @@ class CudaStage : public DeviceStage {
     const size_t arrays = round(cells * out_item);
     const size_t boundaries =
         o_.document_boundaries ? round(cells * 4) + round((cells + 1) * 4) : 0;
+    const size_t bits = has_bits_ ? round(cells) : 0;
     for (CudaSlot& s : slots_) {
-      TOKPACK_CUDA_OK(cudaMalloc(&s.memory, windows + 2 * arrays + boundaries));
+      TOKPACK_CUDA_OK(cudaMalloc(&s.memory, windows + 2 * arrays + boundaries + bits));
+      if (has_bits_) {
+        s.bits = reinterpret_cast<uint8_t*>(s.memory + windows + 2 * arrays + boundaries);
+        if (o_.loss_mask) s.arrays.loss_mask = s.bits;
+      }
       s.windows = s.memory;
       s.arrays.inputs = s.memory + windows;
       s.arrays.targets = s.memory + windows + arrays;
@@ -151,11 +160,16 @@ class CudaStage : public DeviceStage {
                                       static_cast<size_t>(host.num_cu) * 4, cudaMemcpyHostToDevice,
                                       stream_));
     }
+    // The host batch has bits whenever this stage was made for them.
+    if (host.loss_mask != nullptr) {
+      TOKPACK_CUDA_OK(
+          cudaMemcpyAsync(s.bits, host.loss_mask, rows * L, cudaMemcpyHostToDevice, stream_));
+    }
     TOKPACK_CUDA_OK(cudaEventRecord(s.copied, stream_));
     TOKPACK_CUDA_OK(LaunchWidenWindows(
         s.windows, stored_item_, static_cast<int64_t>(rows), static_cast<int64_t>(L),
-        o_.labels == LabelsMode::kNext ? 1 : 0, s.arrays.inputs, s.arrays.targets,
-        o_.dtype == OutputDtype::kInt64 ? 8 : 4, stream_));
+        o_.labels == LabelsMode::kNext ? 1 : 0, host.loss_mask ? s.bits : nullptr, s.arrays.inputs,
+        s.arrays.targets, o_.dtype == OutputDtype::kInt64 ? 8 : 4, stream_));
     TOKPACK_CUDA_OK(cudaEventRecord(s.ready, stream_));
     TOKPACK_CUDA_OK(cudaEventSynchronize(s.copied));
     return Status::Ok();
@@ -209,6 +223,7 @@ class CudaStage : public DeviceStage {
  private:
   LoaderOptions o_;
   size_t stored_item_;
+  bool has_bits_;  // Host batches carry label bits (masked sources, or o.loss_mask).
   std::vector<CudaSlot> slots_;
   cudaStream_t stream_ = nullptr;
   bool device_set_ = false;
@@ -227,7 +242,7 @@ bool CudaAvailable(std::string* why) {
 }
 
 StatusOr<std::shared_ptr<DeviceStage>> DeviceStage::Create(const LoaderOptions& o,
-                                                           size_t stored_item) {
+                                                           size_t stored_item, bool masked) {
   std::string why;
   if (!CudaAvailable(&why)) return FailedPreconditionError("CUDA is not usable here: " + why);
   int count = 0;
@@ -236,7 +251,7 @@ StatusOr<std::shared_ptr<DeviceStage>> DeviceStage::Create(const LoaderOptions& 
     return FailedPreconditionError("no CUDA device " + std::to_string(o.device.index) +
                                    " (this machine has " + std::to_string(count) + ")");
   }
-  auto stage = std::make_shared<CudaStage>(o, stored_item);
+  auto stage = std::make_shared<CudaStage>(o, stored_item, masked);
   TOKPACK_RETURN_IF_ERROR(stage->Init());
   return std::shared_ptr<DeviceStage>(std::move(stage));
 }

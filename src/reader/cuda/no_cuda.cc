@@ -12,7 +12,7 @@ bool CudaAvailable(std::string* why) {
   return false;
 }
 
-StatusOr<std::shared_ptr<DeviceStage>> DeviceStage::Create(const LoaderOptions&, size_t) {
+StatusOr<std::shared_ptr<DeviceStage>> DeviceStage::Create(const LoaderOptions&, size_t, bool) {
   return FailedPreconditionError(kNoCuda);
 }
 

@@ -112,6 +112,39 @@ TEST_P(DeviceLoaderGpu, LabelsSameEqualTheHostLoader) {
   }
 }
 
+// Loss masks: the device's labels are the host loader's, -100 where a masked
+// source's bit is 0 (both labels modes, blended with an unmasked source),
+// and the device loss_mask is the host's.
+TEST_P(DeviceLoaderGpu, MaskedLabelsAndLossMaskEqualTheHostLoader) {
+  testing::WriteMaskedSyntheticDataset(dir_.Join("masked"), testing::CyclingLengths(2000, 120), 6,
+                                       20000);
+  auto masked = *Dataset::Open(dir_.Join("masked"));
+  for (LabelsMode labels : {LabelsMode::kNext, LabelsMode::kSame}) {
+    LoaderOptions o = Options();
+    o.dtype = GetParam();
+    o.labels = labels;
+    o.loss_mask = true;
+    LoaderOptions on_cpu = o;
+    on_cpu.device = Device{};
+    auto host = Loader::Create({{masked, 0.7}, {ds_, 0.3}}, on_cpu);
+    auto dev = Loader::Create({{masked, 0.7}, {ds_, 0.3}}, o);
+    ASSERT_TRUE(host.ok() && dev.ok()) << dev.status().ToString();
+    const size_t cells = static_cast<size_t>(o.batch_size * o.seq_len);
+    const size_t bytes = cells * (o.dtype == OutputDtype::kInt64 ? 8 : 4);
+    for (int step = 0; step < 200; ++step) {
+      auto want = *(*host)->Next();
+      auto got = (*dev)->Next();
+      ASSERT_TRUE(got.ok() && *got) << step;
+      auto tg = ToHost<char>(**got, (*got)->targets(), bytes);
+      ASSERT_EQ(0, std::memcmp(tg.data(), want->targets(), bytes)) << step;
+      auto mask = ToHost<uint8_t>(**got, (*got)->loss_mask(), cells);
+      ASSERT_EQ(0, std::memcmp(mask.data(), want->loss_mask(), cells)) << step;
+    }
+    EXPECT_EQ((*dev)->Stats().sources[0].trainable_tokens,
+              (*host)->Stats().sources[0].trainable_tokens);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, DeviceLoaderGpu,
                          ::testing::Values(OutputDtype::kInt64, OutputDtype::kInt32));
 

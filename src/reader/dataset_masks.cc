@@ -1,0 +1,69 @@
+// A Dataset's loss masks (docs/format.md 3.1): one bit per token in
+// <shard>.mask, read as one byte per token for the loader's labels.
+#include <cstring>
+#include <string>
+
+#include "format/loss_mask.h"
+#include "reader/dataset_impl.h"
+
+namespace tokpack {
+namespace {
+
+// Bits [bit, bit + n) of a mask that is not memory-resident (a remote one,
+// read through the chunk cache, each chunk checked against the manifest).
+Status ReadUnmappedBits(const ByteSource& mask, uint64_t bit, uint64_t n, uint8_t* out,
+                        ReadStats* stats) {
+  thread_local std::string bytes;  // Reused: no steady-state allocation.
+  const uint64_t first = bit / 8;
+  bytes.resize((bit + n + 7) / 8 - first);
+  TOKPACK_RETURN_IF_ERROR(mask.ReadCounted(first, bytes.size(), bytes.data(), stats));
+  ExpandMaskBits(reinterpret_cast<const uint8_t*>(bytes.data()), bit & 7, n, out);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Dataset::Impl::ReadMask(uint64_t begin, uint64_t count, uint8_t* out,
+                               ReadStats* stats) const {
+  TOKPACK_RETURN_IF_ERROR(CheckRange(begin, count));
+  if (!has_masks) {
+    std::memset(out, 1, count);
+    return Status::Ok();
+  }
+  size_t k = count ? ShardOfToken(begin) : 0;
+  while (count > 0) {
+    const Shard& s = shards[k];
+    const uint64_t local = begin - s.first_token + s.token_base;
+    const uint64_t n = std::min(count, token_ends[k] - begin);
+    if (const char* mapped = s.mask->data()) {
+      ExpandMaskBits(reinterpret_cast<const uint8_t*>(mapped), local, n, out);
+    } else {
+      TOKPACK_RETURN_IF_ERROR(ReadUnmappedBits(*s.mask, local, n, out, stats));
+    }
+    out += n;
+    begin += n;
+    count -= n;
+    ++k;
+  }
+  return Status::Ok();
+}
+
+uint64_t Dataset::Impl::SegmentTrainable(size_t k, const ShardInfo& whole) const {
+  const Shard& s = shards[k];
+  const uint64_t tokens = token_ends[k] - s.first_token;
+  if (const char* mapped = s.mask->data()) {
+    return CountMaskBits(reinterpret_cast<const uint8_t*>(mapped), s.token_base,
+                         s.token_base + tokens);
+  }
+  if (whole.tokens == 0) return 0;
+  return static_cast<uint64_t>(static_cast<long double>(whole.trainable_tokens) * tokens /
+                               whole.tokens);
+}
+
+bool Dataset::has_loss_masks() const { return impl_->has_masks; }
+
+Status Dataset::ReadLossMask(uint64_t begin, uint64_t count, uint8_t* out, ReadStats* stats) const {
+  return impl_->ReadMask(begin, count, out, stats);
+}
+
+}  // namespace tokpack
