@@ -409,6 +409,11 @@ def build(
     if isinstance(inputs, (str, os.PathLike)):
         paths = [os.fspath(inputs)]
     elif hasattr(inputs, "__arrow_c_stream__"):
+        if options.get("loss_masks"):
+            # Its rows reach the packer as bare texts: spans would be lost.
+            raise ValueError("loss_masks=True reads loss spans from JSONL records and dicts, not "
+                             "yet from Arrow streams: pass an iterable of dicts (e.g. "
+                             "table.to_pylist()) instead")
         arrow_stream = inputs
     elif isinstance(inputs, (list, tuple)) and _list_is_paths(inputs):
         paths = [os.fspath(p) for p in inputs]

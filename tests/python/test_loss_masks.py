@@ -165,3 +165,19 @@ def test_push_keeps_masks_and_verify_checks_them_remotely(tmp_path, deepseek, ru
         info = json.loads(run_tokpack("info", "s3://sft/v1", "--json", env=env).stdout)
         assert info["trainable_tokens"] == json.loads(
             run_tokpack("info", ds, "--json").stdout)["trainable_tokens"]
+
+
+def test_columnar_inputs_are_refused_rather_than_trained_on_whole(tmp_path, deepseek):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    table = pa.table({"text": ["hi there"], "loss_spans": [[[3, 8]]]})
+    pq.write_table(table, tmp_path / "c.parquet")
+    with pytest.raises(ValueError, match="not yet from Parquet columns"):
+        tokpack.build(tmp_path / "c.parquet", tmp_path / "a", deepseek, loss_masks=True)
+    with pytest.raises(ValueError, match="not yet from Arrow streams"):
+        tokpack.build(table, tmp_path / "b", deepseek, loss_masks=True)
+    # The same rows as dicts carry their spans.
+    tokpack.build(iter(table.to_pylist()), tmp_path / "c", deepseek, loss_masks=True)
+    _, _, bits = read_shards(str(tmp_path / "c"))
+    ref = HfTokenizer.from_file(deepseek)
+    assert bits == [expected_bits(ref, {"text": "hi there", "loss_spans": [[3, 8]]})[1]]
