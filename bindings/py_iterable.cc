@@ -26,12 +26,37 @@ std::string SurrogateReason(PyObject* str) {
   return "item is a str that cannot be encoded as UTF-8";
 }
 
-// Adds `item` to `batch` as a text or a bad record; false if it does not
-// fit beside what the batch holds (entry offsets are 32-bit).
+// A dict as the JSONL line that holds it: json.dumps(item), or why it has
+// none (a value JSON cannot hold, NaN). Its text_key field and loss spans
+// are then read as a JSONL line's are, so a dict and its line in a file
+// give the same document.
+py::object DictAsJson(const py::handle& item, std::string* why) {
+  // Leaked: a module-level object must not be destroyed after Python is.
+  static py::object* dumps = new py::object(py::module_::import("json").attr("dumps"));
+  try {
+    return (*dumps)(item, py::arg("ensure_ascii") = false, py::arg("allow_nan") = false);
+  } catch (py::error_already_set& e) {
+    *why = std::string("item is a dict that JSON cannot hold (") + e.what() + ")";
+    return py::object();
+  }
+}
+
+// Adds `item` to `batch` as a text, a JSON record or a bad record; false if
+// it does not fit beside what the batch holds (entry offsets are 32-bit).
 StatusOr<bool> Add(const py::handle& item, TextBatch* batch) {
   const char* data = nullptr;
   Py_ssize_t size = 0;
   PyObject* p = item.ptr();
+  py::object json;  // Keeps a dict's JSON alive while `data` points into it.
+  if (PyDict_Check(p)) {
+    std::string why;
+    json = DictAsJson(item, &why);
+    if (!json) {
+      batch->Add(why, true);
+      return true;
+    }
+    p = json.ptr();
+  }
   if (PyUnicode_Check(p)) {
     data = PyUnicode_AsUTF8AndSize(p, &size);
     if (data == nullptr) {
@@ -47,16 +72,21 @@ StatusOr<bool> Add(const py::handle& item, TextBatch* batch) {
     data = PyByteArray_AS_STRING(p);
     size = PyByteArray_GET_SIZE(p);
   } else {
-    batch->Add(
-        std::string("item is ") + (item.is_none() ? "None" : Py_TYPE(p)->tp_name) + ", not str",
-        true);
+    batch->Add(std::string("item is ") + (item.is_none() ? "None" : Py_TYPE(p)->tp_name) +
+                   ", not str or dict",
+               true);
     return true;
   }
   if (static_cast<size_t>(size) > std::numeric_limits<uint32_t>::max() - batch->data.size()) {
     if (batch->entries.empty()) return InvalidArgumentError("a single text of over 4 GiB");
     return false;
   }
-  batch->Add(std::string_view(data, static_cast<size_t>(size)));
+  const std::string_view bytes(data, static_cast<size_t>(size));
+  if (json) {
+    batch->AddJson(bytes);
+  } else {
+    batch->Add(bytes);
+  }
   return true;
 }
 

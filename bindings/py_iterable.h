@@ -40,7 +40,8 @@ class PyIterableTexts final : public TextSource {
   // For the thread that called build(), with the GIL held: pulls the items
   // of `iterator` into batches and queues them until it ends or the build
   // stops taking them (Stop()). str is encoded to UTF-8; bytes and bytearray
-  // are taken as they are (the packer's UTF-8 policy applies). A str with a
+  // are taken as they are (the packer's UTF-8 policy applies); a dict is a
+  // record read as its JSONL line (json.dumps) is: text_key and loss spans. A str with a
   // lone surrogate has no UTF-8 form: it is a bad record, as a JSONL line
   // with "\ud800" is; so are other items (None, int, ...). Calls `poll` (with
   // the GIL) after each batch and while the queue is full; an exception from

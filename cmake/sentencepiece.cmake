@@ -245,3 +245,8 @@ target_link_libraries(tokpack_sentencepiece
           absl::time absl::any_invocable absl::fixed_array absl::function_ref
           absl::endian Threads::Threads ${_spm_protobuf})
 target_include_directories(tokpack_sentencepiece PRIVATE ${Protobuf_INCLUDE_DIRS})
+# For the one tokpack file that reads SentencePieceText (token offsets,
+# src/tokenizer/spm_offsets.cc): the generated message header (protobuf's own
+# are on the default path). Ninja orders the compile after
+# tokpack_sentencepiece's protoc commands.
+set(TOKPACK_SPM_PROTO_INCLUDE_DIR "${_spm_gen}")

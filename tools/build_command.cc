@@ -50,6 +50,10 @@ void PrintSummary(const BuildSummary& s, const std::string& output) {
                      static_cast<double>(s.piece_cache_lookups),
                  ProgressPrinter::Count(static_cast<double>(s.piece_cache_lookups)).c_str());
   }
+  if (m.HasLossMasks()) {
+    std::fprintf(stderr, "  loss masks: %llu of the tokens carry loss\n",
+                 static_cast<unsigned long long>(m.TrainableTokens()));
+  }
   std::fprintf(stderr, "  inputs: %zu read", m.provenance.inputs.size());
   if (!s.skipped_files.empty()) {
     std::fprintf(stderr, ", %zu skipped (--skip-unknown-files):", s.skipped_files.size());

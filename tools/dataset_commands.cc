@@ -36,9 +36,15 @@ void PrintInfoText(const DatasetInfo& info) {
   }
   std::printf("tokens       %llu (%s)\n", static_cast<ull>(m.TotalTokens()),
               std::string(TokenDtypeName(m.dtype)).c_str());
+  if (m.HasLossMasks()) {
+    const uint64_t total = m.TotalTokens(), trainable = m.TrainableTokens();
+    std::printf("trainable    %llu (%.1f%% of tokens carry loss; loss masks)\n",
+                static_cast<ull>(trainable), total ? 100.0 * trainable / total : 0.0);
+  }
   std::printf("documents    %llu\n", static_cast<ull>(m.TotalDocuments()));
   std::printf("shards       %zu\n", m.shards.size());
-  std::printf("size         %s (.bin + .idx), checksum chunks of %s\n",
+  std::printf(m.HasLossMasks() ? "size         %s (.bin + .idx + .mask), checksum chunks of %s\n"
+                               : "size         %s (.bin + .idx), checksum chunks of %s\n",
               ProgressPrinter::Bytes(info.data_bytes).c_str(),
               ProgressPrinter::Bytes(m.chunk_bytes).c_str());
   if (t.type.empty()) {

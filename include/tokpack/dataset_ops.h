@@ -46,7 +46,7 @@ struct DatasetInfo {
   std::string path;          // As the dataset was opened.
   bool has_manifest = true;  // False for a bare Megatron prefix (no tokenizer, no checksums).
   Manifest manifest;
-  uint64_t data_bytes = 0;  // .bin plus .idx bytes of all shards.
+  uint64_t data_bytes = 0;  // .bin, .idx and .mask bytes of all shards.
   // Document lengths in tokens: histogram[k] counts documents whose length
   // lies in [2^k, 2^(k+1)) (k = 0 also holds empty sequences).
   std::vector<uint64_t> length_histogram;

@@ -75,6 +75,12 @@ struct BuildSettings {
   std::string invalid_utf8 = "replace";  // replace | skip | error
   bool skip_bad_lines = false;
   uint64_t shard_tokens = 0;
+  // Loss masks (docs/format.md 3.1): written when on; records' spans are
+  // read from these JSONL fields (or JSON pointers), and a record with spans
+  // in a build without masks is an error.
+  bool loss_masks = false;
+  std::string loss_spans_key = "loss_spans";
+  std::string no_loss_spans_key = "no_loss_spans";
 };
 
 struct InputRecord {

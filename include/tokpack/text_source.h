@@ -21,12 +21,15 @@ inline constexpr uint64_t kDefaultMaxDocumentBytes = 256ull << 20;
 inline constexpr uint64_t kMaxMaxDocumentBytes = 1ull << 30;
 
 // A batch of texts handed to the packer by a TextSource: each entry is a
-// text, or a bad record whose reason stands in its place.
+// text, a JSON record read as a JSONL line is (its text_key field, and its
+// loss spans: the binding's dicts), or a bad record whose reason stands in
+// its place.
 struct TextBatch {
   std::string data;  // Entries back to back.
   struct Entry {
-    uint32_t end;  // Offset one past the entry in `data`.
-    bool bad;      // The entry is the reason the record holds no text.
+    uint32_t end;       // Offset one past the entry in `data`.
+    bool bad;           // The entry is the reason the record holds no text.
+    bool json = false;  // The entry is a JSON object, not the text itself.
   };
   std::vector<Entry> entries;
 
@@ -37,6 +40,10 @@ struct TextBatch {
   void Add(std::string_view text, bool bad = false) {
     data.append(text);
     entries.push_back({static_cast<uint32_t>(data.size()), bad});
+  }
+  void AddJson(std::string_view record) {
+    data.append(record);
+    entries.push_back({static_cast<uint32_t>(data.size()), false, true});
   }
 };
 

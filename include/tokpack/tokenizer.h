@@ -47,6 +47,14 @@ struct EncodeCounts {
   int64_t cache_hits = 0;     // and those found there.
 };
 
+// Where a token's text lies in the text it was encoded from: bytes [begin,
+// end). Empty for a token that no byte of the text gave (sentencepiece's
+// dummy-prefix or later byte-fallback pieces of one character).
+struct TokenRange {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+};
+
 class Tokenizer {
  public:
   // Loads the tokenizer file at `path`; errors name the file and, for a
@@ -75,6 +83,16 @@ class Tokenizer {
   // sentencepiece 25 to 45 times); after an error some runs may have gone.
   Status Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts = nullptr,
                 const IdSink* sink = nullptr) const;
+  // As Encode() (the same ids, never those of pieces of the text encoded
+  // apart), and *ranges gets each token's bytes in `text`, so that marks on
+  // the text (loss spans) can be carried to tokens. The BPE kinds take the
+  // ranges from the tokens' bytes, which must spell `text` exactly; a
+  // tokenizer whose normalizer or prefix space changes this text is
+  // FailedPrecondition, naming the byte where they part (never wrong ranges).
+  // sentencepiece takes them from its own alignment of the normalized text
+  // (SentencePieceText's begin/end). `text` is below 4 GiB.
+  Status EncodeWithOffsets(std::string_view text, std::vector<int>* ids,
+                           std::vector<TokenRange>* ranges, EncodeCounts* counts = nullptr) const;
   // Text of `ids` (special tokens as their text).
   StatusOr<std::string> Decode(const std::vector<int>& ids) const;
 

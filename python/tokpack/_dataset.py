@@ -373,7 +373,11 @@ def build(
       is a bad record, and so is every row of a column of another type;
     - any other iterable of texts (a generator, a ``map``, a Hugging Face
       ``datasets`` column, ``iter(a_list)``): ``str`` items are encoded as
-      UTF-8, ``bytes``/``bytearray`` are taken as they are; None or other
+      UTF-8, ``bytes``/``bytearray`` are taken as they are, a ``dict`` is a
+      record read exactly as its JSONL line (``json.dumps(item)``) would be:
+      its ``text_key`` field and, with ``loss_masks=True``, its
+      ``loss_spans`` or ``no_loss_spans`` ([start, end) character ranges,
+      docs/format.md 9.3); None or other
       items are bad records, and so is a str with a lone surrogate
       ("\\ud800"), which has no UTF-8 form (as in a JSONL line). An
       exception the iterable raises stops the build and reaches the caller
@@ -418,6 +422,11 @@ def build(
     if isinstance(inputs, (str, os.PathLike)):
         paths = [os.fspath(inputs)]
     elif hasattr(inputs, "__arrow_c_stream__"):
+        if options.get("loss_masks"):
+            # Its rows reach the packer as bare texts: spans would be lost.
+            raise ValueError("loss_masks=True reads loss spans from JSONL records and dicts, not "
+                             "yet from Arrow streams: pass an iterable of dicts (e.g. "
+                             "table.to_pylist()) instead")
         arrow_stream = inputs
     elif isinstance(inputs, (list, tuple)) and _list_is_paths(inputs):
         paths = [os.fspath(p) for p in inputs]

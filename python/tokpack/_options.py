@@ -72,6 +72,12 @@ class BuildOptions(TypedDict, total=False):
     """replace (with U+FFFD, as Python's errors='replace'), skip the document, or error. Default: replace."""
     skip_bad_lines: bool
     """Skip and count bad records (malformed JSON, missing, null or non-string text) instead of failing. Default: false."""
+    loss_masks: bool
+    """Write a loss mask beside every shard (SFT): a record's tokens carry loss inside its loss_spans (or outside its no_loss_spans), every token of a record without them does; without this, a record with spans is an error. Default: false."""
+    loss_spans_key: str
+    """JSONL field (or /pointer) of a record's [start, end) character ranges whose tokens carry loss. Default: loss_spans."""
+    no_loss_spans_key: str
+    """JSONL field (or /pointer) of a record's [start, end) character ranges whose tokens carry no loss (all others do). Default: no_loss_spans."""
     skip_unknown_files: bool
     """Leave out (and list) files whose format the name does not tell, instead of failing. Default: false."""
     shard_tokens: int

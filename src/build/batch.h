@@ -56,8 +56,10 @@ struct EncodedBatch {
   uint64_t input_bytes = 0;          // Of the RawBatch it was made from.
   std::string tokens;                // All documents' tokens in the shard dtype.
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
-  uint64_t utf8_repaired = 0;        // Documents written whose invalid UTF-8 was replaced.
-  EncodeCounts counts;               // Unknown and byte-fallback tokens written, cache use.
+  // With loss masks: one byte per token of `tokens`, 1 where it carries loss.
+  std::string loss;
+  uint64_t utf8_repaired = 0;  // Documents written whose invalid UTF-8 was replaced.
+  EncodeCounts counts;         // Unknown and byte-fallback tokens written, cache use.
   struct Dropped {
     uint32_t record;  // Index of the record in its RawBatch.
     Drop why;

@@ -16,6 +16,13 @@ static_assert(RawBatch::kPadding >= simdjson::SIMDJSON_PADDING,
 // huge document does not pin its buffers for the thread's lifetime.
 constexpr size_t kKeepScratchBytes = size_t{8} << 20;
 
+// The field `key` of `doc`: a top-level member, or a JSON pointer ("/a/b").
+bool Field(simdjson::dom::element doc, const std::string& key, simdjson::dom::element* value) {
+  const auto err =
+      (!key.empty() && key[0] == '/') ? doc.at_pointer(key).get(*value) : doc[key].get(*value);
+  return err == simdjson::SUCCESS;
+}
+
 }  // namespace
 
 struct BatchEncoder::Json {
@@ -32,7 +39,7 @@ BatchEncoder::BatchEncoder(const Tokenizer* tokenizer, const BuildSettings& sett
 
 BatchEncoder::~BatchEncoder() = default;
 
-std::string BatchEncoder::ExtractText(std::string_view line, std::string_view* text) {
+std::string BatchEncoder::ExtractText(std::string_view line, std::string_view* text, bool* fatal) {
   // In place: the sealed batch has RawBatch::kPadding readable bytes after
   // every record.
   simdjson::dom::element doc;
@@ -43,18 +50,37 @@ std::string BatchEncoder::ExtractText(std::string_view line, std::string_view* t
   if (!doc.is_object()) return "the line is JSON but not an object";
   const std::string& key = settings_.text_key;
   simdjson::dom::element value;
-  err = (!key.empty() && key[0] == '/') ? doc.at_pointer(key).get(value) : doc[key].get(value);
-  if (err != simdjson::SUCCESS) return "missing text key '" + key + "'";
+  if (!Field(doc, key, &value)) return "missing text key '" + key + "'";
   if (value.get_string().get(*text) != simdjson::SUCCESS) {
     return "text key '" + key + "' is not a string";
   }
-  return std::string();
+  // Spans: absent or null means none.
+  simdjson::dom::element loss, no_loss;
+  const bool has_loss = Field(doc, settings_.loss_spans_key, &loss) && !loss.is_null();
+  const bool has_no_loss = Field(doc, settings_.no_loss_spans_key, &no_loss) && !no_loss.is_null();
+  has_spans_ = has_loss || has_no_loss;
+  if (!has_spans_) return std::string();
+  const std::string& spans_key = has_loss ? settings_.loss_spans_key : settings_.no_loss_spans_key;
+  if (!settings_.loss_masks) {
+    *fatal = true;
+    return "the record has '" + spans_key +
+           "' but the build writes no loss masks: pass --loss-masks (loss_masks=True in "
+           "Python) to build masks from it";
+  }
+  if (has_loss && has_no_loss) {
+    return "the record has both '" + settings_.loss_spans_key + "' and '" +
+           settings_.no_loss_spans_key + "' (give one)";
+  }
+  return ReadLossSpans(has_loss ? loss : no_loss, spans_key, *text, /*inverse=*/!has_loss, &loss_);
 }
 
 void BatchEncoder::ReleaseScratch() {
   json_ = std::make_unique<Json>();
   std::vector<int>().swap(ids_);
   std::string().swap(repaired_);
+  std::vector<ByteSpan>().swap(loss_);
+  std::vector<TokenRange>().swap(ranges_);
+  std::string().swap(flags_);
 }
 
 Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
@@ -63,6 +89,7 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
   out->input_bytes = in.data.size();
   out->tokens.clear();
   out->doc_tokens.clear();
+  out->loss.clear();
   out->dropped.clear();
   out->utf8_repaired = 0;
   out->counts = EncodeCounts();
@@ -118,8 +145,14 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
   }
   const bool repaired = raw.data() == repaired_.data();
   std::string_view text = raw;
+  has_spans_ = false;
   if (rec.kind == RecordKind::kJsonLine) {
-    std::string why = ExtractText(raw, &text);
+    bool fatal = false;
+    std::string why = ExtractText(raw, &text, &fatal);
+    if (fatal) {
+      drop(Drop::kFailed, std::move(why), StatusCode::kInvalidArgument);
+      return false;
+    }
     if (!why.empty()) {
       drop(Drop::kBadLine, std::move(why));
       return true;
@@ -136,18 +169,27 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
   }
   tokens_out_ = &out->tokens;
   doc_tokens_ = 0;
-  if (settings_.add_bos) {
-    const int bos = static_cast<int>(tok.bos_id);
-    AppendTokens(&bos, 1);
-  }
-  const uint64_t before_text = doc_tokens_;
   EncodeCounts counts;
-  if (Status s = tokenizer_->Encode(text, &ids_, &counts, &sink_); !s.ok()) {
-    out->tokens.resize(old);
-    drop(Drop::kFailed, s.message(), s.code());
-    return false;
+  if (has_spans_) {
+    if (Status s = EncodeWithSpans(text, out, &counts); !s.ok()) {
+      out->tokens.resize(old);
+      drop(Drop::kFailed, "loss masks: " + s.message(), s.code());
+      return false;
+    }
+  } else {
+    if (settings_.add_bos) {
+      const int bos = static_cast<int>(tok.bos_id);
+      AppendTokens(&bos, 1);
+    }
+    const uint64_t before_text = doc_tokens_;
+    if (Status s = tokenizer_->Encode(text, &ids_, &counts, &sink_); !s.ok()) {
+      out->tokens.resize(old);
+      drop(Drop::kFailed, s.message(), s.code());
+      return false;
+    }
+    if (doc_tokens_ == before_text) doc_tokens_ = 0;
   }
-  if (doc_tokens_ == before_text) {
+  if (doc_tokens_ == 0) {
     out->tokens.resize(old);
     drop(Drop::kEmpty, "");
     return true;
@@ -160,9 +202,34 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
     const int eos = static_cast<int>(tok.eos_id);
     AppendTokens(&eos, 1);
   }
+  // A masked build's record without spans: every token carries loss.
+  if (settings_.loss_masks && !has_spans_) out->loss.append(doc_tokens_, 1);
   out->doc_tokens.push_back(static_cast<uint32_t>(doc_tokens_));
   if (repaired) ++out->utf8_repaired;
   return true;
+}
+
+Status BatchEncoder::EncodeWithSpans(std::string_view text, EncodedBatch* out,
+                                     EncodeCounts* counts) {
+  // The whole text at once (never its spans apart): the ids are exactly
+  // those of a build without masks; only the ranges are extra.
+  TOKPACK_RETURN_IF_ERROR(tokenizer_->EncodeWithOffsets(text, &ids_, &ranges_, counts));
+  if (ids_.empty()) return Status::Ok();
+  flags_.resize(ids_.size());
+  TokenLossFlags(ranges_, loss_, text.size(), flags_.data());
+  const TokenizerInfo& tok = tokenizer_->info();
+  // BOS teaches nothing unless the whole document is trained on; EOS ends
+  // what the last token began, so an assistant turn that ends the document
+  // learns to stop.
+  if (settings_.add_bos) {
+    const int bos = static_cast<int>(tok.bos_id);
+    AppendTokens(&bos, 1);
+    out->loss += static_cast<char>(flags_.find('\0') == std::string::npos);
+  }
+  AppendTokens(ids_.data(), ids_.size());
+  out->loss += flags_;
+  if (settings_.add_eos) out->loss += flags_.back();
+  return Status::Ok();
 }
 
 }  // namespace tokpack

@@ -1,8 +1,9 @@
 // BatchEncoder: turns a RawBatch into an EncodedBatch: parses JSONL records,
 // applies the UTF-8 policy, tokenizes, adds BOS/EOS and narrows ids to the
-// shard dtype. One encoder per thread (it owns a JSON parser and scratch
-// space); the Tokenizer it points to is shared. JSON is parsed in place, with
-// no copy of the record; scratch that a huge record grew is freed after it.
+// shard dtype; with loss masks, it also marks the tokens that carry loss
+// (loss_spans.h; BOS and EOS as docs/format.md 3.1 says). One encoder per thread (it owns a JSON
+// parser and scratch space); the Tokenizer it points to is shared. JSON is parsed in place, with no
+// copy of the record; scratch that a huge record grew is freed after it.
 #ifndef TOKPACK_SRC_BUILD_BATCH_ENCODER_H_
 #define TOKPACK_SRC_BUILD_BATCH_ENCODER_H_
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "build/batch.h"
+#include "build/loss_spans.h"
 #include "tokpack/manifest.h"
 #include "tokpack/tokenizer.h"
 
@@ -34,9 +36,15 @@ class BatchEncoder {
   // Appends ids to *tokens_out_ in the shard dtype; counts them in doc_tokens_.
   void AppendTokens(const int* ids, size_t n);
   void ReleaseScratch();
-  // Sets *text to the document text of a JSON line, or returns the reason
-  // the line is bad.
-  std::string ExtractText(std::string_view line, std::string_view* text);
+  // Sets *text to the document text of a JSON line and, where the line has
+  // loss spans, loss_ to them (has_spans_); or returns the reason the line
+  // is bad, setting *fatal where no bad-line policy may skip it (spans in a
+  // build without loss masks).
+  std::string ExtractText(std::string_view line, std::string_view* text, bool* fatal);
+  // Encodes `text` with token offsets and appends its tokens (BOS and text;
+  // the caller adds EOS) and their loss flags by loss_ (EOS's too).
+  [[nodiscard]] Status EncodeWithSpans(std::string_view text, EncodedBatch* out,
+                                       EncodeCounts* counts);
 
   const Tokenizer* tokenizer_;
   BuildSettings settings_;
@@ -44,6 +52,11 @@ class BatchEncoder {
   std::unique_ptr<Json> json_;
   std::vector<int> ids_;  // The tokenizer's run buffer.
   std::string repaired_;
+  // Loss masks: the record's spans, its tokens' ranges and flags.
+  bool has_spans_ = false;
+  std::vector<ByteSpan> loss_;
+  std::vector<TokenRange> ranges_;
+  std::string flags_;
   std::string* tokens_out_ = nullptr;  // Of the record being encoded.
   uint64_t doc_tokens_ = 0;
   Tokenizer::IdSink sink_;  // AppendTokens.

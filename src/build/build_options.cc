@@ -53,6 +53,22 @@ const OptionTable<O>& OptionTableOf<O>() {
           "text) instead of failing",
           [](auto& o) -> auto& { return o.settings.skip_bad_lines; }),
       BoolOption<O>(
+          "loss_masks",
+          "Write a loss mask beside every shard (SFT): a record's tokens carry loss inside "
+          "its loss_spans (or outside its no_loss_spans), every token of a record without "
+          "them does; without this, a record with spans is an error",
+          [](auto& o) -> auto& { return o.settings.loss_masks; }),
+      StringOption<O>(
+          "loss_spans_key",
+          "JSONL field (or /pointer) of a record's [start, end) character ranges whose tokens "
+          "carry loss",
+          [](auto& o) -> auto& { return o.settings.loss_spans_key; }),
+      StringOption<O>(
+          "no_loss_spans_key",
+          "JSONL field (or /pointer) of a record's [start, end) character ranges whose tokens "
+          "carry no loss (all others do)",
+          [](auto& o) -> auto& { return o.settings.no_loss_spans_key; }),
+      BoolOption<O>(
           "skip_unknown_files",
           "Leave out (and list) files whose format the name does not tell, instead of "
           "failing",
@@ -96,6 +112,15 @@ Status BuildOptions::Validate() const {
     return InvalidArgumentError("--part splits input files; it cannot split texts");
   }
   if (settings.text_key.empty()) return InvalidArgumentError("--text-key must not be empty");
+  if (settings.loss_spans_key.empty() || settings.no_loss_spans_key.empty()) {
+    return InvalidArgumentError("--loss-spans-key and --no-loss-spans-key must not be empty");
+  }
+  if (settings.loss_spans_key == settings.no_loss_spans_key ||
+      settings.loss_spans_key == settings.text_key ||
+      settings.no_loss_spans_key == settings.text_key) {
+    return InvalidArgumentError(
+        "--text-key, --loss-spans-key and --no-loss-spans-key must name three different fields");
+  }
   if (max_document_bytes > kMaxMaxDocumentBytes) {
     return InvalidArgumentError("max_document_bytes must be at most " +
                                 std::to_string(kMaxMaxDocumentBytes) + " (1 GiB), not " +

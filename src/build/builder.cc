@@ -193,10 +193,14 @@ Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
   cache_hits += static_cast<uint64_t>(batch.counts.cache_hits);
   const size_t item = TokenDtypeSize(dtype_);
   size_t offset = 0;
+  size_t token = 0;  // Index of the document's first token in batch.loss.
+  const std::string_view loss = batch.loss;
   for (uint32_t n : batch.doc_tokens) {
     TOKPACK_RETURN_IF_ERROR(
-        writer_->AddDocument(std::string_view(batch.tokens).substr(offset, n * item), n));
+        writer_->AddDocument(std::string_view(batch.tokens).substr(offset, n * item), n,
+                             loss.empty() ? std::string_view() : loss.substr(token, n)));
     offset += n * item;
+    token += n;
     counts->tokens += n;
     ++counts->documents;
   }
@@ -335,7 +339,8 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
 
   int threads = o.threads > 0 ? o.threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ShardWriter writer(fs, staging->path(), m.dtype, o.chunk_bytes, o.settings.shard_tokens);
+  ShardWriter writer(fs, staging->path(), m.dtype, o.chunk_bytes, o.settings.shard_tokens,
+                     o.settings.loss_masks);
   Pipeline pipeline(&reader, tokenizer.get(), o.settings, m.dtype, &writer, threads, o.cancel);
   ProgressThread progress(o, [&] {
     BuildProgress p;

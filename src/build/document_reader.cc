@@ -1,6 +1,7 @@
 #include "build/document_reader.h"
 
 #include <limits>
+#include <string_view>
 
 namespace tokpack {
 namespace {
@@ -34,6 +35,14 @@ Status DocumentReader::Init() {
   if (texts_) return Status::Ok();
   for (const InputRecord& in : inputs_) {
     TOKPACK_ASSIGN_OR_RETURN(const InputFormat* f, InputFormatFor(in.path, settings_.input_format));
+    // Parquet rows reach the encoder as bare texts, so a spans column would
+    // be ignored and every token would carry loss: refused, not guessed.
+    if (settings_.loss_masks && std::string_view(f->name) == "parquet") {
+      return InvalidArgumentError(
+          "'" + in.path +
+          "': --loss-masks reads loss spans from JSONL records (and Python dicts), not yet from "
+          "Parquet columns; convert the file to JSONL or build it without --loss-masks");
+    }
     formats_.push_back(f);
   }
   return Status::Ok();

@@ -100,7 +100,12 @@ Status ReadSettings(const JsonReader& p, BuildSettings* s) {
   TOKPACK_RETURN_IF_ERROR(r.Get("eos", &s->add_eos));
   TOKPACK_RETURN_IF_ERROR(r.Get("invalid_utf8", &s->invalid_utf8));
   TOKPACK_RETURN_IF_ERROR(r.Get("skip_bad_lines", &s->skip_bad_lines));
-  return r.Get("shard_tokens", &s->shard_tokens);
+  TOKPACK_RETURN_IF_ERROR(r.Get("shard_tokens", &s->shard_tokens));
+  // Written by builds with loss masks only.
+  TOKPACK_RETURN_IF_ERROR(r.GetOr("loss_masks", false, &s->loss_masks));
+  if (!s->loss_masks) return Status::Ok();
+  TOKPACK_RETURN_IF_ERROR(r.Get("loss_spans_key", &s->loss_spans_key));
+  return r.Get("no_loss_spans_key", &s->no_loss_spans_key);
 }
 
 void WriteInput(JsonWriter* w, const InputRecord& in) {
@@ -394,6 +399,12 @@ std::string Manifest::ToJson() const {
   w.String("invalid_utf8", p.settings.invalid_utf8);
   w.Bool("skip_bad_lines", p.settings.skip_bad_lines);
   w.UInt("shard_tokens", p.settings.shard_tokens);
+  // Only where on, so that a build without masks writes what it always did.
+  if (p.settings.loss_masks) {
+    w.Bool("loss_masks", true);
+    w.String("loss_spans_key", p.settings.loss_spans_key);
+    w.String("no_loss_spans_key", p.settings.no_loss_spans_key);
+  }
   w.EndObject();
   const bool listed_apart = !p.inputs_file.empty();
   const bool side_file = listed_apart || p.inputs.size() > Provenance::kMaxListedInputs;

@@ -81,7 +81,7 @@ class CallerTextSource : public RecordSource {
       return InternalError(texts_->name() + ": a text batch with inconsistent offsets");
     }
     record->number = ++count_;
-    record->kind = e.bad ? RecordKind::kBad : RecordKind::kText;
+    record->kind = e.bad ? RecordKind::kBad : e.json ? RecordKind::kJsonLine : RecordKind::kText;
     record->bytes = e.end - begin;
     if (e.bad || record->bytes <= max_bytes) out->append(batch_.data, begin, e.end - begin);
     return true;

@@ -1,7 +1,7 @@
 #include <algorithm>
 
-#include "format/dataset_path.h"
 #include "base/file_system.h"
+#include "format/dataset_path.h"
 #include "reader/split_ranges.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/json_writer.h"
@@ -15,7 +15,7 @@ DatasetInfo InspectDataset(const Dataset& dataset) {
   info.has_manifest = dataset.has_manifest();
   info.manifest = dataset.manifest();
   for (const ShardInfo& shard : info.manifest.shards) {
-    info.data_bytes += shard.bin.bytes + shard.idx.bytes;
+    info.data_bytes += shard.bin.bytes + shard.idx.bytes + (shard.has_mask ? shard.mask.bytes : 0);
   }
   // A bucket for every uint64 length: opening checks index headers only,
   // so a damaged index can hold any length here (verify finds it).
@@ -78,6 +78,9 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
   w.String("fingerprint", HashToHex(m.Fingerprint()));
   w.String("dtype", TokenDtypeName(m.dtype));
   w.UInt("tokens", m.TotalTokens());
+  w.Bool("loss_masks", m.HasLossMasks());
+  // Without masks every token carries loss.
+  w.UInt("trainable_tokens", m.TrainableTokens());
   w.UInt("documents", m.TotalDocuments());
   w.UInt("shards", m.shards.size());
   w.UInt("data_bytes", info.data_bytes);

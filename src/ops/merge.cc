@@ -3,17 +3,17 @@
 #include <functional>
 
 #include "base/chunk_hasher.h"
-#include "format/dataset_path.h"
-#include "format/token_identity.h"
 #include "base/file_system.h"
+#include "format/dataset_path.h"
 #include "format/staging_dir.h"
+#include "format/token_identity.h"
+#include "reader/dataset_internal.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
-#include "reader/dataset_internal.h"
 #include "storage/remote_source.h"
 #include "tokpack/builder.h"
-#include "tokpack/version.h"
 #include "tokpack/dataset_ops.h"
+#include "tokpack/version.h"
 
 namespace tokpack {
 namespace {
@@ -34,9 +34,21 @@ Status CheckCompatible(const Manifest& a, const std::string& a_name, const Manif
     what = "token dtypes";
   else if (a.chunk_bytes != b.chunk_bytes)
     what = "checksum chunk sizes";
-  if (what.empty()) return Status::Ok();
-  return InvalidArgumentError("cannot merge '" + a_name + "' and '" + b_name + "': different " +
-                              what);
+  if (!what.empty()) {
+    return InvalidArgumentError("cannot merge '" + a_name + "' and '" + b_name + "': different " +
+                                what);
+  }
+  // Every shard of a dataset has a mask or none does (docs/format.md 3.1);
+  // a part without shards has neither and goes with any.
+  if (!a.shards.empty() && !b.shards.empty() && a.HasLossMasks() != b.HasLossMasks()) {
+    const bool a_masks = a.HasLossMasks();
+    return InvalidArgumentError("cannot merge '" + a_name + "' and '" + b_name + "': '" +
+                                (a_masks ? a_name : b_name) + "' has loss masks and '" +
+                                (a_masks ? b_name : a_name) +
+                                "' has none (rebuild it with --loss-masks, where every token of "
+                                "a record without spans carries loss)");
+  }
+  return Status::Ok();
 }
 
 // The merged manifest's shards, provenance and counts, from parts in order;
@@ -55,9 +67,13 @@ StatusOr<Manifest> Combine(const std::vector<std::pair<std::string, Manifest>>& 
   out.provenance.version = Version();
   out.provenance.kind = "merge";
   out.provenance.settings = first.provenance.settings;
+  // Masks are compared with the first part that has shards.
+  size_t with_shards = 0;
+  while (with_shards + 1 < parts.size() && parts[with_shards].second.shards.empty()) ++with_shards;
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& [dir, m] = parts[i];
-    TOKPACK_RETURN_IF_ERROR(CheckCompatible(first, parts[0].first, m, dir));
+    TOKPACK_RETURN_IF_ERROR(
+        CheckCompatible(parts[with_shards].second, parts[with_shards].first, m, dir));
     for (const ShardInfo& shard : m.shards) {
       ShardInfo moved = shard;
       moved.path = shard_at(i, shard.path);
@@ -144,8 +160,10 @@ struct PartFiles {
 // input side file.
 Status CheckPart(const PartFiles& files, Manifest* m) {
   for (const ShardInfo& shard : m->shards) {
-    for (const auto& [ext, bytes] :
-         {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes}, {".idx", shard.idx.bytes}}) {
+    for (const auto& [ext, bytes] : {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes},
+                                     {".idx", shard.idx.bytes},
+                                     {".mask", shard.has_mask ? shard.mask.bytes : 0}}) {
+      if (!shard.has_mask && std::string_view(ext) == ".mask") continue;
       const std::string name = shard.path + ext;
       TOKPACK_ASSIGN_OR_RETURN(uint64_t size, files.size(name));
       if (size != bytes) {

@@ -49,6 +49,7 @@ std::set<std::string> ObjectsOf(const Manifest& m) {
   for (const ShardInfo& s : m.shards) {
     names.insert(s.path + ".bin");
     names.insert(s.path + ".idx");
+    if (s.has_mask) names.insert(s.path + ".mask");
   }
   if (!m.tokenizer.file.empty()) names.insert(m.tokenizer.file);
   if (!m.provenance.inputs_file.empty()) names.insert(m.provenance.inputs_file);
@@ -203,6 +204,7 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
   for (ShardInfo& s : m.shards) {
     add(s.path, ".bin", File::Record::kChunks, &s.bin);
     add(s.path, ".idx", File::Record::kChunks, &s.idx);
+    if (s.has_mask) add(s.path, ".mask", File::Record::kChunks, &s.mask);
     s.path = generation + "/" + s.path;
   }
   if (!m.tokenizer.file.empty()) {

@@ -6,9 +6,10 @@
 #include <system_error>
 
 #include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "format/dataset_path.h"
 #include "format/idx_file.h"
-#include "base/file_system.h"
+#include "format/loss_mask.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "storage/remote_source.h"
@@ -208,6 +209,53 @@ void CheckIdx(const DatasetFiles& files, const std::string& name, const Manifest
   }
 }
 
+// Hashes a .mask, counts its set bits against the manifest's
+// trainable_tokens and checks that the last byte's unused bits are 0
+// (docs/format.md 3.1), so a reader's counts of trained tokens are right.
+void CheckMask(const DatasetFiles& files, const std::string& name, const Manifest& m,
+               const ShardInfo& shard, VerifyReport* report) {
+  const std::string path = files.Where(name);
+  StatusOr<uint64_t> size = files.Size(name);
+  if (!size.ok()) {
+    report->problems.push_back(size.status().message());
+    return;
+  }
+  const uint64_t want = MaskBytes(shard.tokens);
+  if (*size != want || *size != shard.mask.bytes) {
+    report->problems.push_back(path + ": size " + std::to_string(*size) + " bytes, expected " +
+                               std::to_string(want) + " (one bit per token of " +
+                               std::to_string(shard.tokens) + ")");
+    return;
+  }
+  ChunkHasher hasher(m.chunk_bytes);
+  uint64_t set = 0;
+  uint8_t last = 0;
+  Status s = files.ReadBlocks(name, *size, [&](std::string_view block) {
+    hasher.Update(block);
+    for (char c : block) set += static_cast<uint64_t>(__builtin_popcount(static_cast<uint8_t>(c)));
+    if (!block.empty()) last = static_cast<uint8_t>(block.back());
+    report->bytes_checked += block.size();
+    return Status::Ok();
+  });
+  if (!s.ok()) {
+    report->problems.push_back(s.message());
+    return;
+  }
+  ++report->files_checked;
+  CompareDigest(path, shard.mask, hasher.Finish(), m.chunk_bytes, report);
+  const unsigned used = static_cast<unsigned>(shard.tokens % 8);
+  if (used != 0 && (last >> used) != 0) {
+    report->problems.push_back(path + ": the last byte's " + std::to_string(8 - used) +
+                               " unused bits are not 0");
+    set -= static_cast<uint64_t>(__builtin_popcount(last >> used));
+  }
+  if (set != shard.trainable_tokens) {
+    report->problems.push_back(path + ": " + std::to_string(set) +
+                               " tokens carry loss, manifest says " +
+                               std::to_string(shard.trainable_tokens));
+  }
+}
+
 VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
                                 const std::function<void(uint64_t)>& on_bytes) {
   VerifyReport report;
@@ -220,6 +268,7 @@ VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
       CheckBin(files, bin, *bin_size, m, shard, on_bytes, &report);
     }
     CheckIdx(files, shard.path + ".idx", m, shard, bin_size.ok() ? *bin_size : 0, &report);
+    if (shard.has_mask) CheckMask(files, shard.path + ".mask", m, shard, &report);
   }
   if (!m.tokenizer.file.empty()) {
     StatusOr<std::string> model = files.Read(m.tokenizer.file, kMaxTokenizerBytes, Links::kRefuse);

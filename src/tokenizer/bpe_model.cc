@@ -24,6 +24,15 @@ class BpeModel : public TokenizerModel {
     return Status::Ok();
   }
 
+  // Byte-level BPE spells its input exactly, token after token, unless a
+  // normalizer or prefix space changed it; TokenRangesFromBytes checks that.
+  Status EncodeWithOffsets(std::string_view text, std::vector<int>* ids,
+                           std::vector<TokenRange>* ranges, EncodeCounts* counts) const override {
+    TOKPACK_RETURN_IF_ERROR(Encode(text, ids, counts, nullptr));
+    return TokenRangesFromBytes(
+        text, *ids, [&](size_t i) { return bpe_->TokenBytes((*ids)[i]); }, ranges);
+  }
+
   StatusOr<std::string> Decode(const std::vector<int>& ids) const override {
     return bpe_->Decode(ids);
   }

@@ -106,6 +106,9 @@ class BpeTokenizer {
   // byte-level files except that the bytes are not repaired to valid UTF-8.
   StatusOr<std::string> Decode(const std::vector<int>& ids) const;
 
+  // What Decode() gives for one id that is in the vocabulary.
+  std::string_view TokenBytes(int id) const { return id_bytes_[static_cast<size_t>(id)]; }
+
   // Max id + 1 over the vocabulary and the added/special tokens.
   int vocab_size() const { return vocab_size_; }
   // The id of an added/special token or, failing that, of a vocabulary entry,

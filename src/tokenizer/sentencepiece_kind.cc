@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/quote.h"
+#include "tokenizer/spm_offsets.h"
 #include "tokenizer/spm_word_encoder.h"
 #include "tokenizer/tokenizer_kinds.h"
 
@@ -24,6 +25,16 @@ class SentencepieceModel : public TokenizerModel {
   Status Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts,
                 const Tokenizer::IdSink* sink) const override;
 
+  // The whole text through the processor, whose alignment maps the
+  // normalized text back (the word cache keeps no offsets); the ids are
+  // those Encode() gives, which equals the processor's.
+  Status EncodeWithOffsets(std::string_view text, std::vector<int>* ids,
+                           std::vector<TokenRange>* ranges, EncodeCounts* counts) const override {
+    TOKPACK_RETURN_IF_ERROR(SpmEncodeWithOffsets(sp_, text, ids, ranges));
+    if (counts) Count(*ids, counts);
+    return Status::Ok();
+  }
+
   StatusOr<std::string> Decode(const std::vector<int>& ids) const override {
     std::string text;
     auto st = sp_.Decode(ids, &text);
@@ -32,6 +43,15 @@ class SentencepieceModel : public TokenizerModel {
   }
 
  private:
+  void Count(const std::vector<int>& ids, EncodeCounts* counts) const {
+    *counts = EncodeCounts();
+    for (int id : ids) {
+      const PieceKind kind = kinds_[static_cast<size_t>(id)];
+      counts->unknown += kind == kUnknown;
+      counts->byte_fallback += kind == kByte;
+    }
+  }
+
   sentencepiece::SentencePieceProcessor sp_;
   // Encodes sp_'s texts word by word through a cache; null where the model's
   // words cannot be encoded apart exactly (then sp_ encodes whole texts).
@@ -81,14 +101,7 @@ Status SentencepieceModel::Encode(std::string_view text, std::vector<int>* ids,
     auto st = sp_.Encode(absl::string_view(text.data(), text.size()), ids);
     if (!st.ok()) return InternalError("sentencepiece Encode failed: " + st.ToString());
   }
-  if (counts) {
-    *counts = EncodeCounts();
-    for (int id : *ids) {
-      const PieceKind kind = kinds_[static_cast<size_t>(id)];
-      counts->unknown += kind == kUnknown;
-      counts->byte_fallback += kind == kByte;
-    }
-  }
+  if (counts) Count(*ids, counts);
   if (sink && !ids->empty()) {
     (*sink)(ids->data(), ids->size());
     ids->clear();

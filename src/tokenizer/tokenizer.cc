@@ -9,6 +9,15 @@
 #include "tokenizer/tokenizer_kinds.h"
 
 namespace tokpack {
+namespace {
+
+Status OutOfMemory(std::string_view text) {
+  return Status(StatusCode::kResourceExhausted,
+                "out of memory tokenizing a text of " + std::to_string(text.size()) +
+                    " bytes (--max-document-bytes bounds the size of a text)");
+}
+
+}  // namespace
 
 struct Tokenizer::Impl {
   std::unique_ptr<TokenizerModel> model;
@@ -77,9 +86,18 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int>* ids, EncodeCou
     return impl_->model->Encode(text, ids, counts, sink);
   } catch (const std::bad_alloc&) {
     ids->clear();
-    return Status(StatusCode::kResourceExhausted,
-                  "out of memory tokenizing a text of " + std::to_string(text.size()) +
-                      " bytes (--max-document-bytes bounds the size of a text)");
+    return OutOfMemory(text);
+  }
+}
+
+Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int>* ids,
+                                    std::vector<TokenRange>* ranges, EncodeCounts* counts) const {
+  try {
+    return impl_->model->EncodeWithOffsets(text, ids, ranges, counts);
+  } catch (const std::bad_alloc&) {
+    ids->clear();
+    ranges->clear();
+    return OutOfMemory(text);
   }
 }
 

@@ -7,6 +7,7 @@
 #ifndef TOKPACK_SRC_TOKENIZER_TOKENIZER_KINDS_H_
 #define TOKPACK_SRC_TOKENIZER_TOKENIZER_KINDS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,9 +28,23 @@ class TokenizerModel {
   // of memory may throw std::bad_alloc (Tokenizer turns it into a Status).
   virtual Status Encode(std::string_view text, std::vector<int>* ids, EncodeCounts* counts,
                         const Tokenizer::IdSink* sink) const = 0;
+  // As Tokenizer::EncodeWithOffsets. The default spells the text with
+  // Decode() of each id (TokenRangesFromBytes); kinds with a faster or
+  // normalization-aware way override it.
+  virtual Status EncodeWithOffsets(std::string_view text, std::vector<int>* ids,
+                                   std::vector<TokenRange>* ranges, EncodeCounts* counts) const;
   // Ids are already checked to be below info().vocab_size.
   virtual StatusOr<std::string> Decode(const std::vector<int>& ids) const = 0;
 };
+
+// Sets *ranges to the byte range of each token of `ids` in `text`, where
+// `token_bytes(i)` is the bytes token i stands for: the tokens' bytes, one
+// after another, must spell `text` exactly, else FailedPrecondition naming
+// the byte offset where they part and `why` (what makes the kind's tokens
+// differ from the text).
+Status TokenRangesFromBytes(std::string_view text, const std::vector<int>& ids,
+                            const std::function<std::string_view(size_t)>& token_bytes,
+                            std::vector<TokenRange>* ranges);
 
 // What a kind's load gets: the file's bytes and what does not come from them.
 struct TokenizerFile {
