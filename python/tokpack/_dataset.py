@@ -353,6 +353,9 @@ def build(
     eos_token: Optional[str] = None,
     bos_token: Optional[str] = None,
     progress: Optional[Callable[[Dict[str, float]], None]] = None,
+    chat_template: Any = None,
+    loss: str = "assistant",
+    reasoning_loss: bool = True,
     **options: "Unpack[BuildOptions]",
 ) -> Dataset:
     """Packs corpora into a dataset at ``output``, exactly as ``tokpack build``
@@ -411,6 +414,13 @@ def build(
     ``pattern``, ``special``, ``eos_token`` and ``bos_token`` are as there
     (``--pattern``, ``--special``, ``--eos``, ``--bos-token`` of the CLI). ``progress`` is called with a dict (bytes_read,
     bytes_total, documents, tokens, elapsed_seconds) about twice a second.
+    With ``chat_template`` (a ``tokenizer_config.json``, a model directory,
+    a template file or a ``ChatTemplate``), ``inputs`` is an iterable of
+    conversations (lists of messages, or dicts holding them under
+    "messages"): each is rendered as ``transformers`` renders it and its
+    loss spans chosen by ``loss`` ("assistant", "last_assistant" or "all")
+    and ``reasoning_loss`` (``tokpack.chat_records``), and the dataset gets
+    loss masks (``loss_masks=True``).
     Ctrl-C cancels the build and leaves nothing at ``output``. Errors name
     the file and line (ValueError for bad input, FileNotFoundError for a
     missing input, RuntimeError "already_exists: ..." for an existing output
@@ -419,6 +429,15 @@ def build(
     paths: List[str] = []
     texts: Optional[Iterable[Any]] = None
     arrow_stream: Optional[ArrowStreamExportable] = None
+    if chat_template is not None:
+        if isinstance(inputs, (str, os.PathLike)) or hasattr(inputs, "__arrow_c_stream__"):
+            raise TypeError("with chat_template, inputs is an iterable of conversations; render "
+                            "files with `python -m tokpack.chat` and build the JSONL it writes")
+        if options.get("loss_masks") is False:
+            raise ValueError("chat_template builds loss masks; loss_masks=False contradicts it")
+        from ._chat import chat_records
+        options["loss_masks"] = True
+        inputs = chat_records(inputs, chat_template, loss=loss, reasoning_loss=reasoning_loss)
     if isinstance(inputs, (str, os.PathLike)):
         paths = [os.fspath(inputs)]
     elif hasattr(inputs, "__arrow_c_stream__"):
