@@ -23,6 +23,9 @@ cmake --build build/bench-release --target tokpack reader_bench -j "$JOBS" >/dev
 cmake --build build --target tokpack reader_bench spm_encode_bound tokenizer_encode_bench \
   -j "$JOBS" >/dev/null
 
+echo "== SFT: conversations to ids and loss masks, tokpack vs transformers' prefix renders"
+.venv/bin/python bench/sft_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
+
 echo "== packing: tokpack build vs Megatron-style vs LitData optimize"
 "$PY" bench/packing_peers.py --work "$OUT" --tokpack build/bench-release/tokpack \
   --rounds "$ROUNDS" --json-out "$OUT/packing.json" >/dev/null
