@@ -1,7 +1,5 @@
 // phases_by_name: phases named by source, checked and resolved by the core
 // (tokpack/mixture.h) for python/tokpack/_phases.py.
-#include "bindings/py_module.h"
-
 #include <pybind11/stl.h>
 
 #include <string>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "bindings/py_convert.h"
+#include "bindings/py_module.h"
 #include "tokpack/mixture.h"
 
 namespace py = pybind11;

@@ -1,10 +1,9 @@
 // input_name_kind and looks_like_input: the packer's own rules for which names
 // are inputs, so the Python package asks them instead of copying them. Pure
 // functions: no GIL release.
-#include "bindings/py_module.h"
-
 #include <string>
 
+#include "bindings/py_module.h"
 #include "frontend/registry_names.h"
 
 namespace tokpack {

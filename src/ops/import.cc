@@ -1,12 +1,12 @@
 #include "base/chunk_hasher.h"
+#include "base/file_system.h"
 #include "format/idx_file.h"
 #include "format/shard_writer.h"
-#include "base/file_system.h"
 #include "format/staging_dir.h"
 #include "tokpack/builder.h"
-#include "tokpack/version.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/tokenizer.h"
+#include "tokpack/version.h"
 
 namespace tokpack {
 

@@ -1,5 +1,7 @@
 // MakeArrowStreamTextSource over Arrow C streams built here by hand, as a
 // producer (pyarrow, polars, duckdb) lays them out: no Arrow library needed.
+#include "frontend/arrow_stream_source.h"
+
 #include <arrow/c/abi.h>
 #include <gtest/gtest.h>
 
@@ -11,8 +13,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "frontend/arrow_stream_source.h"
 
 namespace tokpack {
 namespace {
