@@ -72,29 +72,38 @@ struct Dataset::Impl {
     return std::upper_bound(token_ends.begin(), token_ends.end(), t) - token_ends.begin();
   }
 
+  // Calls part(shard, local, n) for each shard's part of stream tokens
+  // [begin, begin + count), in order: n tokens from token `local` of the
+  // shard's files. Stops at the first error `part` returns.
+  template <typename Part>
+  Status ForEachShardPart(uint64_t begin, uint64_t count, Part&& part) const {
+    TOKPACK_RETURN_IF_ERROR(CheckRange(begin, count));
+    size_t k = count ? ShardOfToken(begin) : 0;
+    while (count > 0) {
+      const Shard& s = shards[k];
+      const uint64_t n = std::min(count, token_ends[k] - begin);
+      TOKPACK_RETURN_IF_ERROR(part(s, begin - s.first_token + s.token_base, n));
+      begin += n;
+      count -= n;
+      ++k;
+    }
+    return Status::Ok();
+  }
+
   // Calls sink(src, n) for each run of n stored tokens of [begin, begin +
   // count), in order; src points into the mapping of a local file or of a
   // cached remote chunk (no copy), or, for a token split between two
   // chunks, into a per-call buffer.
   template <typename Sink>
   Status ForEachRun(uint64_t begin, uint64_t count, ReadStats* stats, Sink&& sink) const {
-    TOKPACK_RETURN_IF_ERROR(CheckRange(begin, count));
     const int item = TokenDtypeSize(manifest.dtype);
-    size_t k = count ? ShardOfToken(begin) : 0;
-    while (count > 0) {
-      const Shard& s = shards[k];
-      const uint64_t local = begin - s.first_token + s.token_base;
-      const uint64_t n = std::min(count, token_ends[k] - begin);
+    return ForEachShardPart(begin, count, [&](const Shard& s, uint64_t local, uint64_t n) {
       if (const char* mapped = s.bin->data()) {
         sink(mapped + local * item, n);
-      } else {
-        TOKPACK_RETURN_IF_ERROR(ForEachView(*s.bin, local * item, n * item, item, stats, sink));
+        return Status::Ok();
       }
-      begin += n;
-      count -= n;
-      ++k;
-    }
-    return Status::Ok();
+      return ForEachView(*s.bin, local * item, n * item, item, stats, sink);
+    });
   }
 
   // ForEachRun over bytes [offset, offset + bytes) of a source that is not

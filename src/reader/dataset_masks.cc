@@ -25,27 +25,22 @@ Status ReadUnmappedBits(const ByteSource& mask, uint64_t bit, uint64_t n, uint8_
 
 Status Dataset::Impl::ReadMask(uint64_t begin, uint64_t count, uint8_t* out,
                                ReadStats* stats) const {
-  TOKPACK_RETURN_IF_ERROR(CheckRange(begin, count));
   if (!has_masks) {
+    TOKPACK_RETURN_IF_ERROR(CheckRange(begin, count));
     std::memset(out, 1, count);
     return Status::Ok();
   }
-  size_t k = count ? ShardOfToken(begin) : 0;
-  while (count > 0) {
-    const Shard& s = shards[k];
-    const uint64_t local = begin - s.first_token + s.token_base;
-    const uint64_t n = std::min(count, token_ends[k] - begin);
-    if (const char* mapped = s.mask->data()) {
+  return ForEachShardPart(begin, count, [&](const Shard& s, uint64_t local, uint64_t n) {
+    const char* mapped = s.mask->data();
+    Status read = Status::Ok();
+    if (mapped != nullptr) {
       ExpandMaskBits(reinterpret_cast<const uint8_t*>(mapped), local, n, out);
     } else {
-      TOKPACK_RETURN_IF_ERROR(ReadUnmappedBits(*s.mask, local, n, out, stats));
+      read = ReadUnmappedBits(*s.mask, local, n, out, stats);
     }
     out += n;
-    begin += n;
-    count -= n;
-    ++k;
-  }
-  return Status::Ok();
+    return read;
+  });
 }
 
 uint64_t Dataset::Impl::SegmentTrainable(size_t k, const ShardInfo& whole) const {

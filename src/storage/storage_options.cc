@@ -4,6 +4,9 @@
 // stubs, and the table of docs/remote.md follow from it.
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/option_table.h"
 #include "storage/http_store.h"
@@ -41,28 +44,21 @@ std::string Env(const std::string& name) {
   return v ? std::string(v) : std::string();
 }
 
-// The first value `sources` give (see OptionInfo::env), or empty.
-std::string FirstFromEnvironment(const std::vector<std::string>& sources) {
+// The first value `sources` give (see OptionInfo::env) and the source that
+// gave it (for errors), or an empty value.
+std::pair<std::string, std::string> FirstFromEnvironment(const std::vector<std::string>& sources) {
   for (const std::string& source : sources) {
     if (source.rfind("~/", 0) == 0) {
-      if (const std::string home = Env("HOME"); !home.empty()) return home + source.substr(1);
+      if (const std::string home = Env("HOME"); !home.empty()) {
+        return {home + source.substr(1), source};
+      }
     } else if (source.rfind('/', 0) == 0) {
-      return source;
+      return {source, source};
     } else if (std::string v = Env(source); !v.empty()) {
-      return v;
+      return {v, source};
     }
   }
-  return "";
-}
-
-// The variable among `sources` that holds `value` (for errors).
-std::string VariableOf(const std::vector<std::string>& sources, const std::string& value) {
-  for (const std::string& source : sources) {
-    if (source.rfind('/', 0) != 0 && source.rfind("~/", 0) != 0 && Env(source) == value) {
-      return source;
-    }
-  }
-  return sources.front();
+  return {};
 }
 
 }  // namespace
@@ -133,10 +129,9 @@ template class OptionSet<O>;
 StatusOr<StorageOptions> StorageOptions::FromEnvironment() {
   StorageOptions o;
   for (const OptionInfo& info : Describe()) {
-    const std::string value = FirstFromEnvironment(info.env);
+    const auto [value, variable] = FirstFromEnvironment(info.env);
     if (value.empty()) continue;
     if (Status s = o.SetText(info.name, value); !s.ok()) {
-      const std::string variable = VariableOf(info.env, value);
       const bool count = info.type == OptionType::kInt || info.type == OptionType::kUInt;
       return InvalidArgumentError(variable + "='" + value + "' is " +
                                   (count ? "not a positive integer" : "refused") + ": " +

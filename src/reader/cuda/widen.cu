@@ -22,8 +22,8 @@ __global__ void WidenWindows(const In* __restrict__ windows, int64_t cells, int6
 }
 
 template <typename In, typename Out>
-cudaError_t Launch(const void* windows, int64_t rows, int64_t L, int64_t shift,
-                   const uint8_t* bits, void* inputs, void* targets, cudaStream_t stream) {
+cudaError_t Launch(const void* windows, int64_t rows, int64_t L, int64_t shift, const uint8_t* bits,
+                   void* inputs, void* targets, cudaStream_t stream) {
   const int64_t cells = rows * L;
   const int threads = 256;
   const int blocks = static_cast<int>(std::min<int64_t>((cells + threads - 1) / threads, 4096));
