@@ -1,12 +1,14 @@
 #include "base/quote.h"
 
+#include "base/utf8.h"
+
 namespace tokpack {
 
 std::string Clipped(std::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return std::string(s);
   size_t cut = max_bytes;
   // Back off continuation bytes, so that the head is not cut inside a character.
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  while (cut > 0 && IsUtf8Continuation(s[cut])) --cut;
   return std::string(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 

@@ -30,6 +30,9 @@ inline void AppendUtf8(uint32_t cp, std::string* out) {
   }
 }
 
+// Whether byte `c` continues a code point (10xxxxxx): never the first byte of one.
+inline bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
 bool IsValidUtf8(std::string_view s);
 
 // Returns `s` with every maximal ill-formed subsequence replaced by U+FFFD.

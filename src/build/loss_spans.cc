@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
+
 namespace tokpack {
 namespace {
-
-bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
 // Reads an integer element; false for anything else (1.0 and true included).
 bool ReadIndex(simdjson::dom::element e, int64_t* out) {
@@ -35,7 +35,7 @@ std::string ReadLossSpans(simdjson::dom::element value, std::string_view key, st
   auto to_byte = [&](int64_t index) -> bool {
     while (chars < index && byte < text.size()) {
       ++byte;
-      while (byte < text.size() && IsContinuation(text[byte])) ++byte;
+      while (byte < text.size() && IsUtf8Continuation(text[byte])) ++byte;
       ++chars;
     }
     return chars == index;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace tokpack {
 namespace {
 
@@ -113,7 +115,7 @@ bool SafeCutBefore(utf8proc_int32_t cp) {
 size_t FormPieceEnd(std::string_view in, size_t pos) {
   size_t end = pos + kFormPieceBytes;
   if (end >= in.size()) return in.size();
-  while (end < in.size() && (static_cast<unsigned char>(in[end]) & 0xC0) == 0x80) ++end;
+  while (end < in.size() && IsUtf8Continuation(in[end])) ++end;
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(in.data());
   while (end < in.size()) {
     utf8proc_int32_t cp = 0;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/utf8.h"
+
 namespace tokpack {
 
 // The code point starting at s[i] (valid UTF-8, i < s.size()); *len its bytes.
@@ -33,7 +35,7 @@ inline uint32_t DecodeUtf8(std::string_view s, size_t i, size_t* len) {
 inline size_t PreviousCharStart(std::string_view s, size_t i) {
   do {
     --i;
-  } while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80);
+  } while (i > 0 && IsUtf8Continuation(s[i]));
   return i;
 }
 
