@@ -23,20 +23,18 @@ void DefineMixture(py::module_& m) {
         std::vector<NamedPhase> named;
         size_t k = 0;
         for (const py::handle item : py::iter(phases)) {
-          const auto pair =
-              item.cast<std::pair<py::object, std::vector<std::pair<std::string, double>>>>();
+          const auto t = item.cast<py::tuple>();
+          const std::string where = "phases[" + std::to_string(k++) + "]";
           named.push_back(
-              {py_convert::IntArg<int64_t>(pair.first, "phases[" + std::to_string(k++) + "]"),
-               pair.second});
+              {py_convert::IntArg<int64_t>(t[0], where),
+               t[1].cast<std::vector<std::pair<std::string, double>>>(),
+               t.size() > 2 ? py_convert::IntArg<int64_t>(t[2], where + ".ramp_steps") : 0});
         }
-        py::list out;
-        for (const MixturePhase& p : py_convert::Unwrap(PhasesByName(names, named))) {
-          out.append(py::make_tuple(p.start_step, p.weights));
-        }
-        return out;
+        return PhasesList(py_convert::Unwrap(PhasesByName(names, named)));
       },
       py::arg("names"), py::arg("phases"),
-      "[(start_step, [weight per source])] of [(start_step, [(name, weight)])]; ValueError "
+      "[(start_step, [weight per source][, ramp_steps])] of [(start_step, [(name, weight)][, "
+      "ramp_steps])]; ValueError "
       "naming the phase and the source if the phases break a rule (tokpack/mixture.h).");
 }
 

@@ -127,7 +127,7 @@ StatusOr<OpenedMixture> OpenMixture(const ProfileArgs& a, const StorageOptions& 
   if (!a.phases_file.empty()) return OpenMixtureFile(a.phases_file, storage, a.open_options);
   TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds,
                            Dataset::Open(a.dataset, storage, a.open_options));
-  return OpenedMixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}};
+  return OpenedMixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}, {}};
 }
 
 // One setting: warm-up steps, then `steps` steps of next() followed by a
@@ -136,7 +136,8 @@ Status Measure(const ProfileArgs& a, const OpenedMixture& mix, double step, Resu
   LoaderOptions o = a.o;
   o.threads = r->threads;
   o.prefetch = r->prefetch;
-  StatusOr<std::unique_ptr<Loader>> created = Loader::Create(mix.datasets, mix.phases, o);
+  StatusOr<std::unique_ptr<Loader>> created =
+      Loader::Create(mix.datasets, mix.phases, mix.max_epochs, o);
   if (!created.ok() && !a.phases_file.empty()) return created.status().WithContext(a.phases_file);
   TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, std::move(created));
   const auto next = [&]() -> Status {

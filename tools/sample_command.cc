@@ -67,7 +67,7 @@ StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageO
     *names = mix.names;
     *first = mix.datasets[0];
     StatusOr<std::unique_ptr<Loader>> loader =
-        Loader::Create(std::move(mix.datasets), std::move(mix.phases), a.o);
+        Loader::Create(std::move(mix.datasets), std::move(mix.phases), mix.max_epochs, a.o);
     if (!loader.ok()) return loader.status().WithContext(a.phases_file);
     return loader;
   }
