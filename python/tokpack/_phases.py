@@ -57,12 +57,19 @@ def unique_names(locations: Sequence[PathLike]) -> List[str]:
     """The sources' names in a single-mixture loader: the paths given (a
     Dataset's own path), a repeated one suffixed with #2, #3, ..."""
     names: List[str] = []
+    taken: set = set()
     for loc in locations:
-        name, k = _name(loc), 1
-        while (name if k == 1 else f"{name}#{k}") in names:
-            k += 1
-        names.append(name if k == 1 else f"{name}#{k}")
+        names.append(_unique(_name(loc), taken))
+        taken.add(names[-1])
     return names
+
+
+def _unique(name: str, taken: Any) -> str:
+    """`name`, or name#2, name#3, ...: the first not in `taken`."""
+    k = 1
+    while (name if k == 1 else f"{name}#{k}") in taken:
+        k += 1
+    return name if k == 1 else f"{name}#{k}"
 
 
 def _phase_parts(i: int, phase: Any) -> Tuple[Any, Any, Any]:
@@ -135,7 +142,7 @@ class Sources:
                 return self._by_location[probe]
             if add:
                 # Two Datasets of one path (other options) are two sources.
-                self.add(unique_names([*self.names, _name(key)])[-1], key)
+                self.add(_unique(_name(key), self._by_name), key)
                 return len(self.names) - 1
         raise ValueError(f"{where}: unknown source {key!r}; the sources are {self.names}")
 

@@ -122,15 +122,17 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
   const size_t shift = o.labels == LabelsMode::kNext ? 1 : 0;
   BatchArrays& out = slot.arrays;
   out.num_cu = 0;
-  std::vector<uint64_t>& trainable = slot.info.trainable;
-  trainable.assign(sources.size(), 0);  // Keeps its capacity.
+  // Per row, not per source: a batch's cost does not grow with the sources.
+  std::vector<std::pair<uint32_t, uint64_t>>& trainable = slot.info.trainable;
+  trainable.assign(slot.rows.size(), {0, 0});  // Keeps its capacity.
   for (size_t b = 0; b < slot.rows.size(); ++b) {
     const uint32_t source = slot.rows[b].first;
+    trainable[b].first = source;
     const Dataset& ds = *sources[source].dataset;
     const uint64_t a = slot.rows[b].second * L;
     if (!views.empty()) {
       TOKPACK_RETURN_IF_ERROR(FillPackedRow(ds, *views[source], slot.rows[b].second, o, b, out,
-                                            stats, &trainable[source]));
+                                            stats, &trainable[b].second));
       continue;
     }
     if (layout.compact) {
@@ -145,14 +147,14 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
     // Without masks and without a loss_mask array every label carries loss:
     // nothing to do per row.
     if (out.loss_mask == nullptr && !ds.has_loss_masks()) {
-      trainable[source] += L;
+      trainable[b].second = L;
     } else {
       StatusOr<uint64_t> kept =
           o.dtype == OutputDtype::kInt32
               ? MaskRow<int32_t>(ds, a, L, b, shift, layout.compact, out, stats)
               : MaskRow<int64_t>(ds, a, L, b, shift, layout.compact, out, stats);
       TOKPACK_RETURN_IF_ERROR(kept.status());
-      trainable[source] += *kept;
+      trainable[b].second = *kept;
     }
     if (o.document_boundaries) FillBoundaries(ds, a, L, b, out);
   }

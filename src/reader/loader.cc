@@ -261,8 +261,7 @@ class LoaderImpl : public Loader {
     ++consume_step_;
     waits_.Record(waited, &stats_);
     stats_.bytes_served += served_bytes_;
-    const std::vector<uint64_t>& kept = found->info.trainable;
-    for (size_t s = 0; s < kept.size(); ++s) trainable_[s] += kept[s];
+    for (const auto& [source, kept] : found->info.trainable) trainable_[source] += kept;
     return HandOut(pipeline_, &ring, found);
   }
 
