@@ -1,7 +1,7 @@
 """Seeing the mixture: tokpack.mixture_plan (the loader's schedule, step by
 step, without reading data), `tokpack sample --plan-json` and `--plot`
 (drawn by tokpack.mixture_plot), with 5 sources and with 200, and the
-examples of docs/reader.md ("Seeing the mixture") as written."""
+examples of docs/reader.md ("Seeing the mixture") and docs/cli.md as written."""
 import json
 import os
 import shlex
@@ -157,6 +157,11 @@ def test_the_docs_examples_run(run_tokpack, sources, tmp_path, python_path_env):
                    {"start_step": 900, "weights": {"web": 0.5, "code": 0.2, "math": 0.3}}]}))
     command = shlex.split(doc_example("reader.md", "mixture-plot-cli"))
     assert command[:2] == ["tokpack", "sample"] and "--plot" in command
+    run_tokpack(*command[1:], cwd=tmp_path, env=python_path_env)
+    assert_png(tmp_path / "mix.png")
+    (tmp_path / "mix.png").unlink()
+    command = shlex.split(doc_example("cli.md", "cli-mixture-plot"))
+    assert command[:2] == ["build/tokpack", "sample"] and "--plot" in command
     run_tokpack(*command[1:], cwd=tmp_path, env=python_path_env)
     assert_png(tmp_path / "mix.png")
     code = doc_example("reader.md", "mixture-plan-python")
