@@ -137,6 +137,13 @@ def parse_device(text: str) -> str: ...
 # naming the phase and the source), as one weight per source in `names` order.
 def phases_by_name(names: Sequence[str],
                    phases: Sequence[Tuple[Any, ...]]) -> List[CorePhase]: ...
+# The plan of a mixture (tokpack._plan): phases (start_step, weights[, ramp_steps]),
+# caps as max_epochs per source of `samples` each ([]: none); arrays as bytes
+# ("steps", "phase": int64, "planned": float64, "drawn": uint64, rows of one
+# value per source) and "events": [(kind, step, phase, source or None)].
+def mixture_plan(names: Sequence[str], phases: Sequence[Tuple[Any, ...]],
+                 max_epochs: Sequence[float], samples: Sequence[int], global_batch: int,
+                 steps: int, stride: int) -> Dict[str, Any]: ...
 
 def cuda_available() -> Tuple[bool, str]: ...
 
