@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import run_python
+from doc_examples import doc_example
 from phase_data import decode, make_sources
 
 tokpack = pytest.importorskip("tokpack")
@@ -155,3 +156,17 @@ def test_the_phases_file_takes_ramps_and_caps(sources, tmp_path, run_tokpack):
     path.write_text(json.dumps(bad))
     out = run_tokpack("sample", "--phases", path, "--seq-len", 4, "--steps", 1, check=False)
     assert out.returncode == 1 and "field 'sources.web.max_epochs' is not a cap" in out.stderr
+
+
+def test_the_docs_phases_file_with_a_ramp_and_a_cap_runs(sources, tmp_path, run_tokpack):
+    mix = json.loads(doc_example("cli.md", "cli-phases-ramp-cap"))
+    assert mix["phases"][1]["ramp_steps"] == 1000 and mix["sources"]["math"]["max_epochs"] == 4
+    mix["sources"] = {"web": sources["web"], "math": {"path": sources["math"], "max_epochs": 4}}
+    for phase in mix["phases"]:  # The docs' steps, a hundred times shorter.
+        phase["start_step"] //= 100
+        phase["ramp_steps"] = phase.get("ramp_steps", 0) // 100
+    (tmp_path / "mix.json").write_text(json.dumps(mix))
+    out = run_tokpack("sample", "--phases", tmp_path / "mix.json", "--seq-len", 4,
+                      "--batch-size", 8, "--shuffle", "none", "--steps", 400, "--summary")
+    # math's 100 samples per epoch, 4 epochs, then web alone.
+    assert "source math: samples 400," in out.stdout
