@@ -394,8 +394,10 @@ class Loader:
     def __repr__(self) -> str:
         phases = self.phases
         mixture = (_phases.format_weights(phases[0][1]) if len(phases) == 1 else
-                   "phases=[" + ", ".join(f"({k}, {_phases.format_weights(w)})"
-                                          for k, w in phases) + "]")
+                   "phases=[" + ", ".join(
+                       f"({p[0]}, {_phases.format_weights(p[1])}"
+                       + (f", {_phases.ramp_of(p)})" if _phases.ramp_of(p) else ")")
+                       for p in phases) + "]")
         return (
             f"tokpack.Loader({mixture}, seq_len={self.seq_len}, "
             f"batch_size={self.batch_size}, rank={self.rank}/{self.world_size}, "
