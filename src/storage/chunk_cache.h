@@ -7,7 +7,8 @@
 //   mismatch is fetched once more, then reported as DataLoss.
 // - The chunks on disk never exceed the size limit: space is reserved under
 //   a cache-wide lock, evicting the least recently used chunks first; a chunk
-//   that a reader holds (shared flock) is not evicted.
+//   that a reader holds (shared flock) is not evicted. The count of bytes is
+//   kept in the lock file, so a store scans no directory (CacheLedger).
 // - A lock file exists only while its chunk is being fetched (see ChunkLock
 //   in the .cc), so their number stays bounded.
 // - Waits on another process's lock poll a cancel flag, and end after a
@@ -41,6 +42,8 @@
 #include "tokpack/storage.h"
 
 namespace tokpack {
+
+class CacheLedger;
 
 class ChunkCache {
  public:
@@ -109,17 +112,14 @@ class ChunkCache {
   Status OpenCached(const std::string& key, const std::string& path, uint64_t size, bool map,
                     Pin* pin, bool* hit);
   Status Store(const std::string& key, const std::string& data);
-  Status EvictFor(uint64_t needed, uint64_t* ledger);
   // Warns on stderr the first time a chunk goes uncached.
   void WarnUncached(const Status& why);
-  // One pass over the chunks: removes temporaries (the cache-wide lock must
-  // be held: any found belong to a writer that died) and sums the rest.
-  StatusOr<uint64_t> RemoveTemporariesAndSum() const;
 
   std::string dir_;
   uint64_t limit_;
   LockWait wait_;
   std::shared_ptr<ChunkMappings> mappings_;
+  std::shared_ptr<CacheLedger> ledger_;  // The directory's byte count and eviction order.
   std::atomic<bool> warned_{false};
 };
 
