@@ -87,6 +87,9 @@ class ChunkCache {
   // This process's mapping of chunk `key`, counted as a hit, or null: the
   // warm path, which needs no name or fetch.
   Pin FindMapped(const std::string& key, ReadStats* stats);
+  // The epoch of this process's mappings (ChunkMappings::epoch()): a chunk
+  // that FindMapped() found at epoch E stays mapped while it is E.
+  uint64_t mapping_epoch() const { return mappings_->epoch(); }
 
   // Copies bytes [offset, offset + n) of chunk `key` (`size` bytes, checksum
   // `xxh3`) into `dst`, fetching it first if it is not cached (as Map()).

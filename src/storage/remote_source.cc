@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <thread>
 #include <utility>
 
 #include "base/chunk_hasher.h"
@@ -49,7 +50,8 @@ class RemoteSource : public ByteSource {
         url_(store_->location().UrlOf(name_)),
         digest_(std::move(digest)),
         chunk_bytes_(chunk_bytes),
-        key_prefix_(HashToHex(Xxh3(url_)) + "-") {}
+        key_prefix_(HashToHex(Xxh3(url_)) + "-"),
+        slots_(new Slot[digest_.chunk_xxh3.size()]) {}
 
   uint64_t size() const override { return digest_.bytes; }
   const char* data() const override { return nullptr; }
@@ -60,9 +62,11 @@ class RemoteSource : public ByteSource {
     if (n == 0 || offset >= digest_.bytes) return;
     const uint64_t last = std::min(offset + n, digest_.bytes) - 1;
     for (uint64_t k = offset / chunk_bytes_; k <= last / chunk_bytes_; ++k) {
-      // Mapped by this process: cached and pinned, no hint. Anything else
-      // (on disk or not, evicted since it was read) is hinted; the task
-      // finds a chunk on disk without fetching it.
+      // Mapped by this process: cached and pinned, no hint; known so from
+      // its slot without a lookup. Anything else (on disk or not, evicted
+      // since it was read) is hinted; the task finds a chunk on disk
+      // without fetching it.
+      if (slots_[k].epoch.load(std::memory_order_acquire) == cache_->mapping_epoch()) continue;
       const std::string key = Key(k);
       if (cache_->FindMapped(key, nullptr) != nullptr) continue;
       const uint64_t start = k * chunk_bytes_;
@@ -110,10 +114,21 @@ class RemoteSource : public ByteSource {
     const uint64_t k = offset / chunk_bytes_;
     const uint64_t start = k * chunk_bytes_;
     const uint64_t size = std::min(chunk_bytes_, digest_.bytes - start);
+    // Warmest: the mapping this chunk's slot holds, while nothing has left
+    // the table since it was stamped: no key, no table lock, no probe.
+    Slot& slot = slots_[k];
+    const uint64_t epoch = cache_->mapping_epoch();
+    ChunkCache::Pin chunk;
+    if (slot.epoch.load(std::memory_order_acquire) == epoch) chunk = slot.Get();
+    if (chunk != nullptr) {
+      if (stats != nullptr) stats->cache_hits++;
+      return ByteView{ChunkCache::Pin(chunk, chunk.get() + (offset - start)),
+                      std::min(n, start + size - offset)};
+    }
     thread_local std::string key;
     KeyInto(k, &key);
     // Warm: this process's mapping, without building a name or a fetch.
-    ChunkCache::Pin chunk = cache_->FindMapped(key, stats);
+    chunk = cache_->FindMapped(key, stats);
     if (chunk == nullptr) {
       // Not mapped: this read goes ahead of its chunk's hint, if queued, or
       // waits for its fetch under way, whose attempts it then continues.
@@ -128,7 +143,13 @@ class RemoteSource : public ByteSource {
           stats);
       attempts_->End(key, left, mapped.ok());
       TOKPACK_ASSIGN_OR_RETURN(chunk, std::move(mapped));
+      // Served from memory (uncached): no slot, the next read fetches it again.
+      if (cache_->FindMapped(key, nullptr) != chunk) {
+        return ByteView{ChunkCache::Pin(chunk, chunk.get() + (offset - start)),
+                        std::min(n, start + size - offset)};
+      }
     }
+    slot.Set(chunk, epoch);
     return ByteView{ChunkCache::Pin(chunk, chunk.get() + (offset - start)),
                     std::min(n, start + size - offset)};
   }
@@ -158,6 +179,35 @@ class RemoteSource : public ByteSource {
     return key;
   }
 
+  // A chunk's mapping as this source last found it in the cache's table,
+  // and the table's epoch then: while the epoch is unchanged no mapping has
+  // left the table, so this one is still there (and a hint for it is
+  // needless). The mapping is held weakly: a slot never keeps a released
+  // chunk mapped (its flock would keep it from eviction).
+  struct Slot {
+    std::atomic<uint64_t> epoch{0};  // 0: none.
+    std::atomic<bool> busy{false};   // Guards `chunk` (a weak_ptr is not atomic).
+    std::weak_ptr<const char> chunk;
+
+    ChunkCache::Pin Get() {
+      Lock();
+      ChunkCache::Pin pin = chunk.lock();
+      busy.store(false, std::memory_order_release);
+      return pin;
+    }
+    void Set(const ChunkCache::Pin& pin, uint64_t at) {
+      Lock();
+      chunk = pin;
+      epoch.store(at, std::memory_order_release);
+      busy.store(false, std::memory_order_release);
+    }
+    // Held for a weak_ptr copy: a spin, yielding in case the holder was
+    // preempted.
+    void Lock() {
+      while (busy.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
+    }
+  };
+
   std::shared_ptr<HttpStore> store_;
   std::shared_ptr<ChunkCache> cache_;
   std::shared_ptr<PrefetchOwner> prefetch_;
@@ -166,6 +216,7 @@ class RemoteSource : public ByteSource {
   FileDigest digest_;
   uint64_t chunk_bytes_;
   std::string key_prefix_;
+  std::unique_ptr<Slot[]> slots_;  // One per chunk.
 };
 
 // A whole file held in memory.
