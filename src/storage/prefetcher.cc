@@ -1,5 +1,7 @@
 #include "storage/prefetcher.h"
 
+#include <pthread.h>
+
 #include <vector>
 
 namespace tokpack {
@@ -83,6 +85,8 @@ void Prefetcher::Release(const std::string& key) {
 }
 
 void Prefetcher::Run() {
+  // Named so that tools (top -H, /proc/PID/task/*/comm) and tests can count them.
+  ::pthread_setname_np(::pthread_self(), kThreadName);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     work_cv_.wait(lock, [&] { return stop_ || !order_.empty(); });

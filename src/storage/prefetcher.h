@@ -47,6 +47,8 @@ namespace tokpack {
 class Prefetcher {
  public:
   static constexpr size_t kMaxQueued = 4096;
+  // The name of the worker threads (at most 15 characters, Linux's limit).
+  static constexpr char kThreadName[] = "tp-prefetch";
 
   // `threads` >= 1 workers; at most `max_queued` >= 1 tasks wait.
   explicit Prefetcher(int threads, size_t max_queued = kMaxQueued)
