@@ -98,16 +98,18 @@ def worker_steady(a):
     t0 = time.perf_counter()
     loader = tokpack.Loader(a["src"], seq_len=SEQ_LEN, batch_size=BATCH, seed=1,
                             shuffle="full", as_="numpy", max_steps=a["steps"])
-    first = None
+    first = cpu0 = None
     steps = check = 0
     for batch in loader:
         if first is None:
-            first = time.perf_counter()
+            first, cpu0 = time.perf_counter(), time.process_time()
         check += int(batch["input_ids"][0, steps % SEQ_LEN])
         steps += 1
     took = time.perf_counter() - first
+    cpu = time.process_time() - cpu0
     stats = loader.stats()
     return {"steady_samples_per_s": (steps - 1) * BATCH / took, "checksum": check,
+            "cpu_us_per_sample": cpu * 1e6 / ((steps - 1) * BATCH),
             "cache_misses": stats.get("cache_misses", 0)}
 
 
@@ -121,7 +123,7 @@ def run_worker(kind, args, env, python=sys.executable):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--counts", default="10,100,1000")
+    ap.add_argument("--counts", default="10,100,1000", help="source counts; empty: none")
     ap.add_argument("--source-tokens", type=int, default=40_000)
     ap.add_argument("--source-steps", type=int, default=50)
     ap.add_argument("--tokens", type=int, default=32_000_000)
@@ -139,7 +141,7 @@ def main():
     counts = [int(c) for c in args.counts.split(",") if c]
     small, _ = harness.synthetic_dataset(BENCH, work, args.source_tokens, args.source_tokens)
     served = work / "served"
-    for i in range(max(counts)):
+    for i in range(max(counts, default=0)):
         d = served / f"s{i:04d}"
         if not (d / "manifest.json").exists():
             shutil.copytree(small, d)
@@ -239,6 +241,7 @@ def warm(args, base_env, fresh_cache, RangeServer):
             list(srcs), args.rounds,
             lambda name: run_worker("steady", {"src": srcs[name], "steps": steps}, env),
             log=lambda r: f"{r['steady_samples_per_s']:,.0f} samples/s, "
+                          f"{r['cpu_us_per_sample']:.2f} us CPU per sample, "
                           f"{r['cache_misses']} misses")
     local = [r["steady_samples_per_s"] for r in results["local disk"]]
     lines = [f"Warm reads: {args.tokens:,} tokens (uint16, 4 MiB chunks), seq_len {SEQ_LEN}, "
@@ -246,11 +249,17 @@ def warm(args, base_env, fresh_cache, RangeServer):
              "the first batch, the cache filled by an earlier epoch (no chunk fetched while "
              "timed).", "",
              "| reader | samples/s after the first batch (median) | vs local disk (median of "
-             "per-round ratios) |", "|---|---|---|"]
+             "per-round ratios) | CPU per sample, all threads (median) | local disk's CPU "
+             "per sample over this one's (median of per-round ratios) |",
+             "|---|---|---|---|---|"]
+    local_cpu = [r["cpu_us_per_sample"] for r in results["local disk"]]
     for name, rs in results.items():
         sps = [r["steady_samples_per_s"] for r in rs]
+        cpu = [r["cpu_us_per_sample"] for r in rs]
         ratio = median([s / l for s, l in zip(sps, local)])
-        lines.append(f"| {name} | {median(sps):,.0f} | {ratio:.2f}x |")
+        cpu_ratio = median([l / c for c, l in zip(cpu, local_cpu)])
+        lines.append(f"| {name} | {median(sps):,.0f} | {ratio:.2f}x | {median(cpu):.2f} us "
+                     f"| {cpu_ratio:.2f}x |")
     return "\n".join(lines)
 
 
