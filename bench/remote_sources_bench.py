@@ -190,6 +190,9 @@ def main():
             lines.append(f"| {n} | {py} | {median([r['open_s'] for r in rs]):.2f} s | {threads} "
                          f"| {max(r['peak_sockets'] for r in rs)} | {ok} |")
     sources_table = "\n".join(lines)
+    before_note = (" \"before\" is the build given by --baseline-python (one pool of "
+                   "prefetch threads and connections per dataset, opened one after another), "
+                   "run interleaved with this one." if args.baseline_python else "")
     print(sources_table)
 
     warm_table = ""
@@ -198,19 +201,22 @@ def main():
         print(warm_table)
 
     if args.report:
-        doc = f"""### Many remote sources, and warm remote reads
+        command = " ".join(["bench/remote_sources_bench.py"] + sys.argv[1:])
+        doc = f"""Measured with
 
-{harness.machine_line()}. `bench/remote_sources_bench.py --rounds {args.rounds}`.
+    .venv/bin/python {command}
 
-A `tokpack.Loader` over N remote datasets (copies of one of {args.source_tokens:,}
-tokens, served over http:// by a loopback server), opened with an empty cache in a
-fresh process, then {args.source_steps} batches of {BATCH} read: the time the
-constructor took (every manifest and index fetched), and the most threads (the
-sampling thread not counted) and sockets the process had at any millisecond.
-Threads and connections are per process and storage settings, not per source
-(docs/remote.md, "Prefetch"); the sources open side by side on at most
-`prefetch_threads` threads. "before" is the build without shared pools, run
-interleaved with this one.
+on {harness.machine_line()} (shared with other work, so noisy; every ratio is against
+a baseline measured in the same run, rounds interleaved).
+
+**Many sources.** A `tokpack.Loader` over N remote datasets (copies of one of
+{args.source_tokens:,} tokens, served over http:// by tests/python's `RangeServer` on
+loopback, in the benchmark's process), opened with an empty cache in a fresh process,
+then {args.source_steps} batches of {BATCH} read: the time the constructor took (every
+manifest and index fetched), and the most threads (the sampling thread not counted) and
+sockets the process had at any millisecond. Threads and connections are per process
+and storage settings, not per source (docs/remote.md, "Prefetch"), and the sources
+open side by side on at most `prefetch_threads` threads.{before_note}
 
 {sources_table}
 
@@ -244,10 +250,13 @@ def warm(args, base_env, fresh_cache, RangeServer):
                           f"{r['cpu_us_per_sample']:.2f} us CPU per sample, "
                           f"{r['cache_misses']} misses")
     local = [r["steady_samples_per_s"] for r in results["local disk"]]
-    lines = [f"Warm reads: {args.tokens:,} tokens (uint16, 4 MiB chunks), seq_len {SEQ_LEN}, "
-             f"batch {BATCH}, `shuffle=\"full\"`, default settings, {args.epochs} epochs after "
-             "the first batch, the cache filled by an earlier epoch (no chunk fetched while "
-             "timed).", "",
+    lines = [f"**Warm reads.** {args.tokens:,} tokens (uint16, 4 MiB chunks), seq_len {SEQ_LEN}, "
+             f"batch {BATCH}, `shuffle=\"full\"`, default settings (lookahead_steps 16, "
+             f"2 threads), {args.epochs} epochs after the first batch, from local disk (page "
+             "cache), from http:// (`RangeServer`) and from s3:// (moto, SigV4 checked), both "
+             "on loopback, with a cache an earlier epoch filled: no chunk is fetched while "
+             "timed. CPU per sample is the process's CPU time (all threads) over the samples, "
+             "steadier than samples/s on a shared machine.", "",
              "| reader | samples/s after the first batch (median) | vs local disk (median of "
              "per-round ratios) | CPU per sample, all threads (median) | local disk's CPU "
              "per sample over this one's (median of per-round ratios) |",
