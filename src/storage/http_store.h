@@ -14,12 +14,9 @@
 #ifndef TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 #define TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
