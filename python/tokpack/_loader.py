@@ -22,10 +22,6 @@ Sources = Union[PathLike, Sequence[PathLike], Sequence[Tuple[PathLike, float]], 
 _FORMATS = ("torch", "numpy", "jax", "dlpack")
 
 
-def _as_dataset(source: PathLike) -> Dataset:
-    return source if isinstance(source, Dataset) else Dataset(source)
-
-
 def _parse_sources(sources: Sources) -> Tuple[List[Dataset], List[float]]:
     if isinstance(sources, Mapping):
         pairs = list(sources.items())
@@ -40,13 +36,17 @@ def _parse_sources(sources: Sources) -> Tuple[List[Dataset], List[float]]:
         pairs = [s if isinstance(s, tuple) else (s, 1.0) for s in sources]
     if not pairs:
         raise ValueError("tokpack.Loader needs at least one dataset")
-    # Paths are opened side by side: a mixture of many remote sources waits
-    # for a few manifest fetches, not for all of them in turn.
-    paths = [p for p, _ in pairs if not isinstance(p, Dataset)]
+    return _open_side_by_side([p for p, _ in pairs]), [float(w) for _, w in pairs]
+
+
+def _open_side_by_side(locations: Sequence[PathLike]) -> List[Dataset]:
+    """Datasets of `locations` (paths, or Datasets kept as they are), the
+    paths opened side by side: a mixture of many remote sources waits for a
+    few manifest fetches, not for all of them in turn."""
+    paths = [p for p in locations if not isinstance(p, Dataset)]
     opened = iter(Dataset._open_all(paths)) if len(paths) > 1 else None
-    datasets = [p if isinstance(p, Dataset) else next(opened) if opened else Dataset(p)
-                for p, _ in pairs]
-    return datasets, [float(w) for _, w in pairs]
+    return [p if isinstance(p, Dataset) else next(opened) if opened else Dataset(p)
+            for p in locations]
 
 
 class Loader:
@@ -175,7 +175,7 @@ class Loader:
                                       max_epochs=caps, **options)
         else:
             locations, self._names, core_phases = _phases.resolve(sources, phases)
-            self._datasets = [_as_dataset(p) for p in locations]
+            self._datasets = _open_side_by_side(locations)
             caps = _phases.caps_for(self._names, self._datasets, max_epochs)
             self._core = _core.Loader([d._core for d in self._datasets], phases=core_phases,
                                       max_epochs=caps, **options)
