@@ -55,16 +55,16 @@ void FillBoundaries(const Dataset& ds, uint64_t a, uint64_t L, size_t b, BatchAr
   int32_t* pos = out.position_ids + b * L;
   const int32_t row0 = static_cast<int32_t>(b * L);
   out.cu_seqlens[out.num_cu++] = row0;
-  uint64_t seg = a;
-  size_t k = 0;
-  for (uint64_t j = 0; j < L; ++j) {
-    if (k < starts.size() && starts[k] == a + j) {
-      seg = a + j;
-      out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
-      ++k;
-    }
-    pos[j] = static_cast<int32_t>(a + j - seg);
+  // A segment runs from the row start or a document start (each in
+  // (a, a + L), ascending) to the next; its positions count from 0.
+  uint64_t seg = 0;
+  for (const uint64_t start : starts) {
+    const uint64_t j = start - a;
+    FillPositions(pos + seg, j - seg);
+    out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
+    seg = j;
   }
+  FillPositions(pos + seg, L - seg);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace tokpack {
 namespace {
@@ -40,14 +41,14 @@ Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pa
     } else {
       *trainable += p.length - 1;
     }
-    for (uint64_t k = 0; k < p.length; ++k) pos[j + k] = static_cast<int32_t>(k);
+    FillPositions(pos + j, p.length);
     j += p.length;
   }
   if (j < L) {
     out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
     std::fill(in + j, in + L, static_cast<T>(pad));
     std::fill(labels + j, labels + L, static_cast<T>(kIgnoreLabel));
-    for (uint64_t k = j; k < L; ++k) pos[k] = static_cast<int32_t>(k - j);
+    FillPositions(pos + j, L - j);
   }
   if (out.loss_mask != nullptr) {
     uint8_t* mask = out.loss_mask + b * L;
@@ -57,6 +58,17 @@ Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pa
 }
 
 }  // namespace
+
+void FillPositions(int32_t* pos, uint64_t n) {
+  thread_local std::vector<int32_t> iota;  // 0, 1, 2, ...; grows, never shrinks.
+  if (iota.size() < n) {
+    const size_t had = iota.size();
+    iota.resize(n);
+    std::iota(iota.begin() + static_cast<std::ptrdiff_t>(had), iota.end(),
+              static_cast<int32_t>(had));
+  }
+  std::memcpy(pos, iota.data(), n * sizeof(int32_t));
+}
 
 Status FillPackedRow(const Dataset& ds, const PackedView& view, uint64_t bin,
                      const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats,
