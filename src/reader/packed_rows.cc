@@ -8,7 +8,7 @@ namespace tokpack {
 namespace {
 
 template <typename T>
-Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pad, uint64_t L,
+Status Fill(const Dataset& ds, const TokenRange* pieces, size_t n, int64_t pad, uint64_t L,
             bool next, size_t b, BatchArrays& out, ReadStats* stats, uint64_t* trainable) {
   thread_local std::vector<uint8_t> bits;  // A piece's mask bits; reused.
   const bool masked = ds.has_loss_masks();
@@ -17,7 +17,8 @@ Status Fill(const Dataset& ds, const std::vector<TokenRange>& pieces, int64_t pa
   int32_t* pos = out.position_ids + b * L;
   const int32_t row0 = static_cast<int32_t>(b * L);
   uint64_t j = 0;
-  for (const TokenRange& p : pieces) {
+  for (const TokenRange* it = pieces; it != pieces + n; ++it) {
+    const TokenRange& p = *it;
     // Untrusted plan sizes were checked on load; this guards the row anyway.
     if (p.length == 0 || p.length > L - j) {
       return InternalError("a packed bin of '" + ds.path() + "' holds more than seq_len " +
@@ -70,17 +71,51 @@ void FillPositions(int32_t* pos, uint64_t n) {
   std::memcpy(pos, iota.data(), n * sizeof(int32_t));
 }
 
-Status FillPackedRow(const Dataset& ds, const PackedView& view, uint64_t bin,
+void GatherPackedRows(const std::vector<std::shared_ptr<const PackedView>>& views,
+                      const std::vector<std::pair<uint32_t, uint64_t>>& rows,
+                      std::vector<TokenRange>* pieces, std::vector<size_t>* ends) {
+  // Reused: no steady-state allocation.
+  thread_local std::vector<uint64_t> bins;
+  thread_local std::vector<TokenRange> found;
+  thread_local std::vector<size_t> found_ends;
+  thread_local std::vector<std::pair<size_t, size_t>> spans;  // Row b's pieces in `found`.
+  // Each source's rows in one lookup (usually there is one source), then
+  // the rows' pieces in row order.
+  found.clear();
+  spans.resize(rows.size());
+  for (size_t s = 0; s < views.size(); ++s) {
+    bins.clear();
+    for (const auto& row : rows) {
+      if (row.first == s) bins.push_back(row.second);
+    }
+    if (bins.empty()) continue;
+    size_t begin = found.size(), k = 0;
+    found_ends.clear();
+    views[s]->Bins(bins.data(), bins.size(), &found, &found_ends);
+    for (size_t b = 0; b < rows.size(); ++b) {
+      if (rows[b].first != s) continue;
+      spans[b] = {begin, found_ends[k]};
+      begin = found_ends[k++];
+    }
+  }
+  pieces->clear();
+  ends->clear();
+  for (const auto& [begin, end] : spans) {
+    pieces->insert(pieces->end(), found.begin() + static_cast<std::ptrdiff_t>(begin),
+                   found.begin() + static_cast<std::ptrdiff_t>(end));
+    ends->push_back(pieces->size());
+  }
+}
+
+Status FillPackedRow(const Dataset& ds, const PackedView& view, const TokenRange* pieces, size_t n,
                      const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats,
                      uint64_t* trainable) {
-  thread_local std::vector<TokenRange> pieces;  // Reused: no steady-state allocation.
-  view.Pieces(bin, &pieces);
   const uint64_t L = static_cast<uint64_t>(o.seq_len);
   const bool next = o.labels == LabelsMode::kNext;
   if (o.dtype == OutputDtype::kInt32) {
-    return Fill<int32_t>(ds, pieces, view.pad_id(), L, next, b, out, stats, trainable);
+    return Fill<int32_t>(ds, pieces, n, view.pad_id(), L, next, b, out, stats, trainable);
   }
-  return Fill<int64_t>(ds, pieces, view.pad_id(), L, next, b, out, stats, trainable);
+  return Fill<int64_t>(ds, pieces, n, view.pad_id(), L, next, b, out, stats, trainable);
 }
 
 }  // namespace tokpack
