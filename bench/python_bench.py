@@ -628,7 +628,9 @@ def report(a, table, configs, results, failed, setup, wall, unchanged, check, lo
         lines.append(f"| {label} | {fmt(med(c))} | {rounds} | {rel} | {first * 1000:.0f} ms |")
     table2 = "\n".join(lines)
     setup_lines = "\n".join(f"- {k}: {v:.1f} s" for k, v in setup.items())
-    vers = ", ".join(f"{k} {v}" for k, v in versions().items())
+    peers = [c for c in configs if table[c][1] is None]
+    vers = ", ".join(f"{k} {v}" for k, v in versions().items()
+                     if peers or k in ("tokpack", "torch", "numpy"))
     rb = os.path.relpath(a.reader_bench, REPO)
     only = f" --only {','.join(configs)}" if a.only else ""
     head = f"""Made by `bench/python_bench.py{only} --report docs/benchmarks.md` (scripts/bench_all.sh
@@ -644,7 +646,6 @@ files were unchanged by the run (names, sizes, mtimes): {unchanged}.
     loops_doc = f"""{head}
 {table1}
 """ if loops else ""
-    peers = [c for c in configs if table[c][1] is None]
     peers_doc = f"""{head}
 ![reading](benchmarks-reading.png)
 
