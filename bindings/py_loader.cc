@@ -135,22 +135,17 @@ std::vector<Loader::Source> Sources(const std::vector<std::shared_ptr<ForkSafe<D
   return sources;
 }
 
-// Phases from Python: (start_step, [weight per dataset]) pairs; the Python
-// layer has checked names and values, the core checks the rules again.
+// Phases from Python: (start_step, [weight per dataset][, ramp_steps]); the
+// Python layer has checked names and values, the core checks the rules again.
 std::vector<MixturePhase> PhasesArg(const py::handle& v) {
   std::vector<MixturePhase> out;
   size_t k = 0;
   for (const py::handle item : py::iter(v)) {
-    const auto pair = item.cast<std::pair<py::object, std::vector<double>>>();
-    out.push_back({IntArg<int64_t>(pair.first, "phases[" + std::to_string(k++) + "].start_step"),
-                   pair.second});
+    const auto t = item.cast<py::tuple>();
+    const std::string where = "phases[" + std::to_string(k++) + "]";
+    out.push_back({IntArg<int64_t>(t[0], where + ".start_step"), t[1].cast<std::vector<double>>(),
+                   t.size() > 2 ? IntArg<int64_t>(t[2], where + ".ramp_steps") : 0});
   }
-  return out;
-}
-
-py::list PhasesList(const std::vector<MixturePhase>& phases) {
-  py::list out;
-  for (const MixturePhase& p : phases) out.append(py::make_tuple(p.start_step, p.weights));
   return out;
 }
 
@@ -193,6 +188,18 @@ py::dict StatsDict(const LoaderStats& s) {
 
 }  // namespace
 
+py::list PhasesList(const std::vector<MixturePhase>& phases) {
+  py::list out;
+  for (const MixturePhase& p : phases) {
+    if (p.ramp_steps > 0) {
+      out.append(py::make_tuple(p.start_step, p.weights, p.ramp_steps));
+    } else {
+      out.append(py::make_tuple(p.start_step, p.weights));
+    }
+  }
+  return out;
+}
+
 void DefineLoader(py::module_& m) {
   m.def("loader_options", [] { return DescribeOptions(LoaderOptions::Describe()); });
   m.def("parse_device",
@@ -201,15 +208,19 @@ void DefineLoader(py::module_& m) {
       // One mixture (`weights`, one per dataset) or several (`phases`).
       .def(py::init([](const std::vector<std::shared_ptr<ForkSafe<Dataset>>>& datasets,
                        const std::optional<std::vector<double>>& weights,
-                       const py::object& phases_arg, const py::kwargs& kw) {
+                       const py::object& phases_arg, const std::vector<double>& max_epochs,
+                       const py::kwargs& kw) {
              if (weights.has_value() == !phases_arg.is_none()) {
                ThrowStatus(InvalidArgumentError("give either weights or phases"));
              }
              std::vector<Loader::Source> sources;
              std::vector<std::shared_ptr<Dataset>> plain;
              std::vector<MixturePhase> phases;
-             if (weights) {
+             if (weights && max_epochs.empty()) {
                sources = Sources(datasets, *weights);
+             } else if (weights) {  // Caps take the phases' constructor.
+               for (const auto& d : datasets) plain.push_back(d->get());
+               phases = {{0, *weights}};
              } else {
                for (const auto& d : datasets) plain.push_back(d->get());
                phases = PhasesArg(phases_arg);
@@ -219,13 +230,15 @@ void DefineLoader(py::module_& m) {
              StatusOr<std::unique_ptr<Loader>> r = std::unique_ptr<Loader>();
              {
                py::gil_scoped_release nogil;
-               r = weights ? Loader::Create(std::move(sources), o)
-                           : Loader::Create(std::move(plain), std::move(phases), o);
+               r = !sources.empty()
+                       ? Loader::Create(std::move(sources), o)
+                       : Loader::Create(std::move(plain), std::move(phases), max_epochs, o);
              }
              h->loader = Unwrap(std::move(r));
              return h;
            }),
-           py::arg("datasets"), py::arg("weights") = py::none(), py::arg("phases") = py::none())
+           py::arg("datasets"), py::arg("weights") = py::none(), py::arg("phases") = py::none(),
+           py::arg("max_epochs") = std::vector<double>{})
       .def(
           "next", [](LoaderHandle& h, bool capsules) { return NextTuple(h, capsules); },
           py::arg("capsules") = false)

@@ -5,6 +5,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <vector>
+
+#include "tokpack/loader.h"
+
 namespace tokpack {
 
 // Array: DLPack and buffer-protocol arrays, fork safety (py_array.cc).
@@ -22,6 +26,9 @@ void DefineBuild(pybind11::module_& m);
 void DefineRegistries(pybind11::module_& m);
 // phases_by_name: the core's mixture model for tokpack's phases (py_mixture.cc).
 void DefineMixture(pybind11::module_& m);
+// A phase list as Python sees it: (start_step, [weights]), with ramp_steps
+// third when it is > 0 (py_loader.cc).
+pybind11::list PhasesList(const std::vector<MixturePhase>& phases);
 
 }  // namespace tokpack
 

@@ -21,6 +21,7 @@ StatusOr<OpenedMixture> OpenMixtureFile(const std::string& path, const StorageOp
   TOKPACK_ASSIGN_OR_RETURN(m.datasets, file.Open(storage, defaults, path));
   m.names = file.Names();
   m.phases = std::move(file.phases);
+  m.max_epochs = file.MaxEpochs();
   return m;
 }
 

@@ -23,6 +23,7 @@ struct OpenedMixture {
   std::vector<std::string> names;
   std::vector<std::shared_ptr<Dataset>> datasets;
   std::vector<MixturePhase> phases;
+  std::vector<double> max_epochs;  // Per source, or empty: no caps.
 };
 // Reads a phases file and opens its datasets with `defaults` (the command
 // line's dataset options), overridden by each source's own in the file.

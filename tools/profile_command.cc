@@ -3,20 +3,13 @@
 // and the CPU the data path costs, and recommends the cheapest setting whose
 // p99 wait fits in 1% of the step. --json writes every measurement (per-step
 // timelines included); --plot has Python draw them (tokpack.profile_plot).
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -24,11 +17,9 @@
 #include "tokpack/json_writer.h"
 #include "tokpack/loader.h"
 #include "tools/commands.h"
-#include "tools/file_util.h"
 #include "tools/mixture.h"
 #include "tools/option_flags.h"
-
-extern char** environ;
+#include "tools/python_plot.h"
 
 namespace tokpack::cli {
 namespace {
@@ -127,7 +118,7 @@ StatusOr<OpenedMixture> OpenMixture(const ProfileArgs& a, const StorageOptions& 
   if (!a.phases_file.empty()) return OpenMixtureFile(a.phases_file, storage, a.open_options);
   TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds,
                            Dataset::Open(a.dataset, storage, a.open_options));
-  return OpenedMixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}};
+  return OpenedMixture{{a.dataset}, {std::move(ds)}, {{0, {1.0}}}, {}};
 }
 
 // One setting: warm-up steps, then `steps` steps of next() followed by a
@@ -136,7 +127,8 @@ Status Measure(const ProfileArgs& a, const OpenedMixture& mix, double step, Resu
   LoaderOptions o = a.o;
   o.threads = r->threads;
   o.prefetch = r->prefetch;
-  StatusOr<std::unique_ptr<Loader>> created = Loader::Create(mix.datasets, mix.phases, o);
+  StatusOr<std::unique_ptr<Loader>> created =
+      Loader::Create(mix.datasets, mix.phases, mix.max_epochs, o);
   if (!created.ok() && !a.phases_file.empty()) return created.status().WithContext(a.phases_file);
   TOKPACK_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, std::move(created));
   const auto next = [&]() -> Status {
@@ -305,53 +297,6 @@ void PrintTable(const std::vector<Result>& results) {
   }
 }
 
-// The Python beside this executable (a venv's bin/, where pip puts the CLI),
-// else python3 on PATH.
-std::string PythonInterpreter() {
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    std::string dir(self);
-    dir.resize(dir.rfind('/') + 1);
-    if (access((dir + "python3").c_str(), X_OK) == 0) return dir + "python3";
-  }
-  return "python3";
-}
-
-// Draws the report with matplotlib in a Python child (argv, no shell).
-Status Plot(const std::string& out, const std::string& report_json) {
-  const std::string json_path = out + ".json";
-  {
-    std::ofstream f(json_path);
-    f << report_json;
-    if (!f.good()) return InternalError("cannot write " + json_path);
-  }
-  const std::string python = PythonInterpreter();
-  std::vector<std::string> args = {python, "-m", "tokpack.profile_plot", json_path, out};
-  std::vector<char*> argv;
-  for (std::string& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int err = posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ);
-  int status = 0;
-  if (err == 0) {
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  const bool ok = err == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (!ok) {
-    return FailedPreconditionError(
-        "--plot runs `" + python + " -m tokpack.profile_plot`, which " +
-        (err ? std::string("could not start: ") + std::strerror(err) : std::string("failed")) +
-        "; it needs the tokpack package and matplotlib (pip install 'tokpack[plots]'); the "
-        "measurements are kept in " +
-        json_path);
-  }
-  RemoveAllQuietly(json_path);
-  return Status::Ok();
-}
-
 int Run(ProfileArgs& a, const StorageOptions& storage) {
   StatusOr<double> step = ParseDuration(a.step_time);
   StatusOr<std::vector<int>> threads = ParseList(a.threads, "--threads");
@@ -388,7 +333,7 @@ int Run(ProfileArgs& a, const StorageOptions& storage) {
     }
   }
   if (!a.plot.empty()) {
-    Status s = Plot(a.plot, json);
+    Status s = DrawWithPython("tokpack.profile_plot", json, a.plot);
     if (!s.ok()) return ReportError("profile", s);
     if (!a.json) std::printf("plot: %s\n", a.plot.c_str());
   }

@@ -192,10 +192,14 @@ class Batch {
 // `start_step` on, positions draw from source s with weight weights[s]
 // (0: the source is absent), by the blend rule over the phase's own
 // positions, so the change takes effect at its step (docs/reader.md).
-// A source keeps its order and count across phases.
+// A source keeps its order and count across phases. With ramp_steps > 0
+// the weights are reached gradually: over the phase's first ramp_steps
+// steps they move linearly from the previous phase's weights to these
+// (docs/reader.md, "Ramps").
 struct MixturePhase {
   int64_t start_step = 0;
   std::vector<double> weights;  // One per source, finite, >= 0, not all 0.
+  int64_t ramp_steps = 0;       // >= 0; 0 for the first phase.
 };
 
 // What one source has served: global counts over all ranks, from the start
@@ -264,6 +268,15 @@ class Loader {
   // absent (weight 0) from some phases.
   static StatusOr<std::unique_ptr<Loader>> Create(std::vector<std::shared_ptr<Dataset>> datasets,
                                                   std::vector<MixturePhase> phases,
+                                                  const LoaderOptions& options);
+  // As above, with caps for data-constrained mixtures: dataset s is drawn
+  // at most max_epochs[s] epochs (0: no cap; empty: none), after which its
+  // weight is shared out among the phase's other datasets in proportion to
+  // theirs (docs/reader.md, "Caps"). Next() fails with OutOfRange, naming
+  // the phase, when every dataset a phase weights has reached its cap.
+  static StatusOr<std::unique_ptr<Loader>> Create(std::vector<std::shared_ptr<Dataset>> datasets,
+                                                  std::vector<MixturePhase> phases,
+                                                  std::vector<double> max_epochs,
                                                   const LoaderOptions& options);
   // Stops and joins the threads. Outstanding batches stay valid.
   virtual ~Loader() = default;

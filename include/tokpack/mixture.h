@@ -7,13 +7,19 @@
 //
 // The phases file (`tokpack sample --phases FILE`):
 //   {"sources": {"web": "data/web", "code": "s3://bucket/code",
-//                "web_valid": {"path": "data/web", "split": "949,50,1", "split_index": 1}},
+//                "web_valid": {"path": "data/web", "split": "949,50,1", "split_index": 1},
+//                "math": {"path": "data/math", "max_epochs": 4}},
 //    "phases": [{"start_step": 0, "weights": {"web": 0.9, "code": 0.1}},
-//               {"start_step": 9000, "weights": {"web": 0.5, "code": 0.5}}]}
-// A source is a path or URL, or an object with "path" and dataset options
-// (DatasetOptions' names: split, split_index, verify_on_open) that override
-// the caller's for it. A source left out of a phase's weights has weight 0
-// there (absent). Relative paths are relative to the working directory.
+//               {"start_step": 9000, "weights": {"web": 0.5, "code": 0.5, "math": 0.1},
+//                "ramp_steps": 1000}]}
+// A source is a path or URL, or an object with "path", an optional cap
+// "max_epochs" (a number > 0: drawn at most that many epochs, its weight
+// then shared out among the others) and dataset options (DatasetOptions'
+// names: split, split_index, verify_on_open) that override the caller's for
+// it. A source left out of a phase's weights has weight 0 there (absent). A
+// phase's "ramp_steps" moves the weights linearly from the previous phase's
+// over its first ramp_steps steps. Relative paths are relative to the
+// working directory.
 #ifndef TOKPACK_MIXTURE_H_
 #define TOKPACK_MIXTURE_H_
 
@@ -36,6 +42,7 @@ struct MixtureSource {
   std::string location;  // Path or URL.
   // Dataset options given for this source alone, as option name -> text.
   std::vector<std::pair<std::string, std::string>> options;
+  double max_epochs = 0;  // The cap (Loader::Create); 0: none.
 };
 
 // A phase as users write it: weights by source name, in their order; a
@@ -43,6 +50,7 @@ struct MixtureSource {
 struct NamedPhase {
   int64_t start_step = 0;
   std::vector<std::pair<std::string, double>> weights;
+  int64_t ramp_steps = 0;  // MixturePhase::ramp_steps.
 };
 
 struct Mixture {
@@ -50,6 +58,8 @@ struct Mixture {
   std::vector<MixturePhase> phases;    // One weight per source.
 
   std::vector<std::string> Names() const;
+  // The sources' caps as Loader::Create takes them: empty when none has one.
+  std::vector<double> MaxEpochs() const;
   // Opens the sources' datasets with `defaults`, overridden by each
   // source's own options; an error is prefixed "<context>: source 'NAME'".
   [[nodiscard]] StatusOr<std::vector<std::shared_ptr<Dataset>>> Open(
@@ -62,8 +72,8 @@ struct Mixture {
 // by name ("phases[1] (start_step 7): the weight of 'web' is -0.5; ...")
 // when the list is empty, a start step is negative, not 0 for the first
 // phase or not after the one before, a name is no source's or given twice
-// in a phase, a weight is not finite and >= 0, or a phase has no positive
-// weight.
+// in a phase, a weight is not finite and >= 0, a phase has no positive
+// weight, or ramp_steps is negative, or positive in the first phase.
 [[nodiscard]] StatusOr<std::vector<MixturePhase>> PhasesByName(
     const std::vector<std::string>& names, const std::vector<NamedPhase>& phases);
 

@@ -12,6 +12,8 @@ from ._chat import ChatTemplate, ChatTemplateError, chat_records, render_chat
 from ._core import StorageOptions, __version__
 from ._dataset import Dataset, Tokenizer, build
 from ._loader import Loader, cuda_available
+from ._plan import MixturePlan, mixture_plan
 
-__all__ = ["ChatTemplate", "ChatTemplateError", "Dataset", "Loader", "StorageOptions", "Tokenizer",
-           "build", "chat_records", "cuda_available", "render_chat", "__version__"]
+__all__ = ["ChatTemplate", "ChatTemplateError", "Dataset", "Loader", "MixturePlan",
+           "StorageOptions", "Tokenizer", "build", "chat_records", "cuda_available",
+           "mixture_plan", "render_chat", "__version__"]

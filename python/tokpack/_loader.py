@@ -75,6 +75,13 @@ class Loader:
     that keeps every one of ``prefetch`` batches alive gets a RuntimeError
     from the next ``next()`` instead of a hang; copy what you keep.
 
+    ``phases=[(start_step, {source: weight}), ...]`` changes the mixture
+    during the run; a phase given as a dict with ``"ramp_steps": n`` (or a
+    third tuple element) moves the weights linearly from the previous phase's
+    over its first n steps. ``max_epochs={source: k}`` caps a source at k
+    epochs; its weight is then shared out among the others (docs/reader.md,
+    "Ramps and caps").
+
     Iterating continues from the cursor: a second ``for`` loop picks up where
     the first stopped. Iteration ends after ``epochs`` passes or ``max_steps``
     steps (counted from the start of the data, also across resumes), or
@@ -109,6 +116,7 @@ class Loader:
         sources: Optional[Sources] = None,
         *args: int,
         phases: Optional[Sequence[Phase]] = None,
+        max_epochs: Optional[Mapping[Any, float]] = None,
         as_: Optional[str] = None,
         **options: "Unpack[LoaderOptions]",
     ) -> None:
@@ -156,12 +164,15 @@ class Loader:
                 raise TypeError("tokpack.Loader needs sources (or phases=)")
             self._datasets, weights = _parse_sources(sources)
             self._names = _phases.unique_names(self._datasets)
-            self._core = _core.Loader([d._core for d in self._datasets], weights, **options)
+            caps = _phases.caps_for(self._names, self._datasets, max_epochs)
+            self._core = _core.Loader([d._core for d in self._datasets], weights,
+                                      max_epochs=caps, **options)
         else:
             locations, self._names, core_phases = _phases.resolve(sources, phases)
             self._datasets = [_as_dataset(p) for p in locations]
+            caps = _phases.caps_for(self._names, self._datasets, max_epochs)
             self._core = _core.Loader([d._core for d in self._datasets], phases=core_phases,
-                                      **options)
+                                      max_epochs=caps, **options)
         self._options: Dict[str, Any] = self._core.options
         self._as = as_
         self._jax: Optional[_jax.JaxBatches] = None

@@ -10,17 +10,26 @@ Python adds: its types and its keys.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import os
-from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _core
 from ._dataset import Dataset
 
 PathLike = Union[str, "os.PathLike[str]", Dataset]
-# (start_step, {name: weight}) or {"start_step": ..., "weights": {...}}.
-Phase = Union[Tuple[int, Mapping[Any, float]], Mapping[str, Any]]
-CorePhase = Tuple[int, List[float]]
+# (start_step, {name: weight}), (start_step, {name: weight}, ramp_steps) or
+# {"start_step": ..., "weights": {...}, "ramp_steps": ...} (ramp_steps optional).
+Phase = Union[Tuple[int, Mapping[Any, float]], Tuple[int, Mapping[Any, float], int],
+              Mapping[str, Any]]
+# (start_step, [weight per source]), with ramp_steps third when it is > 0.
+CorePhase = Tuple[Any, ...]
+
+
+def ramp_of(phase: Sequence[Any]) -> int:
+    """A core phase's ramp_steps (0 when it has none)."""
+    return int(phase[2]) if len(phase) > 2 else 0
 
 
 def _is_location(x: Any) -> bool:
@@ -48,25 +57,38 @@ def unique_names(locations: Sequence[PathLike]) -> List[str]:
     """The sources' names in a single-mixture loader: the paths given (a
     Dataset's own path), a repeated one suffixed with #2, #3, ..."""
     names: List[str] = []
+    taken: set = set()
     for loc in locations:
-        name, k = _name(loc), 1
-        while (name if k == 1 else f"{name}#{k}") in names:
-            k += 1
-        names.append(name if k == 1 else f"{name}#{k}")
+        names.append(_unique(_name(loc), taken))
+        taken.add(names[-1])
     return names
 
 
-def _phase_parts(i: int, phase: Any) -> Tuple[Any, Any]:
+def _unique(name: str, taken: Any) -> str:
+    """`name`, or name#2, name#3, ...: the first not in `taken`."""
+    k = 1
+    while (name if k == 1 else f"{name}#{k}") in taken:
+        k += 1
+    return name if k == 1 else f"{name}#{k}"
+
+
+def _phase_parts(i: int, phase: Any) -> Tuple[Any, Any, Any]:
     if isinstance(phase, Mapping):
-        extra = set(phase) - {"start_step", "weights"}
+        extra = set(phase) - {"start_step", "weights", "ramp_steps"}
         if extra or "start_step" not in phase or "weights" not in phase:
-            raise ValueError(f"phases[{i}] must have the keys 'start_step' and 'weights' only, "
-                             f"not {sorted(map(str, phase))}")
-        return phase["start_step"], phase["weights"]
-    if isinstance(phase, (tuple, list)) and len(phase) == 2:
-        return phase[0], phase[1]
-    raise TypeError(f"phases[{i}] must be (start_step, {{source: weight}}) or a dict with "
-                    f"'start_step' and 'weights', not {phase!r}")
+            raise ValueError(f"phases[{i}] must have the keys 'start_step' and 'weights' (and "
+                             f"optionally 'ramp_steps') only, not {sorted(map(str, phase))}")
+        return phase["start_step"], phase["weights"], phase.get("ramp_steps", 0)
+    if isinstance(phase, (tuple, list)) and len(phase) in (2, 3):
+        return phase[0], phase[1], phase[2] if len(phase) == 3 else 0
+    raise TypeError(f"phases[{i}] must be (start_step, {{source: weight}}[, ramp_steps]) or a "
+                    f"dict with 'start_step' and 'weights', not {phase!r}")
+
+
+def _ramp_steps(where: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{where}: ramp_steps must be an integer, not {value!r}")
+    return int(value)
 
 
 def _start_step(i: int, value: Any) -> int:
@@ -120,7 +142,7 @@ class Sources:
                 return self._by_location[probe]
             if add:
                 # Two Datasets of one path (other options) are two sources.
-                self.add(unique_names([*self.names, _name(key)])[-1], key)
+                self.add(_unique(_name(key), self._by_name), key)
                 return len(self.names) - 1
         raise ValueError(f"{where}: unknown source {key!r}; the sources are {self.names}")
 
@@ -129,9 +151,9 @@ def _parse(phases: Sequence[Phase], sources: Sources, add: bool) -> List[CorePha
     if isinstance(phases, (str, bytes, Mapping)) or not isinstance(phases, Sequence):
         raise TypeError("phases must be a list of (start_step, {source: weight}), not "
                         f"{type(phases).__name__}")
-    named: List[Tuple[int, List[Tuple[str, float]]]] = []
+    named: List[Tuple[int, List[Tuple[str, float]], int]] = []
     for i, phase in enumerate(phases):
-        start, weights = _phase_parts(i, phase)
+        start, weights, ramp = _phase_parts(i, phase)
         start = _start_step(i, start)
         where = f"phases[{i}] (start_step {start})"
         if not isinstance(weights, Mapping):
@@ -141,7 +163,7 @@ def _parse(phases: Sequence[Phase], sources: Sources, add: bool) -> List[CorePha
         for key, value in weights.items():
             w = _weight(where, key, value)
             pairs.append((sources.names[sources.lookup(key, where, add)], w))
-        named.append((start, pairs))
+        named.append((start, pairs, _ramp_steps(where, ramp)))
     return _core.phases_by_name(sources.names, named)
 
 
@@ -186,12 +208,35 @@ def parse_for(names: Sequence[str], locations: Sequence[PathLike],
     return _parse(phases, table, add=False)
 
 
+def caps_for(names: Sequence[str], locations: Sequence[PathLike],
+             max_epochs: Optional[Mapping[Any, float]]) -> List[float]:
+    """Loader(max_epochs={source: epochs}) as one cap per dataset (0: none;
+    [] when no cap is given). Keys are names, paths or Datasets, as in
+    phases; the core checks the values."""
+    if max_epochs is None:
+        return []
+    if not isinstance(max_epochs, Mapping):
+        raise TypeError("max_epochs must be a dict {source: epochs}, not "
+                        f"{type(max_epochs).__name__}")
+    table = Sources()
+    for name, location in zip(names, locations):
+        table.add(name, location)
+    caps = [0.0] * len(names)
+    for key, value in max_epochs.items():
+        cap = _weight("max_epochs", key, value)
+        if not math.isfinite(cap) or cap < 0:
+            raise ValueError(f"max_epochs: the cap of {key!r} is {cap!r}; a cap is a finite "
+                             "number of epochs > 0 (0: no cap)")
+        caps[table.lookup(key, "max_epochs", add=False)] = cap
+    return caps
+
+
 def resume_hint(begun: Sequence[CorePhase], names: Sequence[str]) -> str:
     """The phases a run began, by this loader's names: what to pass to
     resume it (the core's message lists weights in dataset order)."""
     phases = ", ".join(
-        f"({start}, {format_weights({n: w for n, w in zip(names, weights) if w})})"
-        for start, weights in begun)
+        f"({p[0]}, {format_weights({n: w for n, w in zip(names, p[1]) if w})}"
+        + (f", {ramp_of(p)})" if ramp_of(p) else ")") for p in begun)
     return f"; by this loader's source names: phases=[{phases}, ...]"
 
 
@@ -200,23 +245,38 @@ def changed(begun: Sequence[CorePhase], phases: Sequence[CorePhase]) -> bool:
     list fewer sources: the loader's extra ones are absent from it)."""
     if len(phases) < len(begun):
         return bool(begun)
-    for (k, w), (k2, w2) in zip(begun, phases):
+    for old, new in zip(begun, phases):
+        (k, w), (k2, w2) = old[:2], new[:2]
         if k != k2 or list(w) != list(w2[:len(w)]) or any(w2[len(w):]):
+            return True
+        if ramp_of(old) != ramp_of(new):
             return True
     return False
 
 
 def cursor_phases(state: Any) -> List[CorePhase]:
-    """The begun phases of a saved cursor, or [] if it has none readable."""
+    """The begun phases of a saved cursor, or [] if it has none readable.
+    The runs after a cap repeat their phase: one entry per phase."""
     try:
-        return [(int(p["start_step"]), [float(w) for w in p["weights"]])
-                for p in state["phases"]]
-    except (KeyError, TypeError, ValueError):
+        out: List[CorePhase] = []
+        for p in state["phases"]:
+            phase = (int(p["start_step"]), [float(w) for w in p["weights"]])
+            if out and out[-1][0] == phase[0]:
+                continue
+            ramp = int(p.get("ramp_steps", 0))
+            out.append((*phase, ramp) if ramp else phase)
+        return out
+    except (KeyError, TypeError, ValueError, AttributeError):
         return []
 
 
-def named(core: Sequence[CorePhase], names: Sequence[str]) -> List[Tuple[int, Dict[str, float]]]:
-    return [(int(start), dict(zip(names, map(float, weights)))) for start, weights in core]
+def named(core: Sequence[CorePhase], names: Sequence[str]) -> List[Tuple[Any, ...]]:
+    """(start_step, {name: weight}), with ramp_steps third when it is > 0."""
+    out: List[Tuple[Any, ...]] = []
+    for p in core:
+        phase = (int(p[0]), dict(zip(names, map(float, p[1]))))
+        out.append((*phase, ramp_of(p)) if ramp_of(p) else phase)
+    return out
 
 
 def named_stats(stats: Dict[str, Any], names: Sequence[str],
@@ -244,8 +304,10 @@ def in_loader_steps(phases: Sequence[Phase], factor: int) -> Sequence[Phase]:
         return phases
     out: List[Phase] = []
     for i, phase in enumerate(phases):
-        start, weights = _phase_parts(i, phase)
-        out.append((_start_step(i, start) * factor, weights))
+        start, weights, ramp = _phase_parts(i, phase)
+        ramp = _ramp_steps(f"phases[{i}]", ramp) * factor
+        out.append((_start_step(i, start) * factor, weights, ramp) if ramp else
+                   (_start_step(i, start) * factor, weights))
     return out
 
 
@@ -257,7 +319,7 @@ def start_steps(phases: Any) -> List[int]:
     steps = []
     for i, phase in enumerate(phases):
         try:
-            start, _ = _phase_parts(i, phase)
+            start, _, _ = _phase_parts(i, phase)
         except (TypeError, ValueError):
             continue
         if isinstance(start, numbers.Integral) and not isinstance(start, bool):

@@ -136,9 +136,10 @@ Status ReadPackedRows(const std::vector<Loader::Source>& sources,
     if (b + 1 < slot.rows.size()) prefetch(b + 1);
     const uint32_t source = slot.rows[b].first;
     const size_t first = b == 0 ? 0 : ends[b - 1];
+    slot.info.trainable[b].first = source;
     TOKPACK_RETURN_IF_ERROR(FillPackedRow(*sources[source].dataset, *views[source],
                                           pieces.data() + first, ends[b] - first, o, b, out, stats,
-                                          &slot.info.trainable[source]));
+                                          &slot.info.trainable[b].second));
   }
   out.cu_seqlens[out.num_cu++] = static_cast<int32_t>(o.batch_size * o.seq_len);
   return Status::Ok();
@@ -151,11 +152,13 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
   const size_t shift = o.labels == LabelsMode::kNext ? 1 : 0;
   BatchArrays& out = slot.arrays;
   out.num_cu = 0;
-  std::vector<uint64_t>& trainable = slot.info.trainable;
-  trainable.assign(sources.size(), 0);  // Keeps its capacity.
+  // Per row, not per source: a batch's cost does not grow with the sources.
+  std::vector<std::pair<uint32_t, uint64_t>>& trainable = slot.info.trainable;
+  trainable.assign(slot.rows.size(), {0, 0});  // Keeps its capacity.
   if (!views.empty()) return ReadPackedRows(sources, views, o, stats, slot);
   for (size_t b = 0; b < slot.rows.size(); ++b) {
     const uint32_t source = slot.rows[b].first;
+    trainable[b].first = source;
     const Dataset& ds = *sources[source].dataset;
     const uint64_t a = slot.rows[b].second * L;
     if (layout.compact) {
@@ -170,14 +173,14 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
     // Without masks and without a loss_mask array every label carries loss:
     // nothing to do per row.
     if (out.loss_mask == nullptr && !ds.has_loss_masks()) {
-      trainable[source] += L;
+      trainable[b].second = L;
     } else {
       StatusOr<uint64_t> kept =
           o.dtype == OutputDtype::kInt32
               ? MaskRow<int32_t>(ds, a, L, b, shift, layout.compact, out, stats)
               : MaskRow<int64_t>(ds, a, L, b, shift, layout.compact, out, stats);
       TOKPACK_RETURN_IF_ERROR(kept.status());
-      trainable[source] += *kept;
+      trainable[b].second = *kept;
     }
     if (o.document_boundaries) FillBoundaries(ds, a, L, b, out);
   }

@@ -40,7 +40,8 @@ Status Cursor::Bad(const std::string& what) {
 }
 
 Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sources,
-                  const std::vector<MixturePhase>& phases, const MixtureState& state) {
+                  const std::vector<MixturePhase>& phases, const std::vector<uint64_t>& caps,
+                  const MixtureState& state) {
   Cursor c;
   c.seed = o.seed;
   c.seq_len = o.seq_len;
@@ -56,10 +57,11 @@ Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sou
   c.step = state.step;
   const std::vector<uint64_t> totals = state.Totals(sources.size());
   for (size_t s = 0; s < sources.size(); ++s) {
-    c.sources.push_back({sources[s].dataset->fingerprint(), totals[s]});
+    c.sources.push_back({sources[s].dataset->fingerprint(), totals[s], caps[s]});
   }
-  for (size_t j = 0; j < state.phases.size(); ++j) {
-    c.phases.push_back({phases[j].start_step, phases[j].weights, state.phases[j]});
+  for (const PhaseRun& run : state.phases) {
+    const MixturePhase& p = phases[run.phase];
+    c.phases.push_back({p.start_step, p.weights, run.counts, p.ramp_steps, run.ramp});
   }
   return c;
 }
@@ -67,7 +69,11 @@ Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sou
 std::string Cursor::ToJson() const {
   // Compact on purpose: the state travels inside checkpoints.
   const bool packed = packing != "concat";
-  std::string out = "{\"tokpack_cursor\":" + std::to_string(packed ? kPackedVersion : kVersion) +
+  bool scheduled = false;
+  for (const Source& s : sources) scheduled = scheduled || s.cap != kNoCap;
+  for (const Phase& p : phases) scheduled = scheduled || p.ramp_steps > 0;
+  const int version = scheduled ? kScheduleVersion : packed ? kPackedVersion : kVersion;
+  std::string out = "{\"tokpack_cursor\":" + std::to_string(version) +
                     ",\"position\":" + std::to_string(position);
   if (step >= 0) out += ",\"step\":" + std::to_string(step);
   out += ",\"seed\":" + std::to_string(seed) + ",\"seq_len\":" + std::to_string(seq_len) +
@@ -84,7 +90,9 @@ std::string Cursor::ToJson() const {
   for (size_t i = 0; i < sources.size(); ++i) {
     if (i) out += ',';
     out += "{\"fingerprint\":\"" + HashToHex(sources[i].fingerprint) +
-           "\",\"consumed\":" + std::to_string(sources[i].consumed) + "}";
+           "\",\"consumed\":" + std::to_string(sources[i].consumed);
+    if (sources[i].cap != kNoCap) out += ",\"cap\":" + std::to_string(sources[i].cap);
+    out += "}";
   }
   out += "],\"phases\":[";
   for (size_t j = 0; j < phases.size(); ++j) {
@@ -97,7 +105,12 @@ std::string Cursor::ToJson() const {
     for (size_t s = 0; s < phases[j].counts.size(); ++s) {
       out += (s ? "," : "") + std::to_string(phases[j].counts[s]);
     }
-    out += "]}";
+    out += "]";
+    if (phases[j].ramp_steps > 0) {
+      out += ",\"ramp_steps\":" + std::to_string(phases[j].ramp_steps) +
+             ",\"ramp\":" + std::to_string(phases[j].ramp);
+    }
+    out += "}";
   }
   out += "]}";
   return out;
@@ -114,9 +127,9 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
   if (root["tokpack_cursor"].get_int64().get(version) != simdjson::SUCCESS) {
     return Bad("not a tokpack loader state (no 'tokpack_cursor' version)");
   }
-  if (version < 1 || version > kPackedVersion) {
+  if (version < 1 || version > kScheduleVersion) {
     return Bad("version " + std::to_string(version) +
-               " is not supported (this tokpack reads 1 to " + std::to_string(kPackedVersion) +
+               " is not supported (this tokpack reads 1 to " + std::to_string(kScheduleVersion) +
                ")");
   }
   std::string_view shuffle;
@@ -158,10 +171,11 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
     if (Status s = names.Set("packing", std::string(mode)); !s.ok()) return Bad(s.message());
     c.packing = std::string(mode);
   }
-  if ((version == kPackedVersion) != (c.packing != "concat")) {
+  if (version != kScheduleVersion && (version == kPackedVersion) != (c.packing != "concat")) {
     return Bad(
         "version " + std::to_string(version) + " with packing '" + c.packing +
-        "' is not a state a loader saves (a packed state is version 3, a concat one 1 or 2)");
+        "' is not a state a loader saves (a packed state is version 3 or 4, a concat one 1, 2 "
+        "or 4)");
   }
   if (root["max_docs_per_sequence"].get(max_docs) == simdjson::SUCCESS &&
       (max_docs.get_uint64().get(c.max_docs_per_sequence) != simdjson::SUCCESS ||
@@ -198,6 +212,13 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
       v1.weights.push_back(w);
       v1.counts.push_back(s.consumed);
     }
+    simdjson::dom::element cap;
+    if (e["cap"].get(cap) == simdjson::SUCCESS &&
+        (version < kScheduleVersion || cap.get_uint64().get(s.cap) != simdjson::SUCCESS ||
+         s.cap == 0 || s.cap == kNoCap)) {
+      return Bad("sources[" + std::to_string(c.sources.size()) +
+                 "].cap is not a cap a loader saves (a positive integer, in version 4)");
+    }
     s.fingerprint = std::strtoull(std::string(fp).c_str(), nullptr, 16);
     c.sources.push_back(s);
   }
@@ -218,7 +239,26 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
           !ReadArray(counts, &p.counts)) {
         return Bad("malformed phase entry (phases[" + std::to_string(c.phases.size()) + "])");
       }
+      simdjson::dom::element ramp_steps, ramp;
+      const bool has_steps = e["ramp_steps"].get(ramp_steps) == simdjson::SUCCESS;
+      if (has_steps != (e["ramp"].get(ramp) == simdjson::SUCCESS) ||
+          (has_steps && (version < kScheduleVersion ||
+                         ramp_steps.get_int64().get(p.ramp_steps) != simdjson::SUCCESS ||
+                         ramp.get_uint64().get(p.ramp) != simdjson::SUCCESS || p.ramp_steps <= 0 ||
+                         p.ramp == 0 || p.ramp > kMaxPosition))) {
+        return Bad("phases[" + std::to_string(c.phases.size()) +
+                   "] has no ramp a loader saves (ramp_steps and ramp together, positive, "
+                   "in version 4)");
+      }
       c.phases.push_back(std::move(p));
+    }
+  }
+  if (version == kScheduleVersion) {
+    bool scheduled = false;
+    for (const Source& s : c.sources) scheduled = scheduled || s.cap != kNoCap;
+    for (const Phase& p : c.phases) scheduled = scheduled || p.ramp_steps > 0;
+    if (!scheduled) {
+      return Bad("version 4 without a ramp or a cap is not a state a loader saves");
     }
   }
   TOKPACK_RETURN_IF_ERROR(c.CheckReachable());
@@ -260,10 +300,31 @@ Status Cursor::CheckReachable() const {
       return Bad(field + ".start_step is " + std::to_string(phases[j].start_step) +
                  "; the first phase starts at step 0");
     }
-    if (j > 0 && phases[j].start_step <= phases[j - 1].start_step) {
+    // A run after a cap repeats its phase: the same start step and ramp.
+    const bool continues = j > 0 && phases[j].start_step == phases[j - 1].start_step &&
+                           phases[j].weights == phases[j - 1].weights &&
+                           phases[j].ramp_steps == phases[j - 1].ramp_steps &&
+                           phases[j].ramp == phases[j - 1].ramp;
+    if (j > 0 && !continues && phases[j].start_step <= phases[j - 1].start_step) {
       return Bad(field + ".start_step " + std::to_string(phases[j].start_step) +
                  " does not follow phases[" + std::to_string(j - 1) + "].start_step " +
-                 std::to_string(phases[j - 1].start_step) + ": start steps increase");
+                 std::to_string(phases[j - 1].start_step) +
+                 ": start steps increase (a run after a cap repeats its phase exactly)");
+    }
+    if (continues) {
+      // Only a source reaching its cap during the run before begins one.
+      bool reached = false;
+      for (size_t s = 0; s < sources.size() && s < phases[j - 1].counts.size(); ++s) {
+        reached = reached || (totals[s] >= sources[s].cap &&
+                              totals[s] - phases[j - 1].counts[s] < sources[s].cap);
+      }
+      if (!reached) {
+        return Bad(field + " repeats phases[" + std::to_string(j - 1) +
+                   "], but no source reached its cap there (a run after a cap repeats its phase)");
+      }
+    }
+    if (phases[j].ramp_steps > 0 && (j == 0 || phases[0].start_step == phases[j].start_step)) {
+      return Bad(field + " ramps, but the first phase has nothing to ramp from");
     }
     if (phases[j].weights.size() != sources.size() || phases[j].counts.size() != sources.size()) {
       return Bad(field + " has " + std::to_string(phases[j].weights.size()) + " weights and " +
@@ -277,9 +338,9 @@ Status Cursor::CheckReachable() const {
                    " takes the phases' counts past the position " + std::to_string(position));
       }
       drawn += phases[j].counts[s];
-      totals[s] += phases[j].counts[s];
     }
-    TOKPACK_RETURN_IF_ERROR(CheckPhase(j));
+    TOKPACK_RETURN_IF_ERROR(CheckPhase(j, totals));
+    for (size_t s = 0; s < sources.size(); ++s) totals[s] += phases[j].counts[s];
     if (step >= 0 && phases[j].start_step >= step) {
       return Bad(field + ".start_step " + std::to_string(phases[j].start_step) +
                  " is not before the step " + std::to_string(step) +
@@ -296,7 +357,7 @@ Status Cursor::CheckReachable() const {
   return Status::Ok();
 }
 
-Status Cursor::CheckPhase(size_t j) const {
+Status Cursor::CheckPhase(size_t j, const std::vector<uint64_t>& totals) const {
   const Phase& phase = phases[j];
   const std::string field = "phases[" + std::to_string(j) + "]";
   double weights = 0;
@@ -313,18 +374,33 @@ Status Cursor::CheckPhase(size_t j) const {
     return Bad(field + ".weights " + FormatWeights(phase.weights) +
                " do not add up to a positive finite sum");
   }
+  // The run's curve, as the schedule draws it: the sources at their cap
+  // before it left out, ramping from the phase before its first run.
+  std::vector<bool> capped(sources.size());
+  for (size_t s = 0; s < sources.size(); ++s) capped[s] = totals[s] >= sources[s].cap;
+  size_t first = j;  // The phase's first run.
+  uint64_t offset = 0;
+  while (first > 0 && phases[first - 1].start_step == phase.start_step) {
+    --first;
+    for (uint64_t c : phases[first].counts) offset += c;
+  }
+  MixturePhase previous;
+  if (first > 0) previous = {phases[first - 1].start_step, phases[first - 1].weights};
+  const ShareCurve curve = RunCurve(first > 0 ? &previous : nullptr,
+                                    {phase.start_step, phase.weights}, capped, phase.ramp, offset);
   // The schedule keeps each count within one draw of its share of the
-  // phase; the slack covers the rounding of doubles at large positions.
+  // run; the slack covers the rounding of doubles at large positions.
   const double len = static_cast<double>(length);
   const double slack = 2 + len * 0x1p-40;
   for (size_t s = 0; s < phase.weights.size(); ++s) {
-    const double share = phase.weights[s] / weights * len;
+    const double share = curve.Share(s, len);
     const double count = static_cast<double>(phase.counts[s]);
-    if ((phase.weights[s] == 0 && phase.counts[s] != 0) || std::fabs(count - share) > slack) {
+    if ((!curve.Present(s) && phase.counts[s] != 0) || std::fabs(count - share) > slack) {
       return Bad(field + ".counts[" + std::to_string(s) + "] is " +
                  std::to_string(phase.counts[s]) + " in a phase of " + std::to_string(length) +
                  " positions, but its weight " + ShortestDouble(phase.weights[s]) +
-                 " draws about " + ShortestDouble(std::round(share)) +
+                 (capped[s] ? " (capped)" : "") + " draws about " +
+                 ShortestDouble(std::round(share)) +
                  " there: the phase schedule never reaches these counts");
     }
   }

@@ -29,6 +29,9 @@ struct Cursor {
   // before packing, which ignores unknown fields, refuses it rather than
   // reading counts of bins as counts of windows.
   static constexpr int kPackedVersion = 3;
+  // A cursor with a ramp or a cap (of either packing) is version 4, so a
+  // tokpack from before them refuses it rather than resume another order.
+  static constexpr int kScheduleVersion = 4;
   // At most this many sources and phases: a cursor stays small, and an
   // untrusted one cannot ask for much memory or time.
   static constexpr size_t kMaxEntries = 4096;
@@ -55,21 +58,26 @@ struct Cursor {
   struct Source {
     uint64_t fingerprint = 0;
     uint64_t consumed = 0;  // Over all phases.
+    uint64_t cap = kNoCap;  // The most draws of it (phase_schedule.h).
   };
   std::vector<Source> sources;
   struct Phase {
     int64_t start_step = 0;
     std::vector<double> weights;   // One per source.
     std::vector<uint64_t> counts;  // Draws of each source in this phase.
+    int64_t ramp_steps = 0;
+    uint64_t ramp = 0;  // Its ramp in positions; 0 without ramp_steps.
   };
-  // The phases begun, in order; the last is the one drawing. Their start
-  // positions are the prefix sums of their counts.
+  // The runs begun (phase_schedule.h), in order; the last is the one
+  // drawing. Their start positions are the prefix sums of their counts. A
+  // run after a cap repeats its phase's start step, weights and ramp.
   std::vector<Phase> phases;
 
-  // The cursor of a loader with (resolved) options `o`, these sources and
-  // phases, at `state` (whose step it takes).
+  // The cursor of a loader with (resolved) options `o`, these sources,
+  // phases and caps (one per source), at `state` (whose step it takes).
   static Cursor Of(const LoaderOptions& o, const std::vector<Loader::Source>& sources,
-                   const std::vector<MixturePhase>& phases, const MixtureState& state);
+                   const std::vector<MixturePhase>& phases, const std::vector<uint64_t>& caps,
+                   const MixtureState& state);
 
   std::string ToJson() const;
   // Parses and validates an untrusted state: InvalidArgument naming the
@@ -112,8 +120,8 @@ struct Cursor {
   std::string PackingOptions() const;
   // Parse's checks of the numbers: the counts, position and weights.
   Status CheckReachable() const;
-  // CheckReachable's checks of phase `j`.
-  Status CheckPhase(size_t j) const;
+  // CheckReachable's checks of run `j`, with `totals` the draws before it.
+  Status CheckPhase(size_t j, const std::vector<uint64_t>& totals) const;
 };
 
 }  // namespace tokpack

@@ -24,6 +24,16 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
                  HashToHex(sources[i].fingerprint) + ")");
     }
   }
+  for (size_t i = 0; i < saved.sources.size(); ++i) {
+    if (saved.sources[i].cap != sources[i].cap) {
+      const auto cap = [](uint64_t c) {
+        return c == kNoCap ? std::string("no cap") : "a cap of " + std::to_string(c) + " draws";
+      };
+      return Bad("source " + std::to_string(i) + " had " + cap(saved.sources[i].cap) +
+                 ", this loader gives it " + cap(sources[i].cap) +
+                 ": pass the same max_epochs to resume it (caps decide the order)");
+    }
+  }
   if (saved.seed != seed) {
     return Bad("it was made with seed " + std::to_string(saved.seed) + ", this loader uses " +
                std::to_string(seed));
@@ -55,10 +65,12 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
 
 Status Cursor::CheckPhases(const std::vector<MixturePhase>& loader) const {
   const size_t n = loader.empty() ? sources.size() : loader[0].weights.size();
-  // The begun phases as the loader would list them (absent sources at 0).
+  // The begun phases as the loader would list them (absent sources at 0);
+  // the runs after a cap repeat their phase.
   std::vector<MixturePhase> begun;
   for (const Phase& p : phases) {
-    begun.push_back({p.start_step, p.weights});
+    if (!begun.empty() && begun.back().start_step == p.start_step) continue;
+    begun.push_back({p.start_step, p.weights, p.ramp_steps});
     begun.back().weights.resize(n, 0);
   }
   const auto refuse = [&](const std::string& what) {
@@ -74,6 +86,11 @@ Status Cursor::CheckPhases(const std::vector<MixturePhase>& loader) const {
       return refuse("the run began " + name + " with weights " + FormatWeights(begun[j].weights) +
                     ", this loader has " + PhaseName(j, loader[j].start_step) + " with weights " +
                     FormatWeights(loader[j].weights));
+    }
+    if (loader[j].ramp_steps != begun[j].ramp_steps) {
+      return refuse("the run began " + name + " with ramp_steps " +
+                    std::to_string(begun[j].ramp_steps) + ", this loader's has ramp_steps " +
+                    std::to_string(loader[j].ramp_steps));
     }
   }
   const size_t j = begun.size();
@@ -97,9 +114,12 @@ StatusOr<MixtureState> Cursor::Resume(std::string_view json,
   TOKPACK_RETURN_IF_ERROR(saved.CheckPhases(loader));
   MixtureState state;
   state.step = saved.step;
-  for (const Phase& p : saved.phases) {
-    state.phases.push_back(p.counts);
-    state.phases.back().resize(sources.size(), 0);
+  size_t phase = 0;
+  for (size_t j = 0; j < saved.phases.size(); ++j) {
+    const Phase& p = saved.phases[j];
+    if (j > 0 && p.start_step != saved.phases[j - 1].start_step) ++phase;
+    state.phases.push_back({phase, p.counts, p.ramp});
+    state.phases.back().counts.resize(sources.size(), 0);
   }
   return state;
 }

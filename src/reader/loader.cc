@@ -47,10 +47,12 @@ class LoaderImpl : public Loader {
  public:
   // `plan`: the resolved options and each source's order; `samples`: their
   // sizes; `limit`: the global positions available in all (PositionLimit).
-  LoaderImpl(std::vector<Source> sources, std::vector<MixturePhase> phases, ShufflePlan plan,
-             std::vector<uint64_t> samples, uint64_t limit, std::shared_ptr<DeviceStage> stage)
+  LoaderImpl(std::vector<Source> sources, std::vector<MixturePhase> phases,
+             std::vector<uint64_t> caps, ShufflePlan plan, std::vector<uint64_t> samples,
+             uint64_t limit, std::shared_ptr<DeviceStage> stage)
       : sources_(std::move(sources)),
         phases_(std::move(phases)),
+        caps_(std::move(caps)),
         o_(plan.options),
         limit_(limit),
         orders_(std::move(plan.orders)),
@@ -59,7 +61,7 @@ class LoaderImpl : public Loader {
         pipeline_(std::make_shared<Pipeline>(
             static_cast<size_t>(o_.prefetch), stage ? static_cast<size_t>(o_.device_prefetch) : 0,
             static_cast<size_t>(std::max(1, std::min(o_.threads, o_.prefetch / 2))))),
-        schedule_(phases_, GlobalBatch()),
+        schedule_(phases_, GlobalBatch(), caps_),
         ahead_(schedule_) {
     pipeline_->stage = std::move(stage);
     pipeline_->options = o_;
@@ -187,7 +189,7 @@ class LoaderImpl : public Loader {
           ") there is no room for another step of " + std::to_string(GlobalBatch()) +
           " positions (batch_size * world_size) before " + kLastPosition);
     }
-    PhaseSchedule schedule(phases, GlobalBatch());
+    PhaseSchedule schedule(phases, GlobalBatch(), caps_);
     schedule.Reset(state);
     const int64_t state_step = state.step;
     uint64_t ticket = 0, generation = 0, ahead_limit = 0;
@@ -259,8 +261,7 @@ class LoaderImpl : public Loader {
     ++consume_step_;
     waits_.Record(waited, &stats_);
     stats_.bytes_served += served_bytes_;
-    const std::vector<uint64_t>& kept = found->info.trainable;
-    for (size_t s = 0; s < kept.size(); ++s) trainable_[s] += kept[s];
+    for (const auto& [source, kept] : found->info.trainable) trainable_[source] += kept;
     return HandOut(pipeline_, &ring, found);
   }
 
@@ -302,7 +303,7 @@ class LoaderImpl : public Loader {
   bool PastEnd(int64_t step) const { return step >= end_step_; }
 
   // The cursor after the last batch handed out. On the consumer's thread.
-  Cursor Now() const { return Cursor::Of(o_, sources_, phases_, consumer_state_); }
+  Cursor Now() const { return Cursor::Of(o_, sources_, phases_, caps_, consumer_state_); }
 
   // Under plan_mu_, after `slot` was planned: hints the chunks of its own
   // rows (the prefetch threads fetch them side by side while its assembler
@@ -333,12 +334,30 @@ class LoaderImpl : public Loader {
       const uint64_t past = ahead_.position() - position;
       const uint64_t j = past % GlobalBatch();
       const size_t s = ahead_.Next();
+      if (s == PhaseSchedule::kExhausted) break;
       if (j >= first && j < first + static_cast<uint64_t>(o_.batch_size)) {
         const uint64_t sample = orders_[s].Sample(ahead_.totals()[s] - 1);
         const int64_t step = slot.info.global_step + 1 + static_cast<int64_t>(past / GlobalBatch());
         Hint(s, sample, step);
       }
     }
+  }
+
+  // Under plan_mu_: the error of a schedule whose phase has no source left.
+  Status Exhausted() const {
+    const PhaseRun& run = schedule_.state().phases.back();
+    const MixturePhase& phase = phases_[run.phase];
+    std::string capped;
+    for (size_t s = 0; s < sources_.size(); ++s) {
+      if (phase.weights[s] > 0) {
+        capped += std::string(capped.empty() ? "" : ", ") + "'" + sources_[s].dataset->path() +
+                  "' (" + std::to_string(caps_[s]) + " draws)";
+      }
+    }
+    return OutOfRangeError("at position " + std::to_string(schedule_.position()) + ", " +
+                           PhaseName(run.phase, phase.start_step) +
+                           " has no source left: every source it weights reached its cap (" +
+                           capped + "); raise max_epochs or add a phase with other sources");
   }
 
   // Under plan_mu_: tells source s's dataset that `sample` is read at `step`.
@@ -348,13 +367,18 @@ class LoaderImpl : public Loader {
   }
 
   // Under plan_mu_: plans the rows of this rank for step `slot.step`.
-  // False if the loader is being destroyed (a plan can take long).
-  bool Plan(Slot& slot) {
+  // False if the loader is being destroyed (a plan can take long); an
+  // error in *error when every source of the phase reached its cap.
+  bool Plan(Slot& slot, Status* error) {
     const uint64_t first = static_cast<uint64_t>(o_.rank) * o_.batch_size;
     const uint64_t last = first + o_.batch_size;
     for (uint64_t j = 0; j < GlobalBatch(); ++j) {
       if ((j & 0xffff) == 0xffff && stopping_.load(std::memory_order_relaxed)) return false;
       const size_t s = schedule_.Next();
+      if (s == PhaseSchedule::kExhausted) {
+        *error = Exhausted();
+        return true;
+      }
       if (j >= first && j < last) {
         slot.rows[j - first] = {static_cast<uint32_t>(s),
                                 orders_[s].Sample(schedule_.totals()[s] - 1)};
@@ -386,20 +410,21 @@ class LoaderImpl : public Loader {
         ticket = next_ticket_++;
       }
       bool planned = false;
+      Status plan_error;
       {
         std::unique_lock<std::mutex> plan(plan_mu_);
         plan_cv_.wait(plan, [&] { return planned_tickets_ == ticket; });
         // A LoadState() after the claim makes this step stale: skip it.
         if (generation == planned_generation_ && !stopping_.load()) {
-          planned = Plan(*slot);
-          if (planned && lookahead_) PrefetchAhead(*slot);
+          planned = Plan(*slot, &plan_error);
+          if (planned && plan_error.ok() && lookahead_) PrefetchAhead(*slot);
         }
         ++planned_tickets_;
         plan_cv_.notify_all();
       }
-      Status s;
+      Status s = plan_error;
       double took = 0;
-      if (planned) {
+      if (planned && s.ok()) {
         const auto t0 = Clock::now();
         s = AssembleRows(sources_, views_, o_, layout_, read_stats_.get(), *slot);
         took = Seconds(Clock::now() - t0);
@@ -457,7 +482,8 @@ class LoaderImpl : public Loader {
   // The mixture, begun phases then those to come; changed by SetPhases()
   // (under mu, on the consumer's thread).
   std::vector<MixturePhase> phases_;
-  LoaderOptions o_;  // As resolved by PlanShuffle.
+  std::vector<uint64_t> caps_;  // Per source: the most draws (kNoCap: none).
+  LoaderOptions o_;             // As resolved by PlanShuffle.
   // Global positions available in all (UINT64_MAX: endless), from the
   // phases and the step count: under mu. ahead_limit_, under plan_mu_:
   // end_position_ of the latest restart, where the lookahead stops.
@@ -562,9 +588,11 @@ StatusOr<std::vector<MixturePhase>> OnePhase(const std::vector<Loader::Source>& 
 
 StatusOr<std::unique_ptr<Loader>> Make(std::vector<Loader::Source> sources,
                                        std::vector<MixturePhase> phases,
+                                       const std::vector<double>& max_epochs,
                                        const LoaderOptions& options,
                                        std::shared_ptr<DeviceStage> stage) {
   TOKPACK_RETURN_IF_ERROR(Validate(sources, phases, options));
+  TOKPACK_RETURN_IF_ERROR(CheckMaxEpochs(max_epochs, Names(sources)));
   if (stage) {
     // The device stage copies compact windows: one token size for all.
     for (const auto& s : sources) {
@@ -579,11 +607,13 @@ StatusOr<std::unique_ptr<Loader>> Make(std::vector<Loader::Source> sources,
   TOKPACK_ASSIGN_OR_RETURN(ShufflePlan plan, PlanShuffle(sources, options, std::move(views)));
   std::vector<uint64_t> samples;
   for (const SampleOrder& order : plan.orders) samples.push_back(order.size());
+  std::vector<uint64_t> caps = CapsOf(max_epochs, samples);
   TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit, PositionLimit(options, samples, phases, 0, 0));
   // Once per run, not once per rank.
   if (!plan.notice.empty() && options.rank == 0) std::fprintf(stderr, "%s\n", plan.notice.c_str());
-  auto loader = std::make_unique<LoaderImpl>(std::move(sources), std::move(phases), std::move(plan),
-                                             std::move(samples), limit, std::move(stage));
+  auto loader =
+      std::make_unique<LoaderImpl>(std::move(sources), std::move(phases), std::move(caps),
+                                   std::move(plan), std::move(samples), limit, std::move(stage));
   TOKPACK_RETURN_IF_ERROR(loader->Start());
   return std::unique_ptr<Loader>(std::move(loader));
 }
@@ -594,7 +624,7 @@ StatusOr<std::unique_ptr<Loader>> CreateLoader(std::vector<Loader::Source> sourc
                                                const LoaderOptions& options,
                                                std::shared_ptr<DeviceStage> stage) {
   TOKPACK_ASSIGN_OR_RETURN(std::vector<MixturePhase> phases, OnePhase(sources));
-  return Make(std::move(sources), std::move(phases), options, std::move(stage));
+  return Make(std::move(sources), std::move(phases), {}, options, std::move(stage));
 }
 
 StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
@@ -608,6 +638,13 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<Source> sources,
 StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<std::shared_ptr<Dataset>> datasets,
                                                  std::vector<MixturePhase> phases,
                                                  const LoaderOptions& options) {
+  return Create(std::move(datasets), std::move(phases), {}, options);
+}
+
+StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<std::shared_ptr<Dataset>> datasets,
+                                                 std::vector<MixturePhase> phases,
+                                                 std::vector<double> max_epochs,
+                                                 const LoaderOptions& options) {
   std::vector<Source> sources = AsSources(std::move(datasets), phases);
   TOKPACK_RETURN_IF_ERROR(Validate(sources, phases, options));
   std::shared_ptr<DeviceStage> stage;
@@ -615,7 +652,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::vector<std::shared_ptr<Dat
     const size_t item = static_cast<size_t>(TokenDtypeSize(sources[0].dataset->dtype()));
     TOKPACK_ASSIGN_OR_RETURN(stage, DeviceStage::Create(options, item, AnyLossMasks(sources)));
   }
-  return Make(std::move(sources), std::move(phases), options, std::move(stage));
+  return Make(std::move(sources), std::move(phases), max_epochs, options, std::move(stage));
 }
 
 }  // namespace tokpack

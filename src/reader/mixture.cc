@@ -29,6 +29,11 @@ std::string PhaseNaming::StartStep(size_t i) const {
   return file_.empty() ? Indexed(i) + ": start_step" : Field(Indexed(i) + ".start_step");
 }
 
+std::string PhaseNaming::RampSteps(size_t i, int64_t start) const {
+  if (!file_.empty()) return Field(Indexed(i) + ".ramp_steps");
+  return Indexed(i) + " (start_step " + std::to_string(start) + "): ramp_steps";
+}
+
 std::string PhaseNaming::Weights(size_t i, int64_t start) const {
   if (!file_.empty()) return Field(Indexed(i) + ".weights");
   return Indexed(i) + " (start_step " + std::to_string(start) + ")";
@@ -67,7 +72,13 @@ StatusOr<std::vector<MixturePhase>> ResolvePhases(const std::vector<std::string>
       return InvalidArgumentError(naming.StartStep(i) + " is " + step + ", not after the " +
                                   std::to_string(out.back().start_step) + " before it");
     }
-    MixturePhase resolved{start, std::vector<double>(names.size(), 0.0)};
+    if (phase.ramp_steps < 0 || (i == 0 && phase.ramp_steps != 0)) {
+      return InvalidArgumentError(
+          naming.RampSteps(i, start) + " is " + std::to_string(phase.ramp_steps) +
+          (i == 0 ? "; the first phase has no phase before it to ramp from (give 0)"
+                  : "; ramps last >= 0 steps (0: the weights change at once)"));
+    }
+    MixturePhase resolved{start, std::vector<double>(names.size(), 0.0), phase.ramp_steps};
     std::vector<bool> given(names.size(), false);
     bool any = false;
     std::string zeros;  // The weights as given, for the error when all are 0.
@@ -105,6 +116,15 @@ StatusOr<std::vector<MixturePhase>> ResolvePhases(const std::vector<std::string>
 StatusOr<std::vector<MixturePhase>> PhasesByName(const std::vector<std::string>& names,
                                                  const std::vector<NamedPhase>& phases) {
   return ResolvePhases(names, phases, PhaseNaming::Api());
+}
+
+std::vector<double> Mixture::MaxEpochs() const {
+  std::vector<double> caps;
+  for (const MixtureSource& s : sources) caps.push_back(s.max_epochs);
+  for (double c : caps) {
+    if (c > 0) return caps;
+  }
+  return {};
 }
 
 std::vector<std::string> Mixture::Names() const {

@@ -2,6 +2,8 @@
 // here, with errors naming the field; the phase rules in ResolvePhases.
 #include <simdjson.h>
 
+#include <cmath>
+
 #include "base/json_reader.h"
 #include "reader/mixture_rules.h"
 #include "tokpack/files.h"
@@ -33,6 +35,13 @@ Status ReadSourceObject(const JsonReader& o, MixtureSource* out) {
   for (const auto& kv : o.obj()) {
     const std::string key(kv.key);
     if (key == "path") continue;
+    if (key == "max_epochs") {
+      if (kv.value.get_double().get(out->max_epochs) != simdjson::SUCCESS ||
+          !(out->max_epochs > 0) || !std::isfinite(out->max_epochs)) {
+        return o.Error(key, "is not a cap: a number of epochs > 0");
+      }
+      continue;
+    }
     std::string text;
     std::string_view str;
     int64_t i = 0;
@@ -88,9 +97,12 @@ Status ReadSources(const JsonReader& root, Mixture* out) {
 
 // One phase's shape and types; its values are ResolvePhases' to check.
 Status ReadPhase(const JsonReader& p, NamedPhase* phase) {
-  TOKPACK_RETURN_IF_ERROR(p.OnlyKeys({"start_step", "weights"}, kNotAField));
+  TOKPACK_RETURN_IF_ERROR(p.OnlyKeys({"start_step", "weights", "ramp_steps"}, kNotAField));
   if (!p.Get("start_step", &phase->start_step).ok()) {
     return p.Missing("start_step", "an integer >= 0");
+  }
+  if (p.Has("ramp_steps") && !p.Get("ramp_steps", &phase->ramp_steps).ok()) {
+    return p.Error("ramp_steps", "is not an integer >= 0");
   }
   JsonReader weights;
   if (!p.Object("weights", &weights).ok()) {

@@ -23,9 +23,10 @@ class PhaseNaming {
   // A phases file's: "mix.json: field 'phases[1].weights.web'".
   static PhaseNaming File(const std::string& source) { return PhaseNaming(source); }
 
-  std::string List() const;                            // The whole list.
-  std::string StartStep(size_t i) const;               // Phase i's start step.
-  std::string Weights(size_t i, int64_t start) const;  // Phase i's weights together.
+  std::string List() const;                              // The whole list.
+  std::string StartStep(size_t i) const;                 // Phase i's start step.
+  std::string RampSteps(size_t i, int64_t start) const;  // Phase i's ramp_steps.
+  std::string Weights(size_t i, int64_t start) const;    // Phase i's weights together.
   std::string Weight(size_t i, int64_t start, const std::string& name) const;
   std::string Source(size_t i, int64_t start, const std::string& name) const;
 

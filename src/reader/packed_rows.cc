@@ -75,28 +75,34 @@ void GatherPackedRows(const std::vector<std::shared_ptr<const PackedView>>& view
                       const std::vector<std::pair<uint32_t, uint64_t>>& rows,
                       std::vector<TokenRange>* pieces, std::vector<size_t>* ends) {
   // Reused: no steady-state allocation.
+  thread_local std::vector<size_t> order;  // Row indices by source, rows in order within one.
   thread_local std::vector<uint64_t> bins;
   thread_local std::vector<TokenRange> found;
   thread_local std::vector<size_t> found_ends;
   thread_local std::vector<std::pair<size_t, size_t>> spans;  // Row b's pieces in `found`.
-  // Each source's rows in one lookup (usually there is one source), then
-  // the rows' pieces in row order.
+  // The rows of each source in one lookup (usually there is one source; the
+  // cost follows the rows, not the sources), then their pieces in row order.
+  order.resize(rows.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&rows](size_t x, size_t y) { return rows[x].first < rows[y].first; });
   found.clear();
   spans.resize(rows.size());
-  for (size_t s = 0; s < views.size(); ++s) {
+  for (size_t g = 0; g < order.size();) {
+    const uint32_t source = rows[order[g]].first;
+    size_t end = g;
     bins.clear();
-    for (const auto& row : rows) {
-      if (row.first == s) bins.push_back(row.second);
+    for (; end < order.size() && rows[order[end]].first == source; ++end) {
+      bins.push_back(rows[order[end]].second);
     }
-    if (bins.empty()) continue;
-    size_t begin = found.size(), k = 0;
+    size_t begin = found.size();
     found_ends.clear();
-    views[s]->Bins(bins.data(), bins.size(), &found, &found_ends);
-    for (size_t b = 0; b < rows.size(); ++b) {
-      if (rows[b].first != s) continue;
-      spans[b] = {begin, found_ends[k]};
-      begin = found_ends[k++];
+    views[source]->Bins(bins.data(), bins.size(), &found, &found_ends);
+    for (size_t k = 0; k < end - g; ++k) {
+      spans[order[g + k]] = {begin, found_ends[k]};
+      begin = found_ends[k];
     }
+    g = end;
   }
   pieces->clear();
   ends->clear();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 
 #include "tokpack/json_writer.h"
 
@@ -10,16 +11,16 @@ namespace tokpack {
 
 uint64_t MixtureState::Position() const {
   uint64_t p = 0;
-  for (const auto& phase : phases) {
-    for (uint64_t c : phase) p += c;
+  for (const PhaseRun& run : phases) {
+    for (uint64_t c : run.counts) p += c;
   }
   return p;
 }
 
 std::vector<uint64_t> MixtureState::Totals(size_t sources) const {
   std::vector<uint64_t> totals(sources, 0);
-  for (const auto& phase : phases) {
-    for (size_t s = 0; s < phase.size() && s < sources; ++s) totals[s] += phase[s];
+  for (const PhaseRun& run : phases) {
+    for (size_t s = 0; s < run.counts.size() && s < sources; ++s) totals[s] += run.counts[s];
   }
   return totals;
 }
@@ -41,8 +42,9 @@ std::string FormatPhases(const std::vector<MixturePhase>& phases) {
   std::string out = "[";
   for (size_t j = 0; j < phases.size(); ++j) {
     if (j) out += ", ";
-    out +=
-        "(" + std::to_string(phases[j].start_step) + ", " + FormatWeights(phases[j].weights) + ")";
+    out += "(" + std::to_string(phases[j].start_step) + ", " + FormatWeights(phases[j].weights);
+    if (phases[j].ramp_steps > 0) out += ", ramp_steps=" + std::to_string(phases[j].ramp_steps);
+    out += ")";
   }
   return out + "]";
 }
@@ -59,6 +61,12 @@ Status CheckPhases(const std::vector<MixturePhase>& phases, const std::vector<st
       return InvalidArgumentError(name + " must start after " +
                                   PhaseName(j - 1, phases[j - 1].start_step) +
                                   ": start steps increase");
+    }
+    if (phase.ramp_steps < 0 || (j == 0 && phase.ramp_steps != 0)) {
+      return InvalidArgumentError(
+          name + ": ramp_steps is " + std::to_string(phase.ramp_steps) +
+          (j == 0 ? "; the first phase has no phase before it to ramp from (give 0)"
+                  : "; it must be >= 0 (0: the weights change at once)"));
     }
     if (phase.weights.size() != names.size()) {
       return InvalidArgumentError(name + " has " + std::to_string(phase.weights.size()) +
@@ -85,6 +93,35 @@ Status CheckPhases(const std::vector<MixturePhase>& phases, const std::vector<st
   return Status::Ok();
 }
 
+Status CheckMaxEpochs(const std::vector<double>& max_epochs,
+                      const std::vector<std::string>& names) {
+  if (max_epochs.empty()) return Status::Ok();
+  if (max_epochs.size() != names.size()) {
+    return InvalidArgumentError("max_epochs has " + std::to_string(max_epochs.size()) +
+                                " values for " + std::to_string(names.size()) +
+                                " datasets: give one per dataset (0: no cap)");
+  }
+  for (size_t s = 0; s < names.size(); ++s) {
+    if (!(max_epochs[s] >= 0) || !std::isfinite(max_epochs[s])) {
+      return InvalidArgumentError("the max_epochs of '" + names[s] + "' is " +
+                                  ShortestDouble(max_epochs[s]) +
+                                  "; a cap is a finite number of epochs > 0 (0: no cap)");
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<uint64_t> CapsOf(const std::vector<double>& max_epochs,
+                             const std::vector<uint64_t>& samples) {
+  std::vector<uint64_t> caps(samples.size(), kNoCap);
+  for (size_t s = 0; s < max_epochs.size() && s < samples.size(); ++s) {
+    if (max_epochs[s] == 0) continue;
+    const double draws = std::floor(max_epochs[s] * static_cast<double>(samples[s]));
+    caps[s] = draws < 1 ? 1 : draws >= 0x1p63 ? kNoCap : static_cast<uint64_t>(draws);
+  }
+  return caps;
+}
+
 void AddMixtureStats(const MixtureState& state, const std::vector<MixturePhase>& phases,
                      const std::vector<uint64_t>& samples, int64_t seq_len, LoaderStats* stats) {
   const std::vector<uint64_t> totals = state.Totals(samples.size());
@@ -92,20 +129,27 @@ void AddMixtureStats(const MixtureState& state, const std::vector<MixturePhase>&
     stats->sources.push_back({totals[s], totals[s] * static_cast<uint64_t>(seq_len),
                               totals[s] / samples[s], totals[s] % samples[s]});
   }
+  // One entry per phase begun: its runs (after caps) add up.
   uint64_t start = 0;
-  for (size_t j = 0; j < state.phases.size(); ++j) {
-    stats->phases.push_back({phases[j].start_step, start, phases[j].weights, state.phases[j]});
-    for (uint64_t c : state.phases[j]) start += c;
+  for (const PhaseRun& run : state.phases) {
+    if (stats->phases.empty() || run.phase + 1 > stats->phases.size()) {
+      const MixturePhase& p = phases[run.phase];
+      stats->phases.push_back({p.start_step, start, p.weights, run.counts});
+    } else {
+      std::vector<uint64_t>& drawn = stats->phases.back().samples;
+      for (size_t s = 0; s < drawn.size(); ++s) drawn[s] += run.counts[s];
+    }
+    for (uint64_t c : run.counts) start += c;
   }
 }
 
-PhaseSchedule::PhaseSchedule(std::vector<MixturePhase> phases, uint64_t global_batch)
-    : phases_(std::move(phases)), global_batch_(global_batch), starts_(phases_.size(), 0) {
-  for (MixturePhase& phase : phases_) {
-    double sum = 0;
-    for (double w : phase.weights) sum += w;
-    for (double& w : phase.weights) w /= sum;
-  }
+PhaseSchedule::PhaseSchedule(std::vector<MixturePhase> phases, uint64_t global_batch,
+                             std::vector<uint64_t> caps)
+    : phases_(std::move(phases)),
+      global_batch_(global_batch),
+      caps_(std::move(caps)),
+      starts_(phases_.size(), 0) {
+  caps_.resize(phases_[0].weights.size(), kNoCap);
   Reset(MixtureState{});
 }
 
@@ -114,11 +158,12 @@ void PhaseSchedule::Reset(const MixtureState& state) {
   state_ = state;
   totals_ = state_.Totals(sources);
   position_ = anchor_ = state_.Position();
-  const size_t begun = state_.phases.size();
+  const size_t begun = state_.phases.empty() ? 0 : state_.phases.back().phase + 1;
   uint64_t start = 0;
-  for (size_t j = 0; j < begun; ++j) {
-    starts_[j] = start;
-    for (uint64_t c : state_.phases[j]) start += c;
+  for (size_t i = 0; i < state_.phases.size(); ++i) {
+    const PhaseRun& run = state_.phases[i];
+    if (i == 0 || run.phase != state_.phases[i - 1].phase) starts_[run.phase] = start;
+    for (uint64_t c : run.counts) start += c;
   }
   const uint64_t G = global_batch_;
   const uint64_t k0 = static_cast<uint64_t>(state_.step);
@@ -127,45 +172,150 @@ void PhaseSchedule::Reset(const MixtureState& state) {
     const uint64_t wait = step > k0 ? step - k0 : 0;
     starts_[j] = wait > (UINT64_MAX - position_) / G ? UINT64_MAX : position_ + wait * G;
   }
-  phase_position_ = 0;
-  if (begun > 0) {
-    for (uint64_t c : state_.phases.back()) phase_position_ += c;
+  run_position_ = run_offset_ = 0;
+  due_.clear();
+  waiting_.clear();
+  exhausted_ = cap_reached_ = false;
+  if (state_.phases.empty()) return;
+  // The last run continues: its offset in the phase, and the sources its
+  // weights left out (capped before it began).
+  const PhaseRun& last = state_.phases.back();
+  for (uint64_t c : last.counts) run_position_ += c;
+  for (size_t i = state_.phases.size() - 1; i-- > 0 && state_.phases[i].phase == last.phase;) {
+    for (uint64_t c : state_.phases[i].counts) run_offset_ += c;
+  }
+  StartRun();
+}
+
+void PhaseSchedule::BeginRun(size_t j, uint64_t ramp) {
+  const size_t sources = phases_[0].weights.size();
+  if (!state_.phases.empty() && state_.phases.back().phase == j) {
+    run_offset_ += run_position_;
+  } else {
+    run_offset_ = 0;
+  }
+  state_.phases.push_back({j, std::vector<uint64_t>(sources, 0), ramp});
+  run_position_ = 0;
+  StartRun();
+}
+
+namespace {
+
+// `weights` normalized, then, if that leaves out a weighted source, without
+// the capped ones and normalized again (zeros if nothing is left).
+std::vector<double> RunWeights(std::vector<double> weights, const std::vector<bool>& capped) {
+  double sum = 0;
+  for (double w : weights) sum += w;
+  for (double& w : weights) w /= sum;
+  bool any = false;
+  for (size_t s = 0; s < weights.size(); ++s) any = any || (capped[s] && weights[s] > 0);
+  if (!any) return weights;  // Bit for bit the weights of a run without caps.
+  sum = 0;
+  for (size_t s = 0; s < weights.size(); ++s) {
+    if (capped[s]) weights[s] = 0;
+    sum += weights[s];
+  }
+  if (sum > 0) {
+    for (double& w : weights) w /= sum;
+  }
+  return weights;
+}
+
+}  // namespace
+
+ShareCurve RunCurve(const MixturePhase* previous, const MixturePhase& phase,
+                    const std::vector<bool>& capped, uint64_t ramp, uint64_t offset) {
+  std::vector<double> to = RunWeights(phase.weights, capped);
+  if (previous == nullptr || ramp <= offset) return ShareCurve(std::move(to));
+  std::vector<double> from = RunWeights(previous->weights, capped);
+  double sum = 0;
+  for (double w : from) sum += w;
+  if (!(sum > 0)) from = to;  // Nothing left to ramp from.
+  return ShareCurve(std::move(from), std::move(to), ramp, offset);
+}
+
+void PhaseSchedule::StartRun() {
+  const PhaseRun& run = state_.phases.back();
+  const size_t sources = phases_[0].weights.size();
+  // Capped: the sources at their cap when the run began.
+  capped_.assign(sources, false);
+  cap_reached_ = false;
+  for (size_t s = 0; s < sources; ++s) {
+    capped_[s] = totals_[s] - run.counts[s] >= caps_[s];
+    cap_reached_ = cap_reached_ || (!capped_[s] && totals_[s] >= caps_[s]);
+  }
+  curve_ = RunCurve(run.phase > 0 ? &phases_[run.phase - 1] : nullptr, phases_[run.phase], capped_,
+                    run.ramp, run_offset_);
+  exhausted_ = true;
+  for (size_t s = 0; s < sources && exhausted_; ++s) exhausted_ = !(curve_.weight(s) > 0);
+  first_present_ = 0;
+  while (first_present_ < sources && !curve_.Present(first_present_)) ++first_present_;
+  due_.clear();
+  waiting_.clear();
+  for (size_t s = 0; s < sources; ++s) Queue(s);
+}
+
+void PhaseSchedule::Queue(size_t s) {
+  const uint64_t count = state_.phases.back().counts[s];
+  const uint64_t release = curve_.Release(s, count);
+  if (release == ShareCurve::kNever) return;
+  const auto greater = std::greater<>();
+  if (release <= run_position_) {
+    due_.push_back({curve_.Deadline(s, count), static_cast<uint32_t>(s), count});
+    std::push_heap(due_.begin(), due_.end(), greater);
+  } else {
+    waiting_.push_back({release, static_cast<uint32_t>(s), count});
+    std::push_heap(waiting_.begin(), waiting_.end(), greater);
   }
 }
 
 size_t PhaseSchedule::Next() {
   // Enter the phases that start here (the last draws; several start here
-  // only when a state broke Reset's contract).
-  size_t next = state_.phases.size();
+  // only when a state broke Reset's contract), or a new run of the phase
+  // when a source reached its cap.
+  size_t next = state_.phases.empty() ? 0 : state_.phases.back().phase + 1;
   if (next < phases_.size() && starts_[next] <= position_) {
-    while (next + 1 < phases_.size() && starts_[next + 1] <= position_) ++next;
-    const size_t sources = phases_[0].weights.size();
-    while (state_.phases.size() <= next) state_.phases.emplace_back(sources, 0);
-    phase_position_ = 0;
-  }
-  const std::vector<double>& weights = phases_[state_.phases.size() - 1].weights;
-  std::vector<uint64_t>& counts = state_.phases.back();
-  // Earliest deadline first among the sources behind their share: the
-  // (c+1)-th draw of s is due by (c+1) / w_s. The deficits add up to 1, so
-  // one is behind; should rounding say otherwise, the first present source.
-  size_t best = SIZE_MAX, present = SIZE_MAX;
-  double deadline = 0;
-  const double q = static_cast<double>(phase_position_ + 1);
-  for (size_t s = 0; s < weights.size(); ++s) {
-    if (weights[s] == 0) continue;  // Absent from this phase.
-    if (present == SIZE_MAX) present = s;
-    const double due = static_cast<double>(counts[s] + 1) / weights[s];
-    if (weights[s] * q > static_cast<double>(counts[s]) && (best == SIZE_MAX || due < deadline)) {
-      best = s;
-      deadline = due;
+    while (next + 1 < phases_.size() && starts_[next + 1] <= position_) {
+      state_.phases.push_back({next++, std::vector<uint64_t>(totals_.size(), 0), 0});
     }
+    const uint64_t steps = static_cast<uint64_t>(phases_[next].ramp_steps);
+    const uint64_t ramp = steps > UINT64_MAX / global_batch_ ? UINT64_MAX : steps * global_batch_;
+    BeginRun(next, ramp);
+  } else if (cap_reached_) {
+    cap_reached_ = false;
+    BeginRun(state_.phases.back().phase, state_.phases.back().ramp);
   }
-  if (best == SIZE_MAX) best = present;
+  if (exhausted_) return kExhausted;
+  const auto greater = std::greater<>();
+  std::vector<uint64_t>& counts = state_.phases.back().counts;
+  // The sources falling behind their share at this position join the due.
+  while (!waiting_.empty() && waiting_.front().key <= run_position_) {
+    const Entry<uint64_t> e = waiting_.front();
+    std::pop_heap(waiting_.begin(), waiting_.end(), greater);
+    waiting_.pop_back();
+    if (e.count != counts[e.source]) continue;  // Stale.
+    due_.push_back({curve_.Deadline(e.source, e.count), e.source, e.count});
+    std::push_heap(due_.begin(), due_.end(), greater);
+  }
+  // Earliest deadline first among the sources behind their share. The
+  // shares add up to the position, so one is behind; should rounding say
+  // otherwise, the first present source.
+  size_t best = first_present_;
+  while (!due_.empty()) {
+    const Entry<double> e = due_.front();
+    std::pop_heap(due_.begin(), due_.end(), greater);
+    due_.pop_back();
+    if (e.count != counts[e.source]) continue;
+    best = e.source;
+    break;
+  }
   ++counts[best];
   ++totals_[best];
   ++position_;
-  ++phase_position_;
+  ++run_position_;
   if ((position_ - anchor_) % global_batch_ == 1 || global_batch_ == 1) ++state_.step;
+  Queue(best);
+  if (totals_[best] == caps_[best]) cap_reached_ = true;
   return best;
 }
 

@@ -48,7 +48,8 @@ struct StepInfo {
   int64_t global_step = 0;
   uint64_t position_after = 0;
   MixtureState state_after;
-  std::vector<uint64_t> trainable;  // Per source: its rows' labels that carry loss.
+  // Per row: its source and its labels that carry loss.
+  std::vector<std::pair<uint32_t, uint64_t>> trainable;
 };
 
 struct Slot {

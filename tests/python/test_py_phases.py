@@ -242,7 +242,7 @@ def test_names_come_from_a_mapping_a_list_or_the_phases(sources):
     ([(0, {"web": 1}), (-1, {"web": 1})], ValueError, ["phases[1]", "start_step", ">= 0"]),
     ([(0.5, {"web": 1})], TypeError, ["phases[0]", "start_step", "integer"]),
     ([{"start": 0, "weights": {"web": 1}}], ValueError, ["phases[0]", "'start_step'"]),
-    ([(0, {"web": 1}, 3)], TypeError, ["phases[0]", "(start_step, {source: weight})"]),
+    ([(0, {"web": 1}, 3, 4)], TypeError, ["phases[0]", "(start_step, {source: weight}"]),
     ([], ValueError, ["phases is empty"]),
     ({"web": 1}, TypeError, ["list of (start_step"]),
 ])

@@ -143,7 +143,8 @@ TEST(Cursor, MalformedFieldsStepsAndSizesAreRefused) {
   std::string v3 = V2();  // Version 3 is a packed state's.
   ExpectRefused(v3.replace(v3.find(":2,"), 3, ":3,"), "version 3 with packing 'concat'");
   std::string v4 = V2();
-  ExpectRefused(v4.replace(v4.find(":2,"), 3, ":4,"), "version 4 is not supported");
+  ExpectRefused(std::string(v4).replace(v4.find(":2,"), 3, ":5,"), "version 5 is not supported");
+  ExpectRefused(v4.replace(v4.find(":2,"), 3, ":4,"), "version 4 without a ramp or a cap");
 }
 
 TEST(Cursor, WindowChunksRoundTripAndCursorsWithoutThemStillParse) {

@@ -25,9 +25,9 @@ std::vector<uint64_t> DrawAndCheckPrefixes(PhaseSchedule* s,
     for (double w : phases[j].weights) sum += w;
     for (size_t k = 0; k < phases[j].weights.size(); ++k) {
       const double share = phases[j].weights[k] / sum * static_cast<double>(q);
-      worst = std::max(worst, std::fabs(static_cast<double>(state.phases[j][k]) - share));
+      worst = std::max(worst, std::fabs(static_cast<double>(state.phases[j].counts[k]) - share));
       if (phases[j].weights[k] == 0) {
-        EXPECT_EQ(state.phases[j][k], 0u) << "phase " << j;
+        EXPECT_EQ(state.phases[j].counts[k], 0u) << "phase " << j;
       }
     }
   }
@@ -84,7 +84,7 @@ TEST(PhaseSchedule, APhaseDrawsWhatAFreshScheduleOfItsWeightsDraws) {
   EXPECT_EQ(changed.totals(), (std::vector<uint64_t>{8100, 900}));
   PhaseSchedule fresh({{0, {0.1, 0.9}}}, 10);
   for (int p = 0; p < 1000; ++p) ASSERT_EQ(changed.Next(), fresh.Next()) << p;
-  EXPECT_EQ(changed.state().phases[1], (std::vector<uint64_t>{100, 900}));
+  EXPECT_EQ(changed.state().phases[1].counts, (std::vector<uint64_t>{100, 900}));
   EXPECT_EQ(changed.totals(), (std::vector<uint64_t>{8200, 1800}));
 }
 
@@ -114,7 +114,7 @@ TEST(PhaseSchedule, AfterAResetStepsContinueAndPhasesStartAtTheBatchesOfTheNewGl
   EXPECT_EQ(shrunk.state().phases.size(), 2u);
   for (int p = 0; p < 35; ++p) shrunk.Next();
   ASSERT_EQ(shrunk.state().phases.size(), 3u);
-  EXPECT_EQ(shrunk.state().phases[2], (std::vector<uint64_t>{18, 17}));
+  EXPECT_EQ(shrunk.state().phases[2].counts, (std::vector<uint64_t>{18, 17}));
   EXPECT_EQ(shrunk.state().step, 20);
   EXPECT_EQ(shrunk.Next(), 0u);
   EXPECT_EQ(shrunk.state().phases.size(), 4u);

@@ -50,7 +50,7 @@ _LEADING = ("model", "args", "data_collator", "train_dataset", "eval_dataset")
 
 STEP_UNITS = ("optimizer", "loader")
 
-NamedPhases = List[Tuple[int, Dict[str, float]]]
+NamedPhases = List[Tuple[Any, ...]]  # (start_step, {name: weight}[, ramp_steps])
 
 # The phases as given, in optimizer steps, of each loader a TokpackTrainer
 # with step_unit="optimizer" took: training re-expresses the loader's own
@@ -283,17 +283,19 @@ def _resumed_phases(given: NamedPhases, accumulate: int, cursor: Mapping[str, An
     begun = _phases.cursor_phases(cursor)
     at = int(cursor["step"])
     out: NamedPhases = []
-    for i, (start, weights) in enumerate(given):
+    for i, phase in enumerate(given):
+        start, weights, ramp = phase[0], phase[1], _phases.ramp_of(phase)
         if start >= step:
-            out.append((at + (start - step) * accumulate, weights))
+            resumed = (at + (start - step) * accumulate, weights, ramp * accumulate)
         elif i < len(begun):
-            out.append((begun[i][0], weights))
+            resumed = (begun[i][0], weights, _phases.ramp_of(begun[i]))
         else:
             raise ValueError(
                 f"the phase at optimizer step {start} comes before the checkpoint's step "
                 f"{step}, but the checkpoint's run began only {len(begun)} phases: phases "
                 f"that began before a checkpoint must be given as they were, and later ones "
                 f"at steps from {step} on")
+        out.append(resumed if resumed[2] else resumed[:2])
     return out
 
 
@@ -336,7 +338,7 @@ def _check(args: Any, loader: Any, collator: Any, eval_dataset: Any,
     if step_unit not in (None, *STEP_UNITS):
         raise ValueError(f"step_unit={step_unit!r}: give \"optimizer\" (phases count the "
                          f"Trainer's optimizer steps) or \"loader\" (loader steps)")
-    starts = [start for start, _ in _GIVEN_PHASES.get(loader, loader.phases)]
+    starts = [p[0] for p in _GIVEN_PHASES.get(loader, loader.phases)]
     if step_unit is None and accumulate > 1 and any(starts):
         later = next(start for start in starts if start)
         raise ValueError(
