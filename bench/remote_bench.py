@@ -552,9 +552,9 @@ READING = """\
   inputs and targets separately through the cache, and lookahead hints
   queued no-op visits to cached chunks; a row now reads its window once, and
   a remote file sends no hints for chunks this process has mapped.
-  What a warm read still pays over local disk is finding its mapping (a hash
-  probe under one of 16 shard locks, and reference counts): 5-8% of a
-  window's CPU in a `perf` profile, within this machine's noise between runs.
+  Since then a warm read takes its mapping from its file's slot for the chunk (no
+  key, no table lock, no probe) while no mapping has left the process's table;
+  "Many remote sources, and warm remote reads" below measures warm reads since.
 - Wait per step: once the data is cached the consumer's wait is the cost of
   a `next()` from Python (about 0.1 ms) for local disk and S3 alike, with and
   without lookahead: zero in the sense of the target. All waiting happens in

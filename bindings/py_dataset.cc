@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -139,6 +140,28 @@ void DefineDataset(py::module_& m) {
              return a;
            });
   m.def("dataset_options", [] { return DescribeOptions(DatasetOptions::Describe()); });
+  // Many datasets opened side by side (Dataset::OpenAll), as a Loader of
+  // many sources does; storage settings as for Dataset(path).
+  m.def(
+      "open_datasets",
+      [](const std::vector<std::string>& paths, const std::optional<StorageOptions>& storage,
+         const py::kwargs& kw) {
+        const bool remote = std::any_of(paths.begin(), paths.end(),
+                                        [](const std::string& p) { return IsRemoteUrl(p); });
+        const StorageOptions options =
+            storage || remote ? StorageOrEnvironment(storage) : StorageOptions();
+        const DatasetOptions open_options = ParseOptions<DatasetOptions>(kw);
+        auto opened = Unwrap(RunInterruptibly(options, [&](const StorageOptions& o) {
+          return Dataset::OpenAll(paths, o, open_options);
+        }));
+        std::vector<std::shared_ptr<ForkSafe<Dataset>>> out;
+        out.reserve(opened.size());
+        for (std::shared_ptr<Dataset>& d : opened) {
+          out.push_back(std::make_shared<ForkSafe<Dataset>>(std::move(d)));
+        }
+        return out;
+      },
+      py::arg("paths"), py::arg("storage") = py::none());
 
   py::class_<Tokenizer>(m, "Tokenizer")
       .def(py::init([](const std::string& path, const std::string& pattern,

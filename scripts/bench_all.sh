@@ -47,6 +47,7 @@ python3 bench/reader_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 
 echo "== remote (loopback S3), Parquet inputs (.venv: moto, tokenizers, pyarrow)"
 .venv/bin/python bench/remote_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
+.venv/bin/python bench/remote_sources_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/cold_start_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/streaming_bench.py --rounds "$ROUNDS" --report "$REPORT" >/dev/null
 .venv/bin/python bench/shuffle_quality.py --report "$REPORT" >/dev/null

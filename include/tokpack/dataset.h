@@ -74,6 +74,13 @@ class Dataset {
   // the environment, so a URL fails for want of a cache directory; pass
   // StorageOptions::FromEnvironment() for the documented variables.
   static StatusOr<std::shared_ptr<Dataset>> Open(const std::string& path);
+  // Open(path, storage, options) of each of `paths`, side by side on at most
+  // storage.prefetch_threads threads (many remote datasets open in the time
+  // of a few manifest fetches), in the order given. The first failure in
+  // that order is returned (it names its dataset); the others are dropped.
+  static StatusOr<std::vector<std::shared_ptr<Dataset>>> OpenAll(
+      const std::vector<std::string>& paths, const StorageOptions& storage,
+      const DatasetOptions& options);
   ~Dataset();
   Dataset(const Dataset&) = delete;
   Dataset& operator=(const Dataset&) = delete;

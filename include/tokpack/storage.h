@@ -35,13 +35,14 @@ struct StorageOptions : OptionSet<StorageOptions> {
   // so a server that accepts and never answers fails a request after about
   // http_attempts * (http_stall_seconds + a 4 s backoff at most).
   int http_stall_seconds = 20;
-  // HTTP requests in flight at once per dataset or input; prefetches take at
-  // most three quarters of them (all of one) and reads go before waiting
-  // prefetches.
+  // HTTP requests in flight at once, shared by the remote datasets of a
+  // process opened with equal settings (per build input otherwise);
+  // prefetches take at most three quarters of them (all of one) and reads go
+  // before waiting prefetches.
   int http_concurrency = 16;
-  // Background threads filling the cache ahead of reads, per remote dataset:
-  // the most prefetches in flight, each taking the queued chunk whose step
-  // comes first.
+  // Background threads filling the cache ahead of reads, shared by the remote
+  // datasets of a process opened with equal settings: the most prefetches in
+  // flight, each taking the queued chunk whose step comes first across them.
   int prefetch_threads = 8;
   // Where `build --output URL` builds before pushing.
   std::string temp_dir = "/tmp";

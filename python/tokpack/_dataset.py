@@ -150,6 +150,20 @@ class Dataset:
         self._core = _core.Dataset(os.fspath(path), storage, **options)
         self._manifest: Optional[Dict[str, Any]] = None
 
+    @classmethod
+    def _open_all(cls, paths: Sequence[StrPath], *,
+                  storage: Optional[_core.StorageOptions] = None,
+                  **options: Any) -> List["Dataset"]:
+        """Dataset(path, storage=storage, **options) of each path, opened side
+        by side (many remote sources open in the time of a few)."""
+        cores = _core.open_datasets([os.fspath(p) for p in paths], storage, **options)
+        out = []
+        for core in cores:
+            d = cls.__new__(cls)
+            d._storage, d._options, d._core, d._manifest = storage, options, core, None
+            out.append(d)
+        return out
+
     def __len__(self) -> int:
         return self._core.num_documents
 

@@ -40,7 +40,13 @@ def _parse_sources(sources: Sources) -> Tuple[List[Dataset], List[float]]:
         pairs = [s if isinstance(s, tuple) else (s, 1.0) for s in sources]
     if not pairs:
         raise ValueError("tokpack.Loader needs at least one dataset")
-    return [_as_dataset(p) for p, _ in pairs], [float(w) for _, w in pairs]
+    # Paths are opened side by side: a mixture of many remote sources waits
+    # for a few manifest fetches, not for all of them in turn.
+    paths = [p for p, _ in pairs if not isinstance(p, Dataset)]
+    opened = iter(Dataset._open_all(paths)) if len(paths) > 1 else None
+    datasets = [p if isinstance(p, Dataset) else next(opened) if opened else Dataset(p)
+                for p, _ in pairs]
+    return datasets, [float(w) for _, w in pairs]
 
 
 class Loader:
@@ -400,8 +406,10 @@ class Loader:
     def __repr__(self) -> str:
         phases = self.phases
         mixture = (_phases.format_weights(phases[0][1]) if len(phases) == 1 else
-                   "phases=[" + ", ".join(f"({k}, {_phases.format_weights(w)})"
-                                          for k, w in phases) + "]")
+                   "phases=[" + ", ".join(
+                       f"({p[0]}, {_phases.format_weights(p[1])}"
+                       + (f", {_phases.ramp_of(p)})" if _phases.ramp_of(p) else ")")
+                       for p in phases) + "]")
         return (
             f"tokpack.Loader({mixture}, seq_len={self.seq_len}, "
             f"batch_size={self.batch_size}, rank={self.rank}/{self.world_size}, "

@@ -255,14 +255,11 @@ def changed(begun: Sequence[CorePhase], phases: Sequence[CorePhase]) -> bool:
 
 
 def cursor_phases(state: Any) -> List[CorePhase]:
-    """The begun phases of a saved cursor, or [] if it has none readable.
-    The runs after a cap repeat their phase: one entry per phase."""
+    """The begun phases of a saved cursor, or [] if it has none readable."""
     try:
         out: List[CorePhase] = []
         for p in state["phases"]:
             phase = (int(p["start_step"]), [float(w) for w in p["weights"]])
-            if out and out[-1][0] == phase[0]:
-                continue
             ramp = int(p.get("ramp_steps", 0))
             out.append((*phase, ramp) if ramp else phase)
         return out

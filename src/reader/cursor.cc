@@ -59,10 +59,12 @@ Cursor Cursor::Of(const LoaderOptions& o, const std::vector<Loader::Source>& sou
   for (size_t s = 0; s < sources.size(); ++s) {
     c.sources.push_back({sources[s].dataset->fingerprint(), totals[s], caps[s]});
   }
-  for (const PhaseRun& run : state.phases) {
-    const MixturePhase& p = phases[run.phase];
-    c.phases.push_back({p.start_step, p.weights, run.counts, p.ramp_steps, run.ramp});
+  for (size_t j = 0; j < state.phases.size(); ++j) {
+    const MixturePhase& p = phases[j];
+    c.phases.push_back(
+        {p.start_step, p.weights, state.phases[j].counts, p.ramp_steps, state.phases[j].ramp});
   }
+  c.run = state.run;
   return c;
 }
 
@@ -72,6 +74,7 @@ std::string Cursor::ToJson() const {
   bool scheduled = false;
   for (const Source& s : sources) scheduled = scheduled || s.cap != kNoCap;
   for (const Phase& p : phases) scheduled = scheduled || p.ramp_steps > 0;
+  scheduled = scheduled || !run.empty();
   const int version = scheduled ? kScheduleVersion : packed ? kPackedVersion : kVersion;
   std::string out = "{\"tokpack_cursor\":" + std::to_string(version) +
                     ",\"position\":" + std::to_string(position);
@@ -112,8 +115,13 @@ std::string Cursor::ToJson() const {
     }
     out += "}";
   }
-  out += "]}";
-  return out;
+  out += "]";
+  if (!run.empty()) {
+    out += ",\"run\":[";
+    for (size_t s = 0; s < run.size(); ++s) out += (s ? "," : "") + std::to_string(run[s]);
+    out += "]";
+  }
+  return out + "}";
 }
 
 StatusOr<Cursor> Cursor::Parse(std::string_view json) {
@@ -252,6 +260,11 @@ StatusOr<Cursor> Cursor::Parse(std::string_view json) {
       }
       c.phases.push_back(std::move(p));
     }
+    simdjson::dom::element run;
+    if (root["run"].get(run) == simdjson::SUCCESS &&
+        (version < kScheduleVersion || !ReadArray(run, &c.run) || c.run.empty())) {
+      return Bad("run is not a run a loader saves (the draws of each source, in version 4)");
+    }
   }
   if (version == kScheduleVersion) {
     bool scheduled = false;
@@ -300,30 +313,12 @@ Status Cursor::CheckReachable() const {
       return Bad(field + ".start_step is " + std::to_string(phases[j].start_step) +
                  "; the first phase starts at step 0");
     }
-    // A run after a cap repeats its phase: the same start step and ramp.
-    const bool continues = j > 0 && phases[j].start_step == phases[j - 1].start_step &&
-                           phases[j].weights == phases[j - 1].weights &&
-                           phases[j].ramp_steps == phases[j - 1].ramp_steps &&
-                           phases[j].ramp == phases[j - 1].ramp;
-    if (j > 0 && !continues && phases[j].start_step <= phases[j - 1].start_step) {
+    if (j > 0 && phases[j].start_step <= phases[j - 1].start_step) {
       return Bad(field + ".start_step " + std::to_string(phases[j].start_step) +
                  " does not follow phases[" + std::to_string(j - 1) + "].start_step " +
-                 std::to_string(phases[j - 1].start_step) +
-                 ": start steps increase (a run after a cap repeats its phase exactly)");
+                 std::to_string(phases[j - 1].start_step) + ": start steps increase");
     }
-    if (continues) {
-      // Only a source reaching its cap during the run before begins one.
-      bool reached = false;
-      for (size_t s = 0; s < sources.size() && s < phases[j - 1].counts.size(); ++s) {
-        reached = reached || (totals[s] >= sources[s].cap &&
-                              totals[s] - phases[j - 1].counts[s] < sources[s].cap);
-      }
-      if (!reached) {
-        return Bad(field + " repeats phases[" + std::to_string(j - 1) +
-                   "], but no source reached its cap there (a run after a cap repeats its phase)");
-      }
-    }
-    if (phases[j].ramp_steps > 0 && (j == 0 || phases[0].start_step == phases[j].start_step)) {
+    if (phases[j].ramp_steps > 0 && j == 0) {
       return Bad(field + " ramps, but the first phase has nothing to ramp from");
     }
     if (phases[j].weights.size() != sources.size() || phases[j].counts.size() != sources.size()) {
@@ -353,54 +348,104 @@ Status Cursor::CheckReachable() const {
                  std::to_string(sources[s].consumed) + " at position " + std::to_string(position) +
                  ", but its counts in the phases add up to " + std::to_string(totals[s]));
     }
+    if (totals[s] > sources[s].cap) {
+      return Bad("sources[" + std::to_string(s) + "].consumed " + std::to_string(totals[s]) +
+                 " is past its cap of " + std::to_string(sources[s].cap) + " draws");
+    }
   }
-  return Status::Ok();
+  return CheckCapRun(totals);
+}
+
+Status Cursor::CheckCapRun(const std::vector<uint64_t>& totals) const {
+  if (run.empty()) return Status::Ok();
+  if (phases.empty() || run.size() != sources.size()) {
+    return Bad("run has " + std::to_string(run.size()) + " counts for " +
+               std::to_string(sources.size()) + " sources and " + std::to_string(phases.size()) +
+               " phases begun");
+  }
+  const Phase& last = phases.back();
+  std::vector<uint64_t> before(sources.size());  // The totals when the run began.
+  uint64_t offset = 0;
+  bool reached = false;  // A source reached its cap in the phase before the run.
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (run[s] > last.counts[s]) {
+      return Bad("run[" + std::to_string(s) + "] " + std::to_string(run[s]) +
+                 " is more than the draws of the phase drawing now, " +
+                 std::to_string(last.counts[s]));
+    }
+    before[s] = totals[s] - run[s];
+    offset += last.counts[s] - run[s];
+    reached = reached || (before[s] >= sources[s].cap &&
+                          before[s] - (last.counts[s] - run[s]) < sources[s].cap);
+  }
+  if (!reached) {
+    return Bad(
+        "run: no source reached its cap in the phase drawing now before the run began "
+        "(a run begins when one does)");
+  }
+  return CheckRun(phases.size() - 1, run, offset, before);
 }
 
 Status Cursor::CheckPhase(size_t j, const std::vector<uint64_t>& totals) const {
   const Phase& phase = phases[j];
   const std::string field = "phases[" + std::to_string(j) + "]";
   double weights = 0;
-  uint64_t length = 0;  // No overflow: CheckReachable bounded the counts.
   for (size_t s = 0; s < phase.weights.size(); ++s) {
     if (!(phase.weights[s] >= 0) || !std::isfinite(phase.weights[s])) {
       return Bad(field + ".weights[" + std::to_string(s) + "] " + ShortestDouble(phase.weights[s]) +
                  " is not finite and >= 0");
     }
     weights += phase.weights[s];
-    length += phase.counts[s];
   }
   if (!(weights > 0) || !std::isfinite(weights)) {
     return Bad(field + ".weights " + FormatWeights(phase.weights) +
                " do not add up to a positive finite sum");
   }
+  // A phase in which a source reached its cap was drawn in runs whose
+  // counts the cursor does not keep (but the current run's): its counts are
+  // only bounded by its length, and by the run's check (CheckCapRun).
+  bool runs = false;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    runs = runs || (totals[s] < sources[s].cap && totals[s] + phase.counts[s] >= sources[s].cap);
+  }
+  if (!runs) return CheckRun(j, phase.counts, 0, totals);
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if ((phase.weights[s] == 0 || totals[s] >= sources[s].cap) && phase.counts[s] != 0) {
+      return Bad(field + ".counts[" + std::to_string(s) + "] is " +
+                 std::to_string(phase.counts[s]) + ", but the source has weight " +
+                 ShortestDouble(phase.weights[s]) +
+                 (phase.weights[s] == 0 ? "" : " and had reached its cap") + " there");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Cursor::CheckRun(size_t j, const std::vector<uint64_t>& counts, uint64_t offset,
+                        const std::vector<uint64_t>& totals) const {
+  const Phase& phase = phases[j];
+  const std::string field = "phases[" + std::to_string(j) + "]";
   // The run's curve, as the schedule draws it: the sources at their cap
-  // before it left out, ramping from the phase before its first run.
+  // when it began left out, ramping from the phase before.
   std::vector<bool> capped(sources.size());
   for (size_t s = 0; s < sources.size(); ++s) capped[s] = totals[s] >= sources[s].cap;
-  size_t first = j;  // The phase's first run.
-  uint64_t offset = 0;
-  while (first > 0 && phases[first - 1].start_step == phase.start_step) {
-    --first;
-    for (uint64_t c : phases[first].counts) offset += c;
-  }
   MixturePhase previous;
-  if (first > 0) previous = {phases[first - 1].start_step, phases[first - 1].weights};
-  const ShareCurve curve = RunCurve(first > 0 ? &previous : nullptr,
-                                    {phase.start_step, phase.weights}, capped, phase.ramp, offset);
+  if (j > 0) previous = {phases[j - 1].start_step, phases[j - 1].weights};
+  const ShareCurve curve = RunCurve(j > 0 ? &previous : nullptr, {phase.start_step, phase.weights},
+                                    capped, phase.ramp, offset);
+  uint64_t length = 0;  // No overflow: CheckReachable bounded the counts.
+  for (uint64_t c : counts) length += c;
   // The schedule keeps each count within one draw of its share of the
   // run; the slack covers the rounding of doubles at large positions.
   const double len = static_cast<double>(length);
   const double slack = 2 + len * 0x1p-40;
-  for (size_t s = 0; s < phase.weights.size(); ++s) {
+  for (size_t s = 0; s < counts.size(); ++s) {
     const double share = curve.Share(s, len);
-    const double count = static_cast<double>(phase.counts[s]);
-    if ((!curve.Present(s) && phase.counts[s] != 0) || std::fabs(count - share) > slack) {
-      return Bad(field + ".counts[" + std::to_string(s) + "] is " +
-                 std::to_string(phase.counts[s]) + " in a phase of " + std::to_string(length) +
-                 " positions, but its weight " + ShortestDouble(phase.weights[s]) +
-                 (capped[s] ? " (capped)" : "") + " draws about " +
-                 ShortestDouble(std::round(share)) +
+    const double count = static_cast<double>(counts[s]);
+    if ((!curve.Present(s) && counts[s] != 0) || std::fabs(count - share) > slack) {
+      return Bad(field + ".counts[" + std::to_string(s) + "] is " + std::to_string(counts[s]) +
+                 " in a phase of " + std::to_string(length) + " positions, but its weight " +
+                 ShortestDouble(phase.weights[s]) + (capped[s] ? " (capped)" : "") +
+                 " draws about " + ShortestDouble(std::round(share)) +
                  " there: the phase schedule never reaches these counts");
     }
   }

@@ -68,10 +68,12 @@ struct Cursor {
     int64_t ramp_steps = 0;
     uint64_t ramp = 0;  // Its ramp in positions; 0 without ramp_steps.
   };
-  // The runs begun (phase_schedule.h), in order; the last is the one
-  // drawing. Their start positions are the prefix sums of their counts. A
-  // run after a cap repeats its phase's start step, weights and ramp.
+  // The phases begun, in order; the last is the one drawing. Their start
+  // positions are the prefix sums of their counts.
   std::vector<Phase> phases;
+  // When a source reaching its cap began the last phase's current run, the
+  // draws of each source in that run (MixtureState::run); else empty.
+  std::vector<uint64_t> run;
 
   // The cursor of a loader with (resolved) options `o`, these sources,
   // phases and caps (one per source), at `state` (whose step it takes).
@@ -120,8 +122,14 @@ struct Cursor {
   std::string PackingOptions() const;
   // Parse's checks of the numbers: the counts, position and weights.
   Status CheckReachable() const;
-  // CheckReachable's checks of run `j`, with `totals` the draws before it.
+  // CheckReachable's checks of phase `j`, with `totals` the draws before it.
   Status CheckPhase(size_t j, const std::vector<uint64_t>& totals) const;
+  // CheckReachable's checks of `run`, with `totals` the draws in all.
+  Status CheckCapRun(const std::vector<uint64_t>& totals) const;
+  // That the counts of a run of phase j drawn from `offset` positions into
+  // it, after `totals` draws, are within a draw of its shares.
+  Status CheckRun(size_t j, const std::vector<uint64_t>& counts, uint64_t offset,
+                  const std::vector<uint64_t>& totals) const;
 };
 
 }  // namespace tokpack

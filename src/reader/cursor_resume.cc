@@ -65,11 +65,9 @@ Status Cursor::CheckCompatible(const Cursor& saved) const {
 
 Status Cursor::CheckPhases(const std::vector<MixturePhase>& loader) const {
   const size_t n = loader.empty() ? sources.size() : loader[0].weights.size();
-  // The begun phases as the loader would list them (absent sources at 0);
-  // the runs after a cap repeat their phase.
+  // The begun phases as the loader would list them (absent sources at 0).
   std::vector<MixturePhase> begun;
   for (const Phase& p : phases) {
-    if (!begun.empty() && begun.back().start_step == p.start_step) continue;
     begun.push_back({p.start_step, p.weights, p.ramp_steps});
     begun.back().weights.resize(n, 0);
   }
@@ -114,13 +112,12 @@ StatusOr<MixtureState> Cursor::Resume(std::string_view json,
   TOKPACK_RETURN_IF_ERROR(saved.CheckPhases(loader));
   MixtureState state;
   state.step = saved.step;
-  size_t phase = 0;
-  for (size_t j = 0; j < saved.phases.size(); ++j) {
-    const Phase& p = saved.phases[j];
-    if (j > 0 && p.start_step != saved.phases[j - 1].start_step) ++phase;
-    state.phases.push_back({phase, p.counts, p.ramp});
+  for (const Phase& p : saved.phases) {
+    state.phases.push_back({p.counts, p.ramp});
     state.phases.back().counts.resize(sources.size(), 0);
   }
+  state.run = saved.run;
+  if (!state.run.empty()) state.run.resize(sources.size(), 0);
   return state;
 }
 

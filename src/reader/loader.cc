@@ -345,8 +345,8 @@ class LoaderImpl : public Loader {
 
   // Under plan_mu_: the error of a schedule whose phase has no source left.
   Status Exhausted() const {
-    const PhaseRun& run = schedule_.state().phases.back();
-    const MixturePhase& phase = phases_[run.phase];
+    const size_t j = schedule_.phase();
+    const MixturePhase& phase = phases_[j];
     std::string capped;
     for (size_t s = 0; s < sources_.size(); ++s) {
       if (phase.weights[s] > 0) {
@@ -355,9 +355,11 @@ class LoaderImpl : public Loader {
       }
     }
     return OutOfRangeError("at position " + std::to_string(schedule_.position()) + ", " +
-                           PhaseName(run.phase, phase.start_step) +
+                           PhaseName(j, phase.start_step) +
                            " has no source left: every source it weights reached its cap (" +
-                           capped + "); raise max_epochs or add a phase with other sources");
+                           capped +
+                           "); begin a phase that weights other sources by then (SetPhases, or "
+                           "LoadState with phases from a cursor saved before it)");
   }
 
   // Under plan_mu_: tells source s's dataset that `sample` is read at `step`.

@@ -24,29 +24,14 @@ const char* MixtureEventName(MixtureEvent::Kind kind) {
 namespace {
 
 // Appends to `out` the weights the schedule aims at over the G positions
-// from the start of its current run's last draw: the share the run's curve
-// gives them, per position. The curve is rebuilt from the state the way the
-// schedule builds it (its run offset in the phase and the sources capped
-// before the run began), so ramps and caps read as the schedule draws them.
-void AppendPlanned(const MixtureState& state, const std::vector<MixturePhase>& phases,
-                   const std::vector<uint64_t>& totals, const std::vector<uint64_t>& caps,
-                   uint64_t global_batch, std::vector<double>* out) {
-  const PhaseRun& run = state.phases.back();
-  const size_t sources = run.counts.size();
-  uint64_t q = 0;
-  for (uint64_t c : run.counts) q += c;
-  --q;  // The step's first draw is the last one made.
-  uint64_t offset = 0;
-  for (size_t i = state.phases.size() - 1; i-- > 0 && state.phases[i].phase == run.phase;) {
-    for (uint64_t c : state.phases[i].counts) offset += c;
-  }
-  std::vector<bool> capped(sources);
-  for (size_t s = 0; s < sources; ++s) capped[s] = totals[s] - run.counts[s] >= caps[s];
-  const ShareCurve curve = RunCurve(run.phase > 0 ? &phases[run.phase - 1] : nullptr,
-                                    phases[run.phase], capped, run.ramp, offset);
-  const double from = static_cast<double>(q);
+// from its current run's last draw on: the share its curve gives them, per
+// position, so ramps and caps read as the schedule draws them.
+void AppendPlanned(const PhaseSchedule& schedule, uint64_t global_batch, std::vector<double>* out) {
+  const ShareCurve& curve = schedule.curve();
+  // The step's first draw is the last one made.
+  const double from = static_cast<double>(schedule.run_position() - 1);
   const double to = from + static_cast<double>(global_batch);
-  for (size_t s = 0; s < sources; ++s) {
+  for (size_t s = 0; s < curve.size(); ++s) {
     out->push_back((curve.Share(s, to) - curve.Share(s, from)) / static_cast<double>(global_batch));
   }
 }
@@ -99,20 +84,19 @@ StatusOr<MixturePlan> PlanMixture(const std::vector<std::string>& names,
     for (uint64_t i = 0; i < global_batch; ++i) {
       const size_t s = schedule.Next();
       if (s == PhaseSchedule::kExhausted) {
-        plan.events.push_back({Kind::kExhausted, step, schedule.state().phases.back().phase, 0});
+        plan.events.push_back({Kind::kExhausted, step, schedule.phase(), 0});
         break;
       }
       if (i == 0) {
-        const MixtureState& state = schedule.state();
-        if (state.phases.back().phase != phase) {
-          phase = state.phases.back().phase;
+        if (schedule.phase() != phase) {
+          phase = schedule.phase();
           plan.events.push_back({Kind::kPhaseStart, step, phase, 0});
           const int64_t ramp = phases[phase].ramp_steps;
           ramp_end = ramp > 0 ? step + ramp : -1;
         }
         if (step == ramp_end) plan.events.push_back({Kind::kRampEnd, step, phase, 0});
         planned.clear();
-        AppendPlanned(state, phases, schedule.totals(), caps, global_batch, &planned);
+        AppendPlanned(schedule, global_batch, &planned);
       }
       if (schedule.totals()[s] == caps[s]) plan.events.push_back({Kind::kCap, step, phase, s});
     }

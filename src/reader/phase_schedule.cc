@@ -11,16 +11,16 @@ namespace tokpack {
 
 uint64_t MixtureState::Position() const {
   uint64_t p = 0;
-  for (const PhaseRun& run : phases) {
-    for (uint64_t c : run.counts) p += c;
+  for (const BegunPhase& phase : phases) {
+    for (uint64_t c : phase.counts) p += c;
   }
   return p;
 }
 
 std::vector<uint64_t> MixtureState::Totals(size_t sources) const {
   std::vector<uint64_t> totals(sources, 0);
-  for (const PhaseRun& run : phases) {
-    for (size_t s = 0; s < run.counts.size() && s < sources; ++s) totals[s] += run.counts[s];
+  for (const BegunPhase& phase : phases) {
+    for (size_t s = 0; s < phase.counts.size() && s < sources; ++s) totals[s] += phase.counts[s];
   }
   return totals;
 }
@@ -129,17 +129,11 @@ void AddMixtureStats(const MixtureState& state, const std::vector<MixturePhase>&
     stats->sources.push_back({totals[s], totals[s] * static_cast<uint64_t>(seq_len),
                               totals[s] / samples[s], totals[s] % samples[s]});
   }
-  // One entry per phase begun: its runs (after caps) add up.
   uint64_t start = 0;
-  for (const PhaseRun& run : state.phases) {
-    if (stats->phases.empty() || run.phase + 1 > stats->phases.size()) {
-      const MixturePhase& p = phases[run.phase];
-      stats->phases.push_back({p.start_step, start, p.weights, run.counts});
-    } else {
-      std::vector<uint64_t>& drawn = stats->phases.back().samples;
-      for (size_t s = 0; s < drawn.size(); ++s) drawn[s] += run.counts[s];
-    }
-    for (uint64_t c : run.counts) start += c;
+  for (size_t j = 0; j < state.phases.size(); ++j) {
+    stats->phases.push_back(
+        {phases[j].start_step, start, phases[j].weights, state.phases[j].counts});
+    for (uint64_t c : state.phases[j].counts) start += c;
   }
 }
 
@@ -158,12 +152,11 @@ void PhaseSchedule::Reset(const MixtureState& state) {
   state_ = state;
   totals_ = state_.Totals(sources);
   position_ = anchor_ = state_.Position();
-  const size_t begun = state_.phases.empty() ? 0 : state_.phases.back().phase + 1;
+  const size_t begun = state_.phases.size();
   uint64_t start = 0;
-  for (size_t i = 0; i < state_.phases.size(); ++i) {
-    const PhaseRun& run = state_.phases[i];
-    if (i == 0 || run.phase != state_.phases[i - 1].phase) starts_[run.phase] = start;
-    for (uint64_t c : run.counts) start += c;
+  for (size_t j = 0; j < begun; ++j) {
+    starts_[j] = start;
+    for (uint64_t c : state_.phases[j].counts) start += c;
   }
   const uint64_t G = global_batch_;
   const uint64_t k0 = static_cast<uint64_t>(state_.step);
@@ -176,26 +169,26 @@ void PhaseSchedule::Reset(const MixtureState& state) {
   due_.clear();
   waiting_.clear();
   exhausted_ = cap_reached_ = false;
-  if (state_.phases.empty()) return;
-  // The last run continues: its offset in the phase, and the sources its
+  if (begun == 0) return;
+  // The current run continues: its offset in the phase, and the sources its
   // weights left out (capped before it began).
-  const PhaseRun& last = state_.phases.back();
-  for (uint64_t c : last.counts) run_position_ += c;
-  for (size_t i = state_.phases.size() - 1; i-- > 0 && state_.phases[i].phase == last.phase;) {
-    for (uint64_t c : state_.phases[i].counts) run_offset_ += c;
-  }
+  for (uint64_t c : state_.phases.back().counts) run_offset_ += c;
+  for (size_t s = 0; s < sources; ++s) run_position_ += RunCount(s);
+  run_offset_ -= run_position_;
   StartRun();
 }
 
-void PhaseSchedule::BeginRun(size_t j, uint64_t ramp) {
-  const size_t sources = phases_[0].weights.size();
-  if (!state_.phases.empty() && state_.phases.back().phase == j) {
-    run_offset_ += run_position_;
-  } else {
-    run_offset_ = 0;
-  }
-  state_.phases.push_back({j, std::vector<uint64_t>(sources, 0), ramp});
+void PhaseSchedule::BeginPhase(uint64_t ramp) {
+  state_.phases.push_back({std::vector<uint64_t>(totals_.size(), 0), ramp});
+  state_.run.clear();
+  run_position_ = run_offset_ = 0;
+  StartRun();
+}
+
+void PhaseSchedule::BeginCapRun() {
+  run_offset_ += run_position_;
   run_position_ = 0;
+  state_.run.assign(totals_.size(), 0);
   StartRun();
 }
 
@@ -235,17 +228,17 @@ ShareCurve RunCurve(const MixturePhase* previous, const MixturePhase& phase,
 }
 
 void PhaseSchedule::StartRun() {
-  const PhaseRun& run = state_.phases.back();
+  const size_t j = state_.phases.size() - 1;
   const size_t sources = phases_[0].weights.size();
   // Capped: the sources at their cap when the run began.
   capped_.assign(sources, false);
   cap_reached_ = false;
   for (size_t s = 0; s < sources; ++s) {
-    capped_[s] = totals_[s] - run.counts[s] >= caps_[s];
+    capped_[s] = totals_[s] - RunCount(s) >= caps_[s];
     cap_reached_ = cap_reached_ || (!capped_[s] && totals_[s] >= caps_[s]);
   }
-  curve_ = RunCurve(run.phase > 0 ? &phases_[run.phase - 1] : nullptr, phases_[run.phase], capped_,
-                    run.ramp, run_offset_);
+  curve_ = RunCurve(j > 0 ? &phases_[j - 1] : nullptr, phases_[j], capped_,
+                    state_.phases.back().ramp, run_offset_);
   exhausted_ = true;
   for (size_t s = 0; s < sources && exhausted_; ++s) exhausted_ = !(curve_.weight(s) > 0);
   first_present_ = 0;
@@ -256,7 +249,7 @@ void PhaseSchedule::StartRun() {
 }
 
 void PhaseSchedule::Queue(size_t s) {
-  const uint64_t count = state_.phases.back().counts[s];
+  const uint64_t count = RunCount(s);
   const uint64_t release = curve_.Release(s, count);
   if (release == ShareCurve::kNever) return;
   const auto greater = std::greater<>();
@@ -273,27 +266,28 @@ size_t PhaseSchedule::Next() {
   // Enter the phases that start here (the last draws; several start here
   // only when a state broke Reset's contract), or a new run of the phase
   // when a source reached its cap.
-  size_t next = state_.phases.empty() ? 0 : state_.phases.back().phase + 1;
+  size_t next = state_.phases.size();
   if (next < phases_.size() && starts_[next] <= position_) {
     while (next + 1 < phases_.size() && starts_[next + 1] <= position_) {
-      state_.phases.push_back({next++, std::vector<uint64_t>(totals_.size(), 0), 0});
+      state_.phases.push_back({std::vector<uint64_t>(totals_.size(), 0), 0});
+      ++next;
     }
+    // A ramp past the last position a loader reaches (Cursor::kMaxPosition)
+    // never ends either way: it is kept at that bound, as cursors hold it.
     const uint64_t steps = static_cast<uint64_t>(phases_[next].ramp_steps);
-    const uint64_t ramp = steps > UINT64_MAX / global_batch_ ? UINT64_MAX : steps * global_batch_;
-    BeginRun(next, ramp);
+    const uint64_t most = INT64_MAX;
+    BeginPhase(steps > most / global_batch_ ? most : std::min(most, steps * global_batch_));
   } else if (cap_reached_) {
-    cap_reached_ = false;
-    BeginRun(state_.phases.back().phase, state_.phases.back().ramp);
+    BeginCapRun();
   }
   if (exhausted_) return kExhausted;
   const auto greater = std::greater<>();
-  std::vector<uint64_t>& counts = state_.phases.back().counts;
   // The sources falling behind their share at this position join the due.
   while (!waiting_.empty() && waiting_.front().key <= run_position_) {
     const Entry<uint64_t> e = waiting_.front();
     std::pop_heap(waiting_.begin(), waiting_.end(), greater);
     waiting_.pop_back();
-    if (e.count != counts[e.source]) continue;  // Stale.
+    if (e.count != RunCount(e.source)) continue;  // Stale.
     due_.push_back({curve_.Deadline(e.source, e.count), e.source, e.count});
     std::push_heap(due_.begin(), due_.end(), greater);
   }
@@ -305,11 +299,12 @@ size_t PhaseSchedule::Next() {
     const Entry<double> e = due_.front();
     std::pop_heap(due_.begin(), due_.end(), greater);
     due_.pop_back();
-    if (e.count != counts[e.source]) continue;
+    if (e.count != RunCount(e.source)) continue;
     best = e.source;
     break;
   }
-  ++counts[best];
+  ++state_.phases.back().counts[best];
+  if (!state_.run.empty()) ++state_.run[best];
   ++totals_[best];
   ++position_;
   ++run_position_;

@@ -3,10 +3,12 @@
 //
 // Phase j starts at a global position B_j and runs until the next phase's
 // start. Its positions are drawn in runs: a run begins with the phase, and
-// again whenever a source reaches its cap (a most draws over the whole run,
-// e.g. k epochs of a small source), which takes it out of the weights from
-// the next position on; a run whose phase has no uncapped source left is
-// exhausted (Next() returns kExhausted). Position q of a run (0-based),
+// again whenever a source reaches its cap (at most so many draws over the
+// whole run, e.g. k epochs of a small source), which takes it out of the
+// weights from the next position on; a run whose phase has no uncapped
+// source left is exhausted (Next() returns kExhausted). The state keeps the
+// counts of each phase and of the current run only: the runs before it are
+// over, and what a run is follows from the totals when it began. Position q of a run (0-based),
 // among the sources behind their share (ShareCurve::Share(s, q + 1) > c_s,
 // where c_s counts the draws of s in this run only), goes to the one whose
 // next draw is due first (ShareCurve::Deadline, earliest deadline first);
@@ -47,29 +49,28 @@
 
 namespace tokpack {
 
-// One run of a phase (see above): the phase, its ramp in positions, and
-// the draws of each source in the run.
-struct PhaseRun {
-  size_t phase = 0;  // Index in the phase list.
+// A phase begun: the draws of each source in it, and its ramp.
+struct BegunPhase {
   std::vector<uint64_t> counts;
   // The phase's ramp length in positions, fixed when it began; 0: none.
   uint64_t ramp = 0;
 
-  bool operator==(const PhaseRun& o) const {
-    return phase == o.phase && counts == o.counts && ramp == o.ramp;
-  }
+  bool operator==(const BegunPhase& o) const { return counts == o.counts && ramp == o.ramp; }
 };
 
-// Where a schedule stands: the runs begun, in order (the last is drawing
-// now); each phase begun has one run or more, in phase order. The position
-// is the sum of their counts.
+// Where a schedule stands: the phases begun, in order (the last is drawing
+// now). The position is the sum of their counts.
 struct MixtureState {
-  std::vector<PhaseRun> phases;
+  std::vector<BegunPhase> phases;
+  // When a source reaching its cap began the last phase's current run: the
+  // draws of each source in that run (also counted in the phase's). Empty
+  // while the run is the whole phase.
+  std::vector<uint64_t> run;
   // The step number of the next batch, the one starting at Position().
   int64_t step = 0;
 
   uint64_t Position() const;
-  // Draws of each source over all runs.
+  // Draws of each source over all phases.
   std::vector<uint64_t> Totals(size_t sources) const;
 };
 
@@ -142,6 +143,11 @@ class PhaseSchedule {
   // Where the schedule stands; its step is the number of the next batch to
   // begin, K + ceil((position - P) / G) after a Reset to position P, step K.
   const MixtureState& state() const { return state_; }
+  // The phase drawing now (the last begun): state().phases.size() - 1.
+  size_t phase() const { return state_.phases.size() - 1; }
+  // The current run's share curve, and the draws in the run so far.
+  const ShareCurve& curve() const { return curve_; }
+  uint64_t run_position() const { return run_position_; }
 
  private:
   // A heap entry: a source, its count when queued (an entry whose count is
@@ -154,10 +160,16 @@ class PhaseSchedule {
     bool operator>(const Entry& o) const { return key != o.key ? key > o.key : source > o.source; }
   };
 
-  // Appends a run of phase j (of `ramp` positions of ramp) and starts it.
-  void BeginRun(size_t j, uint64_t ramp);
-  // The curve and heaps of the last run, from its counts and the totals.
+  // Begins the next phase (of `ramp` positions of ramp) and its run.
+  void BeginPhase(uint64_t ramp);
+  // Begins a run of the phase drawing now: a source reached its cap.
+  void BeginCapRun();
+  // The curve and heaps of the current run, from its counts and the totals.
   void StartRun();
+  // The draws of source s in the current run.
+  uint64_t RunCount(size_t s) const {
+    return state_.run.empty() ? state_.phases.back().counts[s] : state_.run[s];
+  }
   // Puts source s, with its run count, in the heap it belongs to.
   void Queue(size_t s);
   std::vector<MixturePhase> phases_;

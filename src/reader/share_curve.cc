@@ -1,5 +1,6 @@
 #include "reader/share_curve.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -40,20 +41,31 @@ double ShareCurve::Share(size_t s, double q) const {
   return end_share_[s] + to_[s] * (q - left_);
 }
 
-double ShareCurve::Passes(size_t s, double y) const {
-  if (y < end_share_[s]) {
-    if (y <= 0) return 0;  // Present: its rate is positive just after the start.
-    // q (a + k q) = y, in the form that stays exact as k goes to 0.
-    const double root = std::sqrt(std::max(0.0, a_[s] * a_[s] + 4 * k_[s] * y));
-    return 2 * y / (a_[s] + root);
+double ShareCurve::Within(size_t s, double y) const {
+  if (y <= 0) return 0;  // Present: its rate is positive just after the start.
+  // q (a + k q) = y, in the form that stays exact as k goes to 0; never
+  // past the ramp's end, where rounding alone could put it.
+  const double root = std::sqrt(std::max(0.0, a_[s] * a_[s] + 4 * k_[s] * y));
+  return std::min(left_, 2 * y / (a_[s] + root));
+}
+
+double ShareCurve::Passes(size_t s, double y, bool reach) const {
+  const double end = end_share_[s];
+  if (to_[s] == 0) {
+    // A source ramping out stops at its ramp share, an integer m as often as
+    // not, which rounding may put a hair either side of m: its m-th draw is
+    // due by the ramp's end, and it never falls behind with m draws.
+    const double rounding = 0x1p-30 * std::max(1.0, end);
+    if (reach ? y <= end + rounding : y < end - rounding) return Within(s, y);
+    return std::numeric_limits<double>::infinity();
   }
-  if (to_[s] == 0) return std::numeric_limits<double>::infinity();
-  return left_ + (y - end_share_[s]) / to_[s];
+  if (y < end) return Within(s, y);
+  return left_ + (y - end) / to_[s];
 }
 
 uint64_t ShareCurve::Release(size_t s, uint64_t count) const {
   if (!Present(s)) return kNever;
-  if (!flat_) return FloorPosition(Passes(s, static_cast<double>(count)));
+  if (!flat_) return FloorPosition(Passes(s, static_cast<double>(count), false));
   // Flat: the first p with w * (p + 1) > count exactly as the schedule
   // always computed it, found from the estimate count / w.
   const double w = to_[s];
@@ -69,7 +81,7 @@ uint64_t ShareCurve::Release(size_t s, uint64_t count) const {
 
 double ShareCurve::Deadline(size_t s, uint64_t count) const {
   if (flat_) return static_cast<double>(count + 1) / to_[s];
-  return Passes(s, static_cast<double>(count + 1));
+  return Passes(s, static_cast<double>(count + 1), true);
 }
 
 }  // namespace tokpack

@@ -49,8 +49,10 @@ class ShareCurve {
   double Deadline(size_t s, uint64_t count) const;
 
  private:
-  // The time the share of s first exceeds y (ramp part and after).
-  double Passes(size_t s, double y) const;
+  // The time the share of s first exceeds y (reach: first reaches y).
+  double Passes(size_t s, double y, bool reach) const;
+  // That time when it falls within the ramp: the root of the quadratic.
+  double Within(size_t s, double y) const;
 
   bool flat_;
   std::vector<double> to_;

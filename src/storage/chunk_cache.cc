@@ -1,6 +1,5 @@
 #include "storage/chunk_cache.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -11,11 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <utility>
-#include <vector>
 
 #include "base/chunk_hasher.h"
 #include "base/file_system.h"
 #include "storage/cache_files.h"
+#include "storage/cache_ledger.h"
 
 namespace tokpack {
 namespace {
@@ -73,7 +72,8 @@ ChunkCache::ChunkCache(std::string dir, uint64_t limit, LockWait wait)
     : dir_(std::move(dir)),
       limit_(limit),
       wait_(std::move(wait)),
-      mappings_(ChunkMappings::ForDirectory(dir_)) {}
+      mappings_(ChunkMappings::ForDirectory(dir_)),
+      ledger_(CacheLedger::ForDirectory(dir_)) {}
 
 Status ChunkCache::OpenCached(const std::string& key, const std::string& path, uint64_t size,
                               bool map, Pin* pin, bool* hit) {
@@ -203,107 +203,52 @@ Status ChunkCache::Store(const std::string& key, const std::string& data) {
                       " bytes (StorageOptions::cache_bytes, TOKPACK_CACHE_BYTES)");
   }
   // Space is reserved, and the file written, under the cache-wide lock, so
-  // the bytes on disk never pass the limit, whatever other processes do.
+  // the bytes on disk never pass the limit, whatever other processes do;
+  // the count of them is in the lock file (CacheLedger), not rescanned.
   LockedFile global;
   TOKPACK_RETURN_IF_ERROR(OpenCreating(dir_, JoinPath(dir_, "cache.lock"), O_RDWR, &global));
   TOKPACK_RETURN_IF_ERROR(global.Lock(LOCK_EX, wait_));
-  TOKPACK_ASSIGN_OR_RETURN(uint64_t ledger, RemoveTemporariesAndSum());
-  Status room = EvictFor(data.size(), &ledger);
-  if (room.code() == StatusCode::kResourceExhausted) {
+  // A lock file that nobody holds is from a fetcher that died.
+  RemoveStaleLocks(JoinPath(dir_, "locks"));
+  TOKPACK_ASSIGN_OR_RETURN(uint64_t bytes, ledger_->Load(global));
+  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
+  // A copy already there (evicted between a reader's open and lock, then
+  // stored again by another process) is replaced: its bytes go.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) bytes -= std::min(bytes, static_cast<uint64_t>(st.st_size));
+  TOKPACK_ASSIGN_OR_RETURN(bool room, ledger_->EvictFor(data.size(), limit_, &bytes));
+  if (!room) {
     // Full of chunks in use: this process's own mappings may be what holds
     // them. Let them go (they are mapped again when read) and try again.
     mappings_->ReleaseAll();
-    room = EvictFor(data.size(), &ledger);
+    TOKPACK_ASSIGN_OR_RETURN(room, ledger_->EvictFor(data.size(), limit_, &bytes));
   }
-  TOKPACK_RETURN_IF_ERROR(room);
-  const std::string path = JoinPath(JoinPath(dir_, "chunks"), key);
-  const std::string tmp = JoinPath(dir_, "chunks/.tmp-" + key);
-  LockedFile out;
-  TOKPACK_RETURN_IF_ERROR(OpenCreating(dir_, tmp, O_WRONLY | O_TRUNC, &out));
-  Status s = WriteAll(out.fd(), data.data(), data.size(), tmp);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoToStatus(errno, "rename", tmp);
-  if (!s.ok()) ::unlink(tmp.c_str());
-  return s;
-}
-
-namespace {
-
-// Sums the chunk files' sizes; with `remove_temporaries`, unlinks
-// temporaries instead of counting them.
-StatusOr<uint64_t> ScanChunks(const std::string& chunks, bool remove_temporaries) {
-  DIR* d = ::opendir(chunks.c_str());
-  if (d == nullptr && errno == ENOENT) return 0;  // Removed: made again on the next store.
-  if (d == nullptr) return ErrnoToStatus(errno, "opendir", chunks);
-  uint64_t total = 0;
-  while (dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    const bool temporary = name.rfind(".tmp-", 0) == 0;
-    if (name[0] == '.' && !temporary) continue;
-    if (temporary && remove_temporaries) {
-      ::unlinkat(::dirfd(d), e->d_name, 0);
-      continue;
-    }
-    struct stat st;
-    if (::fstatat(::dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
-      total += static_cast<uint64_t>(st.st_size);
-    }
-  }
-  ::closedir(d);
-  return total;
-}
-
-}  // namespace
-
-StatusOr<uint64_t> ChunkCache::RemoveTemporariesAndSum() const {
-  // Temporaries are only written under the cache-wide lock, which the caller
-  // holds: any left is from a writer that died (SIGKILL, power loss), as is
-  // a lock file that nobody holds.
-  RemoveStaleLocks(JoinPath(dir_, "locks"));
-  return ScanChunks(JoinPath(dir_, "chunks"), true);
-}
-
-StatusOr<uint64_t> ChunkCache::BytesOnDisk() const {
-  return ScanChunks(JoinPath(dir_, "chunks"), false);
-}
-
-Status ChunkCache::EvictFor(uint64_t needed, uint64_t* ledger) {
-  if (*ledger + needed <= limit_) return Status::Ok();
-  const std::string chunks = JoinPath(dir_, "chunks");
-  struct Entry {
-    struct timespec mtime;
-    uint64_t bytes;
-    std::string name;
-  };
-  std::vector<Entry> entries;
-  DIR* d = ::opendir(chunks.c_str());
-  if (d == nullptr) return ErrnoToStatus(errno, "opendir", chunks);
-  while (dirent* e = ::readdir(d)) {
-    struct stat st;
-    if (e->d_name[0] == '.') continue;
-    if (::fstatat(::dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
-      entries.push_back({st.st_mtim, static_cast<uint64_t>(st.st_size), e->d_name});
-    }
-  }
-  ::closedir(d);
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::make_pair(a.mtime.tv_sec, a.mtime.tv_nsec) <
-           std::make_pair(b.mtime.tv_sec, b.mtime.tv_nsec);
-  });
-  for (const Entry& e : entries) {
-    if (*ledger + needed <= limit_) break;
-    const std::string path = JoinPath(chunks, e.name);
-    LockedFile f;
-    if (!f.Open(path, O_RDONLY).ok()) continue;
-    if (!f.Lock(LOCK_EX | LOCK_NB).ok()) continue;  // Being read: keep it.
-    if (::unlink(path.c_str()) == 0) *ledger -= std::min(*ledger, e.bytes);
-  }
-  if (*ledger + needed > limit_) {
+  if (!room) {
+    TOKPACK_RETURN_IF_ERROR(ledger_->Save(global, bytes));
     return Status(StatusCode::kResourceExhausted,
                   "the chunk cache in " + dir_ + " is full of chunks in use (limit " +
                       std::to_string(limit_) +
                       " bytes); raise StorageOptions::cache_bytes (TOKPACK_CACHE_BYTES)");
   }
+  // Reserved before the write: a writer that dies midway leaves the count
+  // high (safe) until the next scan, never low.
+  TOKPACK_RETURN_IF_ERROR(ledger_->Save(global, bytes + data.size()));
+  const std::string tmp = JoinPath(dir_, "chunks/.tmp-" + key);
+  LockedFile out;
+  Status s = OpenCreating(dir_, tmp, O_WRONLY | O_TRUNC, &out);
+  if (s.ok()) s = WriteAll(out.fd(), data.data(), data.size(), tmp);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoToStatus(errno, "rename", tmp);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    TOKPACK_RETURN_IF_ERROR(ledger_->Save(global, bytes));
+    return s;
+  }
+  ledger_->Stored(key);
   return Status::Ok();
+}
+
+StatusOr<uint64_t> ChunkCache::BytesOnDisk() const {
+  return CacheLedger::BytesIn(JoinPath(dir_, "chunks"));
 }
 
 }  // namespace tokpack

@@ -7,7 +7,8 @@
 //   mismatch is fetched once more, then reported as DataLoss.
 // - The chunks on disk never exceed the size limit: space is reserved under
 //   a cache-wide lock, evicting the least recently used chunks first; a chunk
-//   that a reader holds (shared flock) is not evicted.
+//   that a reader holds (shared flock) is not evicted. The count of bytes is
+//   kept in the lock file, so a store scans no directory (CacheLedger).
 // - A lock file exists only while its chunk is being fetched (see ChunkLock
 //   in the .cc), so their number stays bounded.
 // - Waits on another process's lock poll a cancel flag, and end after a
@@ -41,6 +42,8 @@
 #include "tokpack/storage.h"
 
 namespace tokpack {
+
+class CacheLedger;
 
 class ChunkCache {
  public:
@@ -84,6 +87,9 @@ class ChunkCache {
   // This process's mapping of chunk `key`, counted as a hit, or null: the
   // warm path, which needs no name or fetch.
   Pin FindMapped(const std::string& key, ReadStats* stats);
+  // The epoch of this process's mappings (ChunkMappings::epoch()): a chunk
+  // that FindMapped() found at epoch E stays mapped while it is E.
+  uint64_t mapping_epoch() const { return mappings_->epoch(); }
 
   // Copies bytes [offset, offset + n) of chunk `key` (`size` bytes, checksum
   // `xxh3`) into `dst`, fetching it first if it is not cached (as Map()).
@@ -109,17 +115,14 @@ class ChunkCache {
   Status OpenCached(const std::string& key, const std::string& path, uint64_t size, bool map,
                     Pin* pin, bool* hit);
   Status Store(const std::string& key, const std::string& data);
-  Status EvictFor(uint64_t needed, uint64_t* ledger);
   // Warns on stderr the first time a chunk goes uncached.
   void WarnUncached(const Status& why);
-  // One pass over the chunks: removes temporaries (the cache-wide lock must
-  // be held: any found belong to a writer that died) and sums the rest.
-  StatusOr<uint64_t> RemoveTemporariesAndSum() const;
 
   std::string dir_;
   uint64_t limit_;
   LockWait wait_;
   std::shared_ptr<ChunkMappings> mappings_;
+  std::shared_ptr<CacheLedger> ledger_;  // The directory's byte count and eviction order.
   std::atomic<bool> warned_{false};
 };
 

@@ -101,6 +101,7 @@ bool ChunkMappings::ReleaseOldest(const std::string& keep) {
     if (it == oldest_shard->map.end()) return true;  // Released meanwhile.
     gone = std::move(it->second);
     oldest_shard->map.erase(it);
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
   }
   bytes_ -= gone->size();
   return true;
@@ -112,6 +113,7 @@ void ChunkMappings::ReleaseAll() {
     {
       std::lock_guard<std::mutex> lock(s.mu);
       gone.swap(s.map);
+      epoch_.fetch_add(1, std::memory_order_acq_rel);
     }
     for (const auto& [key, m] : gone) bytes_ -= m->size();
   }

@@ -71,6 +71,10 @@ class ChunkMappings {
   void ReleaseAll();
   // Bytes of the mappings in the table.
   uint64_t bytes() const { return bytes_.load(); }
+  // Advanced whenever a mapping leaves the table: a caller that saw a
+  // mapping in the table at epoch E knows it is still there while the
+  // epoch is E (what RemoteSource's per-chunk slots rely on).
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
 
  private:
   struct Shard {
@@ -87,7 +91,8 @@ class ChunkMappings {
   std::array<Shard, kShards> shards_;
   std::atomic<uint64_t> clock_{0};  // Advanced by each use of another mapping.
   std::atomic<uint64_t> bytes_{0};
-  std::mutex release_mu_;  // One release scan at a time.
+  std::atomic<uint64_t> epoch_{1};  // Never 0, which a slot takes for "none".
+  std::mutex release_mu_;           // One release scan at a time.
 };
 
 }  // namespace tokpack

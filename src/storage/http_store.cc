@@ -294,41 +294,12 @@ std::string XmlUnescape(const std::string& s) {
 
 }  // namespace
 
-HttpStore::HttpStore(ObjectLocation location, HttpOptions options)
-    : location_(std::move(location)), options_(options) {
+HttpStore::HttpStore(ObjectLocation location, HttpOptions options,
+                     std::shared_ptr<ConnectionPool> pool)
+    : location_(std::move(location)),
+      options_(options),
+      pool_(pool ? std::move(pool) : std::make_shared<ConnectionPool>(options.max_concurrency)) {
   GlobalInit();
-}
-
-HttpStore::~HttpStore() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
-}
-
-void* HttpStore::Acquire(Priority priority) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (priority == Priority::kForeground) {
-    ++foreground_waiting_;
-    cv_.wait(lock, [&] { return active_ < options_.max_concurrency; });
-    // The last waiting reader lets background requests through again.
-    if (--foreground_waiting_ == 0) cv_.notify_all();
-  } else {
-    const int slots = BackgroundSlots(options_.max_concurrency);
-    cv_.wait(lock, [&] { return foreground_waiting_ == 0 && active_ < slots; });
-  }
-  ++active_;
-  if (!idle_.empty()) {
-    void* h = idle_.back();
-    idle_.pop_back();
-    return h;
-  }
-  return curl_easy_init();
-}
-
-void HttpStore::Release(void* handle) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  --active_;
-  if (handle) idle_.push_back(handle);
-  // Both kinds wait on cv_, and a woken one may not be the one that can go.
-  cv_.notify_all();
 }
 
 void HttpStore::Transfer(void* handle, const std::string& url, const char* method,
@@ -440,9 +411,9 @@ void HttpStore::Transfer(void* handle, const std::string& url, const char* metho
 Status HttpStore::Once(const std::string& url, const char* method, const std::string* upload,
                        int64_t offset, int64_t n, uint64_t max_bytes, Priority priority,
                        Response* r) const {
-  CURL* curl = static_cast<CURL*>(Acquire(priority));
+  CURL* curl = static_cast<CURL*>(pool_->Acquire(priority));
   if (curl == nullptr) {
-    Release(nullptr);
+    pool_->Release(nullptr);
     return InternalError("curl_easy_init failed");
   }
   Status s;
@@ -472,7 +443,7 @@ Status HttpStore::Once(const std::string& url, const char* method, const std::st
     curl_easy_cleanup(curl);
     curl = nullptr;
   }
-  Release(curl);
+  pool_->Release(curl);
   return s;
 }
 

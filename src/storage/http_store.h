@@ -1,11 +1,10 @@
 // HttpStore: reads (and writes) the objects of one ObjectLocation over HTTP(S)
 // with libcurl: SigV4-signed for S3 and GCS HMAC keys, retried with
 // exponential backoff and full jitter on 5xx, 429, timeouts, stalls,
-// connection resets and short bodies; at most `max_concurrency` requests at
-// once, of which background ones (prefetches) take at most
-// BackgroundSlots(), and a waiting foreground request goes before every
-// waiting background one, so a reader never waits behind prefetches for a
-// connection. Thread-safe; connections are pooled and reused.
+// connection resets and short bodies. Requests take their slot and
+// connection from a ConnectionPool, which the stores of one process's
+// remote datasets share (StoragePools): a reader never waits behind
+// prefetches for a connection. Thread-safe.
 //
 // What a server says is untrusted: redirects are followed only within the
 // origin (scheme, host and port) of the request, at most kMaxRedirects of
@@ -15,17 +14,15 @@
 #ifndef TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 #define TOKPACK_SRC_STORAGE_HTTP_STORE_H_
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/file_system.h"
+#include "storage/connection_pool.h"
 #include "storage/object_url.h"
 #include "tokpack/cancel.h"
 #include "tokpack/status.h"
@@ -50,21 +47,16 @@ struct HttpOptions {
 
 class HttpStore {
  public:
-  HttpStore(ObjectLocation location, HttpOptions options);
-  ~HttpStore();
+  // Requests go through `pool`; null: a pool of its own, of
+  // options.max_concurrency slots.
+  HttpStore(ObjectLocation location, HttpOptions options,
+            std::shared_ptr<ConnectionPool> pool = nullptr);
   HttpStore(const HttpStore&) = delete;
   HttpStore& operator=(const HttpStore&) = delete;
 
   static constexpr int kMaxRedirects = 5;
 
-  // Who waits for a request: a reader (foreground) or nobody yet (a
-  // prefetch, in the background).
-  enum class Priority { kForeground, kBackground };
-  // Of `max_concurrency` slots, those background requests may hold at once:
-  // all but a quarter (rounded up), kept for the foreground; all of one.
-  static int BackgroundSlots(int max_concurrency) {
-    return max_concurrency > 1 ? max_concurrency - (max_concurrency + 3) / 4 : max_concurrency;
-  }
+  using Priority = ConnectionPool::Priority;
 
   const ObjectLocation& location() const { return location_; }
   // The attempts a request makes before it fails (HttpOptions::max_attempts).
@@ -141,17 +133,10 @@ class HttpStore {
   bool Cancelled() const { return options_.cancel && options_.cancel->load(); }
   // Sleeps `seconds`, or less when cancelled.
   void Pause(double seconds) const;
-  // A slot (see the class comment) and a CURL handle for it.
-  void* Acquire(Priority priority) const;
-  void Release(void* handle) const;
 
   ObjectLocation location_;
   HttpOptions options_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  mutable std::vector<void*> idle_;     // CURL easy handles, kept for connection reuse.
-  mutable int active_ = 0;              // Requests holding a slot.
-  mutable int foreground_waiting_ = 0;  // Foreground requests waiting for one.
+  std::shared_ptr<ConnectionPool> pool_;
 };
 
 }  // namespace tokpack

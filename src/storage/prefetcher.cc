@@ -1,5 +1,9 @@
 #include "storage/prefetcher.h"
 
+#include <pthread.h>
+
+#include <vector>
+
 namespace tokpack {
 
 Prefetcher::~Prefetcher() {
@@ -13,7 +17,13 @@ Prefetcher::~Prefetcher() {
   for (std::thread& t : threads_) t.join();
 }
 
-void Prefetcher::Submit(const std::string& key, int64_t step, std::function<void()> task) {
+uint64_t Prefetcher::NewOwner() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ++owners_;
+}
+
+void Prefetcher::Submit(uint64_t owner, const std::string& key, int64_t step,
+                        std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || running_.count(key) != 0) return;
   if (auto it = queued_.find(key); it != queued_.end()) {
@@ -36,8 +46,23 @@ void Prefetcher::Submit(const std::string& key, int64_t step, std::function<void
   }
   const Rank rank{step, arrivals_++};
   order_.emplace(rank, key);
-  queued_.emplace(key, Queued{rank, std::move(task)});
+  queued_.emplace(key, Queued{rank, owner, std::move(task)});
   work_cv_.notify_one();
+}
+
+void Prefetcher::Drop(uint64_t owner) {
+  std::vector<std::function<void()>> dropped;  // Destroyed after the unlock.
+  std::unique_lock<std::mutex> lock(mu_);
+  for (auto it = queued_.begin(); it != queued_.end();) {
+    if (it->second.owner != owner) {
+      ++it;
+      continue;
+    }
+    order_.erase(it->second.rank);
+    dropped.push_back(std::move(it->second.task));
+    it = queued_.erase(it);
+  }
+  done_cv_.wait(lock, [&] { return running_owners_.count(owner) == 0; });
 }
 
 Prefetcher::Claimed Prefetcher::Claim(const std::string& key) {
@@ -60,6 +85,8 @@ void Prefetcher::Release(const std::string& key) {
 }
 
 void Prefetcher::Run() {
+  // Named so that tools (top -H, /proc/PID/task/*/comm) and tests can count them.
+  ::pthread_setname_np(::pthread_self(), kThreadName);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     work_cv_.wait(lock, [&] { return stop_ || !order_.empty(); });
@@ -69,13 +96,16 @@ void Prefetcher::Run() {
     order_.erase(first);
     const auto it = queued_.find(key);
     std::function<void()> task = std::move(it->second.task);
+    const uint64_t owner = it->second.owner;
     queued_.erase(it);
     running_.insert(key);
+    ++running_owners_[owner];
     lock.unlock();
     task();
-    task = nullptr;  // What it holds goes before Claim() returns.
+    task = nullptr;  // What it holds goes before Claim() or Drop() returns.
     lock.lock();
     running_.erase(key);
+    if (--running_owners_[owner] == 0) running_owners_.erase(owner);
     done_cv_.notify_all();
   }
 }

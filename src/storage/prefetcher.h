@@ -1,5 +1,7 @@
 // Prefetcher: background fetches for ByteSource::Prefetch(), run in the
-// order of the step that needs them. Invariants:
+// order of the step that needs them. One Prefetcher serves every remote
+// source of a process opened with the same settings (StoragePools), so its
+// order is global: the nearest step first across sources. Invariants:
 // - A key (a chunk) is queued or running at most once. A hint for a queued
 //   key with an earlier step moves it up to that step; any other hint for a
 //   queued or running key is dropped.
@@ -16,6 +18,11 @@
 //   reader then finds the chunk cached). The claim then counts as running
 //   until it is released, so that one fetch of a key is under way at a time:
 //   hints for it are dropped and other readers wait.
+// - Each task has an owner (a dataset's files: NewOwner()); Drop(owner)
+//   removes its queued tasks and waits for its running ones, so a dataset
+//   that goes leaves nothing that runs for it. Keys name the object and
+//   chunk (RemoteSource's), so owners never collide; two owners' hints of
+//   one chunk (one URL opened twice) are one task, of the first owner.
 // Threads start on the first Submit(). The destructor drops what is queued,
 // lets the running tasks finish and joins the threads. Thread-safe.
 #ifndef TOKPACK_SRC_STORAGE_PREFETCHER_H_
@@ -40,6 +47,8 @@ namespace tokpack {
 class Prefetcher {
  public:
   static constexpr size_t kMaxQueued = 4096;
+  // The name of the worker threads (at most 15 characters, Linux's limit).
+  static constexpr char kThreadName[] = "tp-prefetch";
 
   // `threads` >= 1 workers; at most `max_queued` >= 1 tasks wait.
   explicit Prefetcher(int threads, size_t max_queued = kMaxQueued)
@@ -48,9 +57,14 @@ class Prefetcher {
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
 
-  // Queues `task` under `key` for `step` (smaller runs sooner), as the
-  // invariants above say.
-  void Submit(const std::string& key, int64_t step, std::function<void()> task);
+  // A fresh owner id for Submit() and Drop().
+  uint64_t NewOwner();
+  // Queues `task` of `owner` under `key` for `step` (smaller runs sooner),
+  // as the invariants above say.
+  void Submit(uint64_t owner, const std::string& key, int64_t step, std::function<void()> task);
+  // Drops the queued tasks of `owner` and waits until none of its tasks
+  // runs. Not from a task of that owner (it would wait for itself).
+  void Drop(uint64_t owner);
   // A reader's hold on a key, from Claim(): the key counts as running while
   // it lives. Move-only.
   class Claimed {
@@ -82,6 +96,7 @@ class Prefetcher {
   using Rank = std::pair<int64_t, uint64_t>;
   struct Queued {
     Rank rank;
+    uint64_t owner;
     std::function<void()> task;
   };
 
@@ -99,6 +114,8 @@ class Prefetcher {
   std::map<Rank, std::string> order_;  // Queued keys, soonest first.
   std::unordered_map<std::string, Queued> queued_;
   std::unordered_set<std::string> running_;
+  std::unordered_map<uint64_t, int> running_owners_;  // Tasks running per owner.
+  uint64_t owners_ = 0;
   std::vector<std::thread> threads_;  // Until the destructor.
 };
 

@@ -1,7 +1,9 @@
 // Remote dataset files as ByteSources: read in the manifest's chunks through
 // the node-shared ChunkCache, each chunk verified against its checksum, and
-// prefetched by a pool of threads that the files of one opener share and
-// that is joined when the last of them is destroyed. Thread-safe.
+// prefetched by the process's shared pool for the opener's settings
+// (StoragePools). The files of one opener are one owner in that pool: when
+// the last of them is destroyed, their queued hints are dropped and their
+// running fetches waited for. Thread-safe.
 #ifndef TOKPACK_SRC_STORAGE_REMOTE_SOURCE_H_
 #define TOKPACK_SRC_STORAGE_REMOTE_SOURCE_H_
 
@@ -16,7 +18,8 @@
 namespace tokpack {
 
 class ChunkAttempts;
-class Prefetcher;
+class PrefetchOwner;
+struct StoragePools;
 
 class RemoteOpener {
  public:
@@ -25,9 +28,9 @@ class RemoteOpener {
   // when the options are invalid or name no cache directory.
   static StatusOr<std::unique_ptr<RemoteOpener>> ForUrl(const std::string& url,
                                                         const StorageOptions& options);
-  // `prefetch_threads` fetch ahead for Prefetch(), started on first use.
+  // Prefetch() goes to `pools`' prefetcher; `store` should use its connections.
   RemoteOpener(std::shared_ptr<HttpStore> store, std::shared_ptr<ChunkCache> cache,
-               int prefetch_threads);
+               const std::shared_ptr<StoragePools>& pools);
 
   // The store the dataset's files are read from (manifest.json included).
   const HttpStore& store() const { return *store_; }
@@ -46,7 +49,7 @@ class RemoteOpener {
  private:
   std::shared_ptr<HttpStore> store_;
   std::shared_ptr<ChunkCache> cache_;
-  std::shared_ptr<Prefetcher> prefetcher_;
+  std::shared_ptr<PrefetchOwner> prefetch_;  // This opener's files' share of the pool.
   std::shared_ptr<ChunkAttempts> attempts_;  // Shared by the prefetches and reads of its files.
 };
 

@@ -84,11 +84,13 @@ const OptionTable<O>& OptionTableOf<O>() {
           [](auto& o) -> auto& { return o.http_stall_seconds; }, "TOKPACK_HTTP_STALL_SECONDS"),
       Count(
           "http_concurrency",
-          "HTTP requests in flight at once per dataset or input (prefetches take at most "
-          "three quarters)",
+          "HTTP requests in flight at once, shared by the remote datasets of a process opened "
+          "with the same settings, or per build input (prefetches take at most three quarters)",
           [](auto& o) -> auto& { return o.http_concurrency; }, "TOKPACK_HTTP_CONCURRENCY"),
       Count(
-          "prefetch_threads", "Threads filling the cache ahead of reads, per remote dataset",
+          "prefetch_threads",
+          "Threads filling the cache ahead of reads, shared by the remote datasets of a process "
+          "opened with the same settings",
           [](auto& o) -> auto& { return o.prefetch_threads; }, "TOKPACK_PREFETCH_THREADS"),
       Text("temp_dir", "Where `build --output URL` builds before pushing",
            [](auto& o) -> auto& { return o.temp_dir; }, {"TMPDIR"}),

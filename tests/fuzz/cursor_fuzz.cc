@@ -16,18 +16,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = tokpack::Cursor::Parse(c->ToJson());
   if (!again.ok() || again->ToJson() != c->ToJson()) __builtin_trap();
   if (c->phases.empty()) return 0;
-  // The loader's phases: one per phase begun (a run after a cap repeats its
-  // phase); its caps: the sources'.
+  // The loader's phases: those begun; its caps: the sources'.
   std::vector<tokpack::MixturePhase> phases;
   std::vector<uint64_t> caps;
   tokpack::MixtureState state;
-  for (size_t j = 0; j < c->phases.size(); ++j) {
-    const auto& p = c->phases[j];
-    if (j == 0 || p.start_step != c->phases[j - 1].start_step) {
-      phases.push_back({p.start_step, p.weights, p.ramp_steps});
-    }
-    state.phases.push_back({phases.size() - 1, p.counts, p.ramp});
+  for (const auto& p : c->phases) {
+    phases.push_back({p.start_step, p.weights, p.ramp_steps});
+    state.phases.push_back({p.counts, p.ramp});
   }
+  state.run = c->run;
   for (const auto& source : c->sources) caps.push_back(source.cap);
   if (state.Position() != c->position) __builtin_trap();
   tokpack::Cursor known = *c;

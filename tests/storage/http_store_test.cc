@@ -273,7 +273,7 @@ TEST_F(HttpStoreTest, BackgroundRequestsLeaveForegroundOnesASlot) {
   HttpTestServer server(root_.path());
   HttpOptions o = Quick();
   o.max_concurrency = 4;
-  ASSERT_EQ(HttpStore::BackgroundSlots(4), 3);
+  ASSERT_EQ(ConnectionPool::BackgroundSlots(4), 3);
   HttpStore store = Store(server, o);
   server.Hold();
   // Background requests fill the slots they may take (held by the server),

@@ -70,7 +70,7 @@ void Block(Prefetcher& p, int n, Latch& release) {
   std::atomic<int> started{0};
   Latch all_started;
   for (int i = 0; i < n; ++i) {
-    p.Submit("block" + std::to_string(i), -1, [&, n] {
+    p.Submit(0, "block" + std::to_string(i), -1, [&, n] {
       if (++started == n) all_started.Open();
       release.Wait();
     });
@@ -83,10 +83,10 @@ TEST(PrefetcherTest, TasksRunSmallestStepFirst) {
   Latch release;
   Prefetcher p(1);
   Block(p, 1, release);
-  p.Submit("a", 5, log.Task("a"));
-  p.Submit("b", 3, log.Task("b"));
-  p.Submit("c", 9, log.Task("c"));
-  p.Submit("d", 3, log.Task("d"));  // Equal steps: first queued first.
+  p.Submit(0, "a", 5, log.Task("a"));
+  p.Submit(0, "b", 3, log.Task("b"));
+  p.Submit(0, "c", 9, log.Task("c"));
+  p.Submit(0, "d", 3, log.Task("d"));  // Equal steps: first queued first.
   release.Open();
   EXPECT_EQ(log.Await(4), (std::vector<std::string>{"b", "d", "a", "c"}));
 }
@@ -96,12 +96,12 @@ TEST(PrefetcherTest, AHintForAnEarlierStepMovesAQueuedKeyUpAndALaterOneIsDropped
   Latch release;
   Prefetcher p(1);
   Block(p, 1, release);
-  p.Submit("a", 5, log.Task("a"));
-  p.Submit("b", 9, log.Task("b"));
-  p.Submit("b", 2, log.Task("b again"));            // Moves up, keeps its first task.
-  p.Submit("a", 7, log.Task("a again"));            // Later than queued: dropped.
-  p.Submit("block0", 0, log.Task("block0 again"));  // Running: dropped.
-  p.Submit("z", 100, log.Task("z"));
+  p.Submit(0, "a", 5, log.Task("a"));
+  p.Submit(0, "b", 9, log.Task("b"));
+  p.Submit(0, "b", 2, log.Task("b again"));            // Moves up, keeps its first task.
+  p.Submit(0, "a", 7, log.Task("a again"));            // Later than queued: dropped.
+  p.Submit(0, "block0", 0, log.Task("block0 again"));  // Running: dropped.
+  p.Submit(0, "z", 100, log.Task("z"));
   release.Open();
   EXPECT_EQ(log.Await(3), (std::vector<std::string>{"b", "a", "z"}));
 }
@@ -111,14 +111,14 @@ TEST(PrefetcherTest, AFullQueueKeepsTheSoonestSteps) {
   Latch release;
   Prefetcher p(1, /*max_queued=*/2);
   Block(p, 1, release);
-  p.Submit("a", 5, log.Task("a"));
-  p.Submit("b", 7, log.Task("b"));
-  p.Submit("c", 9, log.Task("c"));  // Full, and later than all: dropped.
-  p.Submit("d", 1, log.Task("d"));  // Full, but sooner than b: b goes.
+  p.Submit(0, "a", 5, log.Task("a"));
+  p.Submit(0, "b", 7, log.Task("b"));
+  p.Submit(0, "c", 9, log.Task("c"));  // Full, and later than all: dropped.
+  p.Submit(0, "d", 1, log.Task("d"));  // Full, but sooner than b: b goes.
   release.Open();
   ASSERT_EQ(log.Await(2), (std::vector<std::string>{"d", "a"}));
   // Were b or c still queued, they would run before this.
-  p.Submit("z", 100, log.Task("z"));
+  p.Submit(0, "z", 100, log.Task("z"));
   EXPECT_EQ(log.Await(3), (std::vector<std::string>{"d", "a", "z"}));
 }
 
@@ -127,13 +127,13 @@ TEST(PrefetcherTest, ClaimTakesAQueuedTaskOut) {
   Latch release;
   Prefetcher p(1);
   Block(p, 1, release);
-  p.Submit("a", 1, log.Task("a"));
-  p.Submit("b", 2, log.Task("b"));
+  p.Submit(0, "a", 1, log.Task("a"));
+  p.Submit(0, "b", 2, log.Task("b"));
   p.Claim("a");  // Returns at once: the caller fetches it itself.
   p.Claim("unknown");
   release.Open();
   ASSERT_EQ(log.Await(1), (std::vector<std::string>{"b"}));
-  p.Submit("z", 100, log.Task("z"));
+  p.Submit(0, "z", 100, log.Task("z"));
   EXPECT_EQ(log.Await(2), (std::vector<std::string>{"b", "z"}));
 }
 
@@ -141,7 +141,7 @@ TEST(PrefetcherTest, ClaimWaitsForARunningTask) {
   Latch release, started;
   std::atomic<bool> finished{false};
   Prefetcher p(1);
-  p.Submit("a", 1, [&] {
+  p.Submit(0, "a", 1, [&] {
     started.Open();
     release.Wait();
     finished = true;
@@ -165,7 +165,7 @@ TEST(PrefetcherTest, DestructionDropsQueuedTasksAndWaitsForRunningOnes) {
   auto token = std::make_shared<int>(0);
   std::atomic<int> ran{0};
   for (int i = 0; i < 100; ++i) {
-    p->Submit("q" + std::to_string(i), i, [token, &ran] { ++ran; });
+    p->Submit(0, "q" + std::to_string(i), i, [token, &ran] { ++ran; });
   }
   std::atomic<bool> destroyed{false};
   std::thread destroyer([&] {
