@@ -15,11 +15,15 @@ what it saves, in one run.
    default "truncate" (the excess of a long document is dropped); its time
    and peak RSS too. OLMo-core is optional (`pip install ai2-olmo-core` into
    the venv that runs this); without it the column says so.
-3. Loader throughput: samples/s of tokpack.Loader with packing="best_fit"
-   against packing="concat" (and concat with document_boundaries=True, the
-   same outputs as packed rows) on one dataset of --loader-docs documents
-   with real token bytes, each run a fresh process, interleaved rounds; the
-   ratio is taken within a round. Target: best_fit >= 0.9x concat.
+3. Loader throughput: samples/s of packing="best_fit" against
+   packing="concat" and concat with document_boundaries=True (the same
+   outputs as packed rows) on one dataset of --loader-docs documents with
+   real token bytes, through the Python loop (tokpack.Loader, as_="numpy")
+   and the C++ loop (reader_bench run ... ROWS), each run a fresh process
+   timed for --loader-seconds, interleaved rounds; ratios are taken within a
+   round. Targets: best_fit >= 0.9x concat with document_boundaries and
+   >= 0.8x plain concat. --loader-only runs this part alone and writes its
+   own section (best-fit-loader).
 
 Document lengths: lognormal, median --median tokens (default 512), sigma
 --sigma (default 1.1), rounded, at least 1, at most 1,048,576, drawn with
@@ -31,7 +35,8 @@ big dataset's .bin files are sparse (all zero tokens, no disk space): the
 writes the manifest over it. The loader's dataset holds random tokens.
 
     .venv/bin/python bench/packing_bench.py --docs 200000 --rounds 1   # quick, ~1 minute
-    .venv/bin/python bench/packing_bench.py --report docs/benchmarks.md  # 10M, ~8 minutes
+    .venv/bin/python bench/packing_bench.py --report docs/benchmarks.md  # 10M, ~10 minutes
+    .venv/bin/python bench/packing_bench.py --loader-only --report docs/benchmarks.md
 
 OLMo-core pins an older torch: to keep the venv's torch, install it as
 `pip install --no-deps ai2-olmo-core` and then its light dependencies (bettermap
@@ -54,6 +59,7 @@ import harness
 from harness import REPO, median
 
 CLI = REPO / "build" / "tokpack"
+READER_BENCH = REPO / "build" / "bench" / "reader_bench"
 PEAK_RSS = REPO / "scripts" / "peak_rss.py"
 IDX_MAGIC = b"MMIDIDX\x00\x00"
 MAX_DOC = 1 << 20
@@ -163,27 +169,39 @@ def child_olmo(a):
 
 
 def child_loader(a):
-    """Samples/s of tokpack.Loader over a["steps"] steps (after one warm-up
-    step, which opens the plan)."""
+    """Samples/s of tokpack.Loader's Python loop over a["seconds"], after a
+    warm-up of a["warmup"] seconds (the first batch opens the plan)."""
     import tokpack
     ds = tokpack.Dataset(a["ds"])
-    kw = dict(seq_len=a["seq_len"], batch_size=BATCH, seed=1, shuffle="full", as_="numpy",
-              max_steps=a["steps"] + 1)
+    kw = dict(seq_len=a["seq_len"], batch_size=BATCH, seed=1, shuffle="full", as_="numpy")
     if a["mode"] == "best_fit":
         kw["packing"] = "best_fit"
     elif a["mode"] == "concat+boundaries":
         kw["document_boundaries"] = True
     it = iter(tokpack.Loader(ds, **kw))
-    next(it)
     check = 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < a["warmup"]:
+        next(it)
     steps = 0
     t0 = time.perf_counter()
-    for batch in it:
+    while True:
+        batch = next(it)
         check += int(batch["input_ids"][0, steps % a["seq_len"]])
         steps += 1
-    took = time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        if took >= a["seconds"]:
+            break
     return {"samples_per_s": steps * BATCH / took, "steps": steps, "seconds": took,
             "checksum": check}
+
+
+def cpp_loader(a):
+    """The same through the C++ loop (reader_bench run), default threads and
+    prefetch as the Loader's (2, 4)."""
+    rows = {"concat": "concat", "concat+boundaries": "boundaries", "best_fit": "best_fit"}
+    return harness.run_child([READER_BENCH, "run", a["ds"], a["seconds"], 2, 4, a["seq_len"],
+                              BATCH, rows[a["mode"]]]).result
 
 
 def run_self(kind, a, env=None):
@@ -231,7 +249,7 @@ def span(values, spec):
         f"{spec.format(lo)} to {spec.format(hi)}")
 
 
-def reading_prose(args, dist, plan_res, olmo_res, info, same, load_res):
+def reading_prose(args, dist, plan_res, olmo_res, info, same):
     """The bullets under the tables, every claim computed from this run's numbers."""
     out = []
     seq_lens = [L for L in info]
@@ -274,25 +292,73 @@ def reading_prose(args, dist, plan_res, olmo_res, info, same, load_res):
                      f"{'as long' if faster else 'the time (it is faster here)'}, and "
                      f"{span(extra, '{:.0f}')} bytes per document on top of its import")
         out.append(text + ".")
-    base = load_res.get("concat", [])
-    bounded = load_res.get("concat+boundaries", [])
-    packed = load_res.get("best_fit", [])
-    if base and packed:
-        sps = [r["samples_per_s"] for r in packed]
-        r_concat = harness.ratio_rounds(sps, [r["samples_per_s"] for r in base])
-        text = (f"- Loader: best_fit serves {r_concat:.2f}x the samples/s of plain concat "
-                f"({'meets' if r_concat >= 0.9 else 'below'} the 0.9x target on this machine); "
-                "a packed row gathers its pieces and carries `position_ids`, `cu_seqlens` and "
-                "labels with the ignore index at every piece end")
-        if bounded:
-            r_b = harness.ratio_rounds(sps, [r["samples_per_s"] for r in bounded])
-            rel = (f"about as fast ({r_b:.2f}x)" if abs(r_b - 1) < 0.03 else
-                   f"{'faster' if r_b > 1 else 'slower'} ({r_b:.2f}x)")
-            per = [x / y for x, y in zip(sps, [r["samples_per_s"] for r in bounded]) if y]
-            text += (f"; against concat with the same outputs (`document_boundaries=True`) it "
-                     f"is {rel}; per round: {', '.join(f'{x:.2f}x' for x in per)}")
-        out.append(text + ". Either is far above what a training step consumes (see the "
-                   "integrations section for data time per step).")
+    return "\n".join(out)
+
+
+LOOPS = {"py": "Python loop (`for batch in loader`)", "cpp": "C++ loop (`Next()`)"}
+MODES = {"concat": '`packing="concat"` (default)',
+         "concat+boundaries": '`packing="concat"`, `document_boundaries=True`',
+         "best_fit": '`packing="best_fit"`'}
+TARGETS = {"concat": 0.8, "concat+boundaries": 0.9}  # best_fit's samples/s against these.
+
+
+def loader_rounds(args, lds):
+    """The loader part: {"py:mode" or "cpp:mode": [result per round]}, failures."""
+    loops = ["py"] + (["cpp"] if READER_BENCH.exists() else [])
+    names = [f"{loop}:{m}" for loop in loops for m in MODES]
+
+    def measure(name):
+        loop, mode = name.split(":")
+        a = {"ds": str(lds), "seq_len": args.loader_seq_len, "mode": mode,
+             "seconds": args.loader_seconds, "warmup": 1.0}
+        return run_self("loader", a) if loop == "py" else cpp_loader(a)
+
+    return harness.interleaved(names, args.loader_rounds, measure,
+                               log=lambda r: f"{r['samples_per_s']:,.0f} samples/s")
+
+
+def loader_table(load_res, load_failed, Ls, pad):
+    """Samples/s per loop and packing, and best_fit's ratios within each round."""
+    rows = ["| loop | packing | samples/s (median) | tokens/s (non-padding) | best_fit vs this "
+            "(per round) |", "|---|---|---:|---:|---|"]
+    for loop in LOOPS:
+        for m, label in MODES.items():
+            rs = load_res.get(f"{loop}:{m}")
+            if rs is None:
+                continue
+            if not rs:
+                rows.append(f"| {LOOPS[loop]} | {label} | failed: "
+                            f"{load_failed.get(f'{loop}:{m}')} | | |")
+                continue
+            sps = [r["samples_per_s"] for r in rs]
+            eff = (1 - pad) if m == "best_fit" else 1.0
+            vs = ""
+            packed = [r["samples_per_s"] for r in load_res.get(f"{loop}:best_fit", [])]
+            if m != "best_fit" and packed:
+                per = [x / y for x, y in zip(packed, sps) if y]
+                vs = (f"**{harness.ratio_rounds(packed, sps):.2f}x** (target >= "
+                      f"{TARGETS[m]:.1f}x; {', '.join(f'{x:.2f}' for x in per)})")
+            rows.append(f"| {LOOPS[loop]} | {label} | {median(sps):,.0f} | "
+                        f"{median(sps) * Ls * eff:,.0f} | {vs} |")
+    return "\n".join(rows)
+
+
+def loader_prose(load_res):
+    """The bullets under the loader table, made from its numbers."""
+    out = []
+    for loop, name in LOOPS.items():
+        packed = [r["samples_per_s"] for r in load_res.get(f"{loop}:best_fit", [])]
+        if not packed:
+            continue
+        parts = []
+        for m in ("concat+boundaries", "concat"):
+            base = [r["samples_per_s"] for r in load_res.get(f"{loop}:{m}", [])]
+            if base:
+                r = harness.ratio_rounds(packed, base)
+                what = "concat with `document_boundaries`" if m != "concat" else "plain concat"
+                parts.append(f"{r:.2f}x {what} ({'meets' if r >= TARGETS[m] else 'below'} "
+                             f"the {TARGETS[m]:.1f}x target)")
+        out.append(f"- {name}: best_fit serves {' and '.join(parts)}.")
     return "\n".join(out)
 
 
@@ -313,15 +379,56 @@ def main():
                     help="OLMo-core's long-document strategies to run (fragment is tokpack's)")
     ap.add_argument("--loader-docs", type=int, default=100_000)
     ap.add_argument("--loader-seq-len", type=int, default=2048)
-    ap.add_argument("--loader-steps", type=int, default=3000)
-    ap.add_argument("--loader-rounds", type=int, default=5)
+    ap.add_argument("--loader-seconds", type=float, default=3)
+    ap.add_argument("--loader-rounds", type=int, default=7)
+    ap.add_argument("--loader-only", action="store_true",
+                    help="only the loader part (3), and only its section of the report")
     ap.add_argument("--workdir", default="/tmp/tokpack-packing-bench")
-    ap.add_argument("--report", help="write the best-fit-packing section of this report")
+    ap.add_argument("--report", help="write the best-fit-packing and best-fit-loader "
+                                      "sections of this report")
     args = ap.parse_args()
-    t_start = time.perf_counter()
-    seq_lens = [int(x) for x in args.seq_lens.split(",") if x]
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    if not args.loader_only:
+        plan_part(args, work)
+    loader_part(args, work)
+
+
+def loader_part(args, work):
+    """3: the loader, packed against concat, on a dataset with real tokens."""
+    t_start, load_before = time.perf_counter(), harness.loadavg()
+    ll = doc_lengths(args.loader_docs, args.median, args.sigma, args.seed + 7)
+    lds = make_dataset(work, f"loader-{args.loader_docs}-m{args.median:g}-g{args.sigma:g}"
+                       f"-r{args.seed}", ll, 2, True, args.seed)
+    Ls = args.loader_seq_len
+    shutil.rmtree(lds / "packing", ignore_errors=True)
+    tokpack_plan(lds, Ls, args.threads)
+    load_res, load_failed = loader_rounds(args, lds)
+    loader_info = tokpack_info(lds, Ls)
+    took = time.perf_counter() - t_start
+    pad = loader_info.get("padding_fraction", 0.0)
+    table = loader_table(load_res, load_failed, Ls, pad)
+    prose = loader_prose(load_res)
+    print(table, prose, f"took {took:.0f} s", sep="\n\n")
+    (work / f"results-loader-{args.loader_docs}.json").write_text(json.dumps(
+        {"loader": load_res, "loader_info": loader_info, "failed": load_failed,
+         "seconds": took}, indent=1, default=str))
+    if args.report:
+        doc = LOADER_DOC.format(
+            cmd=".venv/bin/python bench/packing_bench.py --loader-only --report "
+            "docs/benchmarks.md", machine=harness.machine_line(),
+            load=f"{load_before:.1f} before, {harness.loadavg():.1f} after", took=took / 60,
+            loader_docs=args.loader_docs, loader_tokens=int(ll.sum()), Ls=Ls,
+            seconds=args.loader_seconds, loader_rounds=args.loader_rounds,
+            loader_bins=loader_info.get("bins", 0), loader_pad=pad, loader_table=table,
+            reading=prose)
+        harness.write_section("best-fit-loader", doc, Path(args.report))
+
+
+def plan_part(args, work):
+    """1 and 2: the plan's time, memory and padding, against OLMo-core's."""
+    t_start = time.perf_counter()
+    seq_lens = [int(x) for x in args.seq_lens.split(",") if x]
     load_before = harness.loadavg()
 
     key = f"{args.docs}-s{args.shards}-m{args.median:g}-g{args.sigma:g}-r{args.seed}"
@@ -365,20 +472,6 @@ def main():
             tokpack_plan(ds, L, args.threads)  # The plan info reads (left in place).
             info[L] = dict(tokpack_info(ds, L), plan_bytes=plan_bytes(ds))
 
-    # 3: the loader, packed against concat, on a dataset with real tokens.
-    ll = doc_lengths(args.loader_docs, args.median, args.sigma, args.seed + 7)
-    lds = make_dataset(work, f"loader-{args.loader_docs}-m{args.median:g}-g{args.sigma:g}"
-                       f"-r{args.seed}", ll, 2, True, args.seed)
-    Ls = args.loader_seq_len
-    shutil.rmtree(lds / "packing", ignore_errors=True)
-    tokpack_plan(lds, Ls, args.threads)
-    modes = ["concat", "concat+boundaries", "best_fit"]
-    load_res, load_failed = harness.interleaved(
-        modes, args.loader_rounds,
-        lambda m: run_self("loader", {"ds": str(lds), "seq_len": Ls, "mode": m,
-                                      "steps": args.loader_steps}),
-        log=lambda r: f"{r['samples_per_s']:,.0f} samples/s")
-    loader_info = tokpack_info(lds, Ls)
     took = time.perf_counter() - t_start
 
     # ----------------------------------------------------------------------
@@ -421,32 +514,10 @@ def main():
                 f"{median([x['import_rss_kb'] for x in o]) / 1024:,.0f}) | |")
     plan_table = "\n".join(rows)
 
-    base = load_res.get("concat", [])
-    bounded = load_res.get("concat+boundaries", [])
-    lrows = ["| packing | samples/s | tokens/s (non-padding) | vs concat (same round) "
-             "| vs concat with document_boundaries (same round) |",
-             "|---|---:|---:|---:|---:|"]
-    pad = loader_info.get("padding_fraction", 0.0)
-    for m in modes:
-        rs = load_res.get(m, [])
-        if not rs:
-            lrows.append(f"| {m} | failed: {load_failed.get(m)} | | | |")
-            continue
-        sps = [r["samples_per_s"] for r in rs]
-        ratio = harness.ratio_rounds(sps, [r["samples_per_s"] for r in base])
-        ratio_b = harness.ratio_rounds(sps, [r["samples_per_s"] for r in bounded])
-        eff = (1 - pad) if m == "best_fit" else 1.0
-        label = {"concat": '`packing="concat"` (default)',
-                 "concat+boundaries": '`packing="concat"`, `document_boundaries=True`',
-                 "best_fit": '`packing="best_fit"`'}[m]
-        lrows.append(f"| {label} | {median(sps):,.0f} | {median(sps) * Ls * eff:,.0f} | "
-                     f"{harness.fmt(ratio, '{:.3f}')}x | {harness.fmt(ratio_b, '{:.3f}')}x |")
-    loader_table = "\n".join(lrows)
-    reading = reading_prose(args, dist, plan_res, olmo_res, info, same, load_res)
-    print(plan_table, loader_table, reading, f"took {took:.0f} s", sep="\n\n")
+    reading = reading_prose(args, dist, plan_res, olmo_res, info, same)
+    print(plan_table, reading, f"took {took:.0f} s", sep="\n\n")
     results = {"dist": dist, "plan": plan_res, "olmo": olmo_res, "info": info,
-               "loader": load_res, "loader_info": loader_info, "failed":
-               {**plan_failed, **olmo_failed, **load_failed}, "seconds": took}
+               "failed": {**plan_failed, **olmo_failed}, "seconds": took}
     (work / f"results-{key}.json").write_text(json.dumps(results, indent=1, default=str))
 
     if args.report:
@@ -461,10 +532,8 @@ def main():
             olmo=f"ai2-olmo-core {olmo_version}" if olmo_version else
             f"not run: {olmo_why}", olmo_rounds=args.olmo_rounds,
             same=", ".join(f"L={L:,}: {'yes' if v else 'NO'}" for L, v in same.items()) or "n/a",
-            plan_table=plan_table, loader_table=loader_table, loader_docs=args.loader_docs,
-            loader_tokens=int(ll.sum()), Ls=Ls, steps=args.loader_steps,
-            loader_rounds=args.loader_rounds, loader_bins=loader_info.get("bins", 0),
-            loader_pad=pad, reading=reading, took=took / 60, load=f"{load_before:.1f} before, "
+            plan_table=plan_table, reading=reading, took=took / 60,
+            load=f"{load_before:.1f} before, "
             f"{harness.loadavg():.1f} after")
         harness.write_section("best-fit-packing", doc, Path(args.report))
 
@@ -504,21 +573,34 @@ Same number of bins as OLMo-core's with the same pieces (best-fit decreasing is
 deterministic up to ties between equal lengths or equal capacities, which do not
 change the bins' fill): {same}.
 
-### Loader throughput, packed against concat
+Reading the tables (these words are made from the numbers above by the script):
 
-One dataset of {loader_docs:,} documents of the same distribution ({loader_tokens:,}
-random tokens, 2 shards), L = {Ls:,}, batch 8, `shuffle="full"`, seed 1, default
-threads and prefetch, `as_="numpy"`: samples/s over {steps} steps after a first one
-(the plan was made by `tokpack pack` before the rounds: {loader_bins:,} bins, padding
-{loader_pad:.4%}), each run a fresh process, {loader_rounds} rounds interleaved; the
-ratio is against `packing="concat"` in the same round, then the median. Target:
-best_fit >= 0.9x concat. A packed row carries `position_ids` and `cu_seqlens` (built per
-row from its pieces); concat with `document_boundaries=True` builds the same outputs from
-the documents a window crosses, so the last column compares like with like.
+{reading}
+"""
+
+LOADER_DOC = """Measured with
+
+    {cmd}
+
+on {machine} (shared with other work, so noisy; 1-minute load average {load}); the run
+took {took:.0f} minutes.
+
+One dataset of {loader_docs:,} documents of the distribution above ({loader_tokens:,}
+random tokens, 2 shards), L = {Ls:,}, batch 8, `shuffle="full"`, seed 1, threads 2 and
+prefetch 4 (the defaults); the plan made by `tokpack pack` before the rounds
+({loader_bins:,} bins, padding {loader_pad:.4%}). Each configuration is a fresh process
+timed for {seconds:g} s after 1 s of warm-up, {loader_rounds} rounds interleaved (the
+order rotated each round). The Python loop is `for batch in tokpack.Loader(...,
+as_="numpy")`, reading one token of each batch; the C++ loop is `reader_bench run DIR
+SECONDS 2 4 {Ls} 8 ROWS` (`Loader::Create`, then `Next()`). A packed row carries
+`position_ids` and `cu_seqlens` (built per row from its pieces) and labels -100 at every
+piece end; concat with `document_boundaries=True` builds the same outputs from the
+documents a window crosses, so that ratio compares like with like. Ratios are
+best_fit's samples/s over the other configuration's of the same loop in the same round,
+then the median (every round's in parentheses). Targets: best_fit >= 0.9x concat with
+`document_boundaries`, >= 0.8x plain concat.
 
 {loader_table}
-
-Reading the tables (these words are made from the numbers above by the script):
 
 {reading}
 """

@@ -7,9 +7,12 @@
 //                                                 the same tokens with loss masks (each
 //                                                 document's first 40% a prompt without
 //                                                 loss), to time masked against unmasked
-//   reader_bench run DIR SECONDS [threads] [prefetch] [seq_len] [batch_size]
+//   reader_bench run DIR SECONDS [threads] [prefetch] [seq_len] [batch_size] [rows]
 //                                                 print one JSON line of results
-//                                                 (defaults 2, 8, 2048, 8)
+//                                                 (defaults 2, 8, 2048, 8, concat);
+//                                                 rows: concat, boundaries (concat
+//                                                 with document_boundaries) or
+//                                                 best_fit (packed rows)
 //   reader_bench open DIR                         seconds to open DIR (best of 5)
 //   reader_bench windows DIR COUNT [seq_len]      microseconds per random window of
 //                                                 seq_len + 1 tokens (int64), one
@@ -105,7 +108,7 @@ double ProcessCpuSeconds() {
 }
 
 int Run(const std::string& dir, double seconds, int threads, int prefetch, int64_t seq_len,
-        int64_t batch_size) {
+        int64_t batch_size, const std::string& rows) {
   // A URL reads its storage settings from the environment (a warm cache).
   auto storage = tokpack::IsRemoteUrl(dir) ? tokpack::StorageOptions::FromEnvironment()
                                            : tokpack::StorageOptions();
@@ -124,14 +127,26 @@ int Run(const std::string& dir, double seconds, int threads, int prefetch, int64
   o.seed = 1;
   o.threads = threads;
   o.prefetch = prefetch;
+  if (rows == "boundaries") {
+    o.document_boundaries = true;
+  } else if (rows == "best_fit") {
+    o.packing = tokpack::Packing::kBestFit;
+  } else if (rows != "concat") {
+    std::fprintf(stderr, "rows must be concat, boundaries or best_fit, not %s\n", rows.c_str());
+    return 2;
+  }
   auto loader = tokpack::Loader::Create({{*ds, 1.0}}, o);
-  if (!loader.ok()) return 1;
+  if (!loader.ok()) {
+    std::fprintf(stderr, "%s\n", loader.status().ToString().c_str());
+    return 1;
+  }
   // Touch every page once so the timed part reads from the page cache.
   std::vector<int64_t> sink(1 << 20);
   for (uint64_t t = 0; t + sink.size() <= (*ds)->num_tokens(); t += sink.size()) {
     (void)(*ds)->ReadTokens(t, sink.size(), sink.data());
   }
   for (int i = 0; i < 50; ++i) (void)(*loader)->Next();  // Warm the ring.
+  const tokpack::LoaderStats warm = (*loader)->Stats();
   uint64_t checksum = 0, steps = 0;
   const auto t0 = Clock::now();
   const double cpu0 = ProcessCpuSeconds();
@@ -144,13 +159,18 @@ int Run(const std::string& dir, double seconds, int threads, int prefetch, int64
   const double took = Since(t0);
   const double cpu = ProcessCpuSeconds() - cpu0;
   const double out_bytes = steps * 2.0 * batch_size * seq_len * 8;  // inputs + targets, int64.
+  const tokpack::LoaderStats end = (*loader)->Stats();
+  // Assembly time per batch (all threads), from the batches assembled while timed.
+  const double assembled = static_cast<double>(end.steps - warm.steps);
   std::printf(
       "{\"samples_per_s\": %.1f, \"gb_per_s\": %.3f, \"memcpy_gb_per_s\": %.3f, "
       "\"steps\": %llu, \"rss_anon_kb\": %ld, \"tokens\": %llu, \"wait_s\": %.4f, "
-      "\"cpu_us_per_sample\": %.4f, \"checksum\": %llu}\n",
+      "\"assemble_us_per_batch\": %.2f, \"cpu_us_per_sample\": %.4f, \"checksum\": %llu}\n",
       steps * batch_size / took, out_bytes / took / 1e9, MemcpyGbPerSecond(),
       static_cast<unsigned long long>(steps), RssAnonKb(),
-      static_cast<unsigned long long>((*ds)->num_tokens()), (*loader)->Stats().wait_seconds_total,
+      static_cast<unsigned long long>((*ds)->num_tokens()),
+      end.wait_seconds_total - warm.wait_seconds_total,
+      (end.assemble_seconds_total - warm.assemble_seconds_total) / assembled * 1e6,
       cpu * 1e6 / (steps * batch_size), static_cast<unsigned long long>(checksum));
   return 0;
 }
@@ -225,10 +245,11 @@ int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "run") {
     return Run(argv[2], std::stod(argv[3]), argc > 4 ? std::atoi(argv[4]) : 2,
                argc > 5 ? std::atoi(argv[5]) : 8, argc > 6 ? std::atoll(argv[6]) : 2048,
-               argc > 7 ? std::atoll(argv[7]) : 8);
+               argc > 7 ? std::atoll(argv[7]) : 8, argc > 8 ? argv[8] : "concat");
   }
-  std::fprintf(stderr,
-               "usage: reader_bench make DIR TOKENS [SHARD_TOKENS] | run DIR SECONDS [threads]"
-               " [prefetch] [seq_len] [batch_size] | open DIR | windows DIR COUNT [seq_len]\n");
+  std::fprintf(
+      stderr,
+      "usage: reader_bench make DIR TOKENS [SHARD_TOKENS] | run DIR SECONDS [threads]"
+      " [prefetch] [seq_len] [batch_size] [rows] | open DIR | windows DIR COUNT [seq_len]\n");
   return 2;
 }

@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,24 +21,29 @@ namespace {
 namespace py = pybind11;
 using namespace py_convert;  // NOLINT: the module's own helpers.
 
-// A Loader plus the process that created it.
+// A Loader plus the process that created it, and when next() was first
+// called and last returned (Loader.stats() rates batches over that span).
 struct LoaderHandle {
+  using Clock = std::chrono::steady_clock;
   std::unique_ptr<Loader> loader;
   uint64_t generation = ForkGeneration();
+  std::optional<Clock::time_point> first_next, last_next;
   bool forked() const { return ForkGeneration() != generation; }
+  double next_seconds() const {
+    if (!first_next || !last_next) return 0.0;
+    return std::chrono::duration<double>(*last_next - *first_next).count();
+  }
   ~LoaderHandle() {
     if (forked()) loader.release();  // Leak: its threads (and CUDA) are not in this process.
   }
 };
 
-// next(): waits with the GIL released, waking to deliver Ctrl-C. Returns
-// None at the end, else (input_ids, labels[, position_ids, cu_seqlens]
-// [, loss_mask]) as Arrays, or with `capsules` as DLPack capsules (torch
-// takes those fastest on the CPU): an odd length means a loss_mask last.
-py::object NextBatch(LoaderHandle& h, bool capsules) {
-  // A batch assembled ahead is taken without releasing the GIL (a release
-  // and re-acquire costs more than the take, and contends with other Python
-  // threads); only a wait releases it.
+// The next batch, or null at the end: waits with the GIL released, waking
+// to deliver Ctrl-C. A batch assembled ahead is taken without releasing the
+// GIL (a release and re-acquire costs more than the take, and contends with
+// other Python threads); only a wait releases it.
+std::shared_ptr<const Batch> TakeBatch(LoaderHandle& h) {
+  if (!h.first_next) h.first_next = LoaderHandle::Clock::now();
   StatusOr<std::shared_ptr<const Batch>> r = h.loader->Next(0.0);
   while (r.status().code() == StatusCode::kDeadlineExceeded) {
     {
@@ -47,8 +53,26 @@ py::object NextBatch(LoaderHandle& h, bool capsules) {
     if (r.status().code() != StatusCode::kDeadlineExceeded) break;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
-  std::shared_ptr<const Batch> batch = Unwrap(std::move(r));
-  if (!batch) return py::none();
+  h.last_next = LoaderHandle::Clock::now();
+  return Unwrap(std::move(r));
+}
+
+// The keys of a batch's arrays in Loader.__next__'s dict, by the index
+// BatchObjects gives them; interned once and never freed, so that no
+// interpreter teardown order matters.
+PyObject* ArrayKey(int k) {
+  static PyObject* const keys[] = {
+      PyUnicode_InternFromString("input_ids"), PyUnicode_InternFromString("labels"),
+      PyUnicode_InternFromString("position_ids"), PyUnicode_InternFromString("cu_seqlens"),
+      PyUnicode_InternFromString("loss_mask")};
+  return keys[k];
+}
+
+// Calls visit(k, object) for each array k of `batch` (0 input_ids, 1
+// labels, 2 position_ids, 3 cu_seqlens, 4 loss_mask) that it has, as an Array, or with `capsules`
+// as a DLPack capsule (torch takes those fastest on the CPU).
+template <typename Visit>
+void BatchObjects(const std::shared_ptr<const Batch>& batch, bool capsules, Visit&& visit) {
   auto owner = std::make_shared<ForkSafe<const void>>(batch);
   const bool on_device = batch->device().is_cuda();
   const std::vector<int64_t> shape = {batch->batch_size(), batch->seq_len()};
@@ -59,15 +83,45 @@ py::object NextBatch(LoaderHandle& h, bool capsules) {
     if (on_device) a.device_batch = batch;
     return capsules ? ExportDlpack(a, none, none, none, none) : py::cast(std::move(a));
   };
+  visit(0, make(batch->inputs(), shape, t));
+  visit(1, make(batch->targets(), shape, t));
+  if (batch->position_ids()) {
+    visit(2, make(batch->position_ids(), shape, DType('i', 32)));
+    visit(3, make(batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32)));
+  }
+  if (batch->loss_mask()) visit(4, make(batch->loss_mask(), shape, DType('u', 8)));
+}
+
+// next(): None at the end, else (input_ids, labels[, position_ids,
+// cu_seqlens][, loss_mask]) as Arrays or capsules: an odd length means a
+// loss_mask last.
+py::object NextTuple(LoaderHandle& h, bool capsules) {
+  std::shared_ptr<const Batch> batch = TakeBatch(h);
+  if (!batch) return py::none();
   const size_t n = (batch->position_ids() ? 4 : 2) + (batch->loss_mask() ? 1 : 0);
   py::tuple out(n);
-  out[0] = make(batch->inputs(), shape, t);
-  out[1] = make(batch->targets(), shape, t);
-  if (batch->position_ids()) {
-    out[2] = make(batch->position_ids(), shape, DType('i', 32));
-    out[3] = make(batch->cu_seqlens(), {batch->num_cu_seqlens()}, DType('i', 32));
-  }
-  if (batch->loss_mask()) out[n - 1] = make(batch->loss_mask(), shape, DType('u', 8));
+  size_t i = 0;
+  BatchObjects(batch, capsules, [&](int, py::object o) { out[i++] = std::move(o); });
+  return std::move(out);
+}
+
+// next_dict(): Loader.__next__ in one call, the Python loop's per-batch
+// cost being mostly calls and objects: the batch as the dict it returns,
+// each array (as next() makes it) passed through `convert` (None: as it
+// is). None at the end, and in a forked child, where the loader's threads
+// do not exist (the caller says why).
+py::object NextDict(LoaderHandle& h, const py::object& convert, bool capsules) {
+  if (h.forked()) return py::none();
+  std::shared_ptr<const Batch> batch = TakeBatch(h);
+  if (!batch) return py::none();
+  py::dict out;
+  BatchObjects(batch, capsules, [&](int k, py::object o) {
+    if (!convert.is_none()) {
+      o = py::reinterpret_steal<py::object>(PyObject_CallOneArg(convert.ptr(), o.ptr()));
+      if (!o) throw py::error_already_set();
+    }
+    if (PyDict_SetItem(out.ptr(), ArrayKey(k), o.ptr()) != 0) throw py::error_already_set();
+  });
   return std::move(out);
 }
 
@@ -186,8 +240,10 @@ void DefineLoader(py::module_& m) {
            py::arg("datasets"), py::arg("weights") = py::none(), py::arg("phases") = py::none(),
            py::arg("max_epochs") = std::vector<double>{})
       .def(
-          "next", [](LoaderHandle& h, bool capsules) { return NextBatch(h, capsules); },
+          "next", [](LoaderHandle& h, bool capsules) { return NextTuple(h, capsules); },
           py::arg("capsules") = false)
+      .def("next_dict", &NextDict, py::arg("convert"), py::arg("capsules"))
+      .def_property_readonly("next_seconds", &LoaderHandle::next_seconds)
       .def("state", [](const LoaderHandle& h) { return h.loader->SaveState(); })
       .def(
           "load_state",

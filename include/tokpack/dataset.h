@@ -136,6 +136,12 @@ class Dataset {
   // Dataset drops the fetches not yet started and waits for those in flight.
   void Prefetch(uint64_t begin, uint64_t count, int64_t step,
                 const std::shared_ptr<ReadStats>& stats = nullptr) const;
+  // A hint that this thread reads tokens [begin, begin + count) soon, in
+  // microseconds: where they lie in a memory-resident shard, their first
+  // cache lines are prefetched into the CPU's caches, so that reads of many
+  // short ranges at random places (packed rows' pieces) overlap their
+  // misses. Nothing for remote shards (see Prefetch) or past the end.
+  void PrefetchToCache(uint64_t begin, uint64_t count) const;
   // True when the shards are read from remote storage (s3://, gs://, http(s)://).
   bool remote() const;
   // For a remote dataset opened by Open(), the size limit of the chunk cache

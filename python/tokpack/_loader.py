@@ -193,9 +193,11 @@ class Loader:
             # __dlpack__(stream) to order torch's stream, so they stay Arrays.
             capsules = as_ == "torch" and not on_gpu
             self._take = partial(self._core.next, True) if capsules else self._core.next
+            # __next__ in one call to the core: take, convert, make the dict.
+            convert = (None if as_ == "dlpack" else
+                       _arrays.capsule_converter() if capsules else self._convert)
+            self._next_dict = partial(self._core.next_dict, convert, capsules)
         self._created = time.perf_counter()
-        self._first_next: Optional[float] = None
-        self._last_next: Optional[float] = None
 
     # Iteration ---------------------------------------------------------
 
@@ -204,12 +206,19 @@ class Loader:
         return self
 
     def __next__(self) -> Dict[str, Any]:
+        if self._jax is not None:
+            return self._next_jax()
+        out = self._next_dict()
+        if out is None:  # The end, or a forked child (the core does not take a batch there).
+            if self._core.forked:
+                raise RuntimeError(_FORK_MESSAGE)
+            raise StopIteration
+        return out
+
+    def _next_jax(self) -> Dict[str, Any]:
         if self._core.forked:
             raise RuntimeError(_FORK_MESSAGE)
-        if self._first_next is None:
-            self._first_next = time.perf_counter()
         arrays = self._take()
-        self._last_next = time.perf_counter()
         if arrays is None:
             raise StopIteration
         convert = self._convert
@@ -219,8 +228,7 @@ class Loader:
             out["cu_seqlens"] = convert(arrays[3])
         if len(arrays) % 2:  # An odd length: the loss_mask is last.
             out["loss_mask"] = convert(arrays[-1])
-        if self._jax is not None:
-            self._jax.handed_out(out)
+        self._jax.handed_out(out)
         return out
 
     def __len__(self) -> int:
@@ -338,9 +346,7 @@ class Loader:
         resumes included: every rank reports the same."""
         s = self._core.stats()
         steps = s["steps"]
-        elapsed = 0.0
-        if self._first_next is not None and self._last_next is not None:
-            elapsed = self._last_next - self._first_next
+        elapsed = self._core.next_seconds  # From the first next() to the end of the latest.
         s["wait_seconds_mean"] = s["wait_seconds_total"] / steps if steps else 0.0
         s["elapsed_seconds"] = elapsed
         s["wait_fraction"] = s["wait_seconds_total"] / elapsed if elapsed > 0 else 0.0

@@ -55,16 +55,16 @@ void FillBoundaries(const Dataset& ds, uint64_t a, uint64_t L, size_t b, BatchAr
   int32_t* pos = out.position_ids + b * L;
   const int32_t row0 = static_cast<int32_t>(b * L);
   out.cu_seqlens[out.num_cu++] = row0;
-  uint64_t seg = a;
-  size_t k = 0;
-  for (uint64_t j = 0; j < L; ++j) {
-    if (k < starts.size() && starts[k] == a + j) {
-      seg = a + j;
-      out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
-      ++k;
-    }
-    pos[j] = static_cast<int32_t>(a + j - seg);
+  // A segment runs from the row start or a document start (each in
+  // (a, a + L), ascending) to the next; its positions count from 0.
+  uint64_t seg = 0;
+  for (const uint64_t start : starts) {
+    const uint64_t j = start - a;
+    FillPositions(pos + seg, j - seg);
+    out.cu_seqlens[out.num_cu++] = row0 + static_cast<int32_t>(j);
+    seg = j;
   }
+  FillPositions(pos + seg, L - seg);
 }
 
 }  // namespace
@@ -115,6 +115,36 @@ void HostLayout::Place(char* memory, bool boundaries, Slot* slot) const {
 
 namespace {
 
+// Packed rows: their pieces are looked up together, and the next row's
+// pieces are prefetched while a row is filled, so the misses of a bin's
+// pieces (a few short runs at random places) overlap the copying.
+Status ReadPackedRows(const std::vector<Loader::Source>& sources,
+                      const std::vector<std::shared_ptr<const PackedView>>& views,
+                      const LoaderOptions& o, ReadStats* stats, Slot& slot) {
+  thread_local std::vector<TokenRange> pieces;  // Reused: no steady-state allocation.
+  thread_local std::vector<size_t> ends;
+  GatherPackedRows(views, slot.rows, &pieces, &ends);
+  const auto prefetch = [&](size_t b) {
+    const Dataset& ds = *sources[slot.rows[b].first].dataset;
+    for (size_t i = b == 0 ? 0 : ends[b - 1]; i < ends[b]; ++i) {
+      ds.PrefetchToCache(pieces[i].begin, pieces[i].length);
+    }
+  };
+  if (!slot.rows.empty()) prefetch(0);
+  BatchArrays& out = slot.arrays;
+  for (size_t b = 0; b < slot.rows.size(); ++b) {
+    if (b + 1 < slot.rows.size()) prefetch(b + 1);
+    const uint32_t source = slot.rows[b].first;
+    const size_t first = b == 0 ? 0 : ends[b - 1];
+    slot.info.trainable[b].first = source;
+    TOKPACK_RETURN_IF_ERROR(FillPackedRow(*sources[source].dataset, *views[source],
+                                          pieces.data() + first, ends[b] - first, o, b, out, stats,
+                                          &slot.info.trainable[b].second));
+  }
+  out.cu_seqlens[out.num_cu++] = static_cast<int32_t>(o.batch_size * o.seq_len);
+  return Status::Ok();
+}
+
 Status ReadRows(const std::vector<Loader::Source>& sources,
                 const std::vector<std::shared_ptr<const PackedView>>& views, const LoaderOptions& o,
                 const HostLayout& layout, ReadStats* stats, Slot& slot) {
@@ -125,16 +155,12 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
   // Per row, not per source: a batch's cost does not grow with the sources.
   std::vector<std::pair<uint32_t, uint64_t>>& trainable = slot.info.trainable;
   trainable.assign(slot.rows.size(), {0, 0});  // Keeps its capacity.
+  if (!views.empty()) return ReadPackedRows(sources, views, o, stats, slot);
   for (size_t b = 0; b < slot.rows.size(); ++b) {
     const uint32_t source = slot.rows[b].first;
     trainable[b].first = source;
     const Dataset& ds = *sources[source].dataset;
     const uint64_t a = slot.rows[b].second * L;
-    if (!views.empty()) {
-      TOKPACK_RETURN_IF_ERROR(FillPackedRow(ds, *views[source], slot.rows[b].second, o, b, out,
-                                            stats, &trainable[b].second));
-      continue;
-    }
     if (layout.compact) {
       const size_t item = static_cast<size_t>(TokenDtypeSize(ds.dtype()));
       TOKPACK_RETURN_IF_ERROR(

@@ -305,6 +305,21 @@ void Dataset::Prefetch(uint64_t begin, uint64_t count, int64_t step,
   }
 }
 
+void Dataset::PrefetchToCache(uint64_t begin, uint64_t count) const {
+  // The hardware prefetcher follows a run once its first lines were read;
+  // these are the lines it cannot guess.
+  constexpr uint64_t kLines = 4, kLine = 64;
+  const Impl& d = *impl_;
+  if (count == 0 || begin >= num_tokens()) return;
+  const Impl::Shard& s = d.shards[d.ShardOfToken(begin)];
+  const char* mapped = s.bin->data();
+  if (mapped == nullptr) return;
+  const uint64_t item = static_cast<uint64_t>(TokenDtypeSize(d.manifest.dtype));
+  const char* at = mapped + (begin - s.first_token + s.token_base) * item;
+  const uint64_t bytes = std::min(count * item, kLines * kLine);
+  for (uint64_t k = 0; k < bytes; k += kLine) __builtin_prefetch(at + k);
+}
+
 bool Dataset::remote() const { return impl_->remote; }
 uint64_t Dataset::cache_bytes() const { return impl_->cache_bytes; }
 const std::string& Dataset::cache_dir() const { return impl_->cache_dir; }

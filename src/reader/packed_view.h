@@ -33,6 +33,11 @@ class PackedView {
   uint64_t num_bins() const { return plan_->num_bins(); }
   // Replaces *pieces with bin `bin`'s pieces (bin < num_bins()), in row order.
   void Pieces(uint64_t bin, std::vector<TokenRange>* pieces) const { plan_->Bin(bin, pieces); }
+  // PackingPlan::Bins: the pieces of n bins, their lookups overlapped.
+  void Bins(const uint64_t* bins, size_t n, std::vector<TokenRange>* pieces,
+            std::vector<size_t>* ends) const {
+    plan_->Bins(bins, n, pieces, ends);
+  }
   // What pads a row to L: the tokenizer's pad id, else its eos id, else 0.
   int64_t pad_id() const { return pad_id_; }
 

@@ -373,6 +373,22 @@ std::shared_ptr<const PackingPlan> PackingPlan::Make(const Dataset& dataset,
   return v;
 }
 
+void PackingPlan::Bins(const uint64_t* bins, size_t n, std::vector<Range>* out,
+                       std::vector<size_t>* ends) const {
+  for (size_t r = 0; r < n; ++r) __builtin_prefetch(&bin_offsets_[bins[r]]);
+  for (size_t r = 0; r < n; ++r) {
+    const uint64_t i = bin_offsets_[bins[r]];
+    __builtin_prefetch(&begins_[i]);
+    __builtin_prefetch(&lengths_[i]);
+  }
+  for (size_t r = 0; r < n; ++r) {
+    for (uint64_t i = bin_offsets_[bins[r]]; i < bin_offsets_[bins[r] + 1]; ++i) {
+      out->push_back({begins_[i], lengths_[i]});
+    }
+    ends->push_back(out->size());
+  }
+}
+
 void PackingPlan::Bin(uint64_t bin, std::vector<Range>* out) const {
   out->clear();
   for (uint64_t i = bin_offsets_[bin]; i < bin_offsets_[bin + 1]; ++i) {

@@ -141,6 +141,12 @@ class PackingPlan {
   uint64_t num_bins() const { return bin_offsets_.size() - 1; }
   // Replaces *out with bin `bin`'s pieces in order (bin < num_bins()).
   void Bin(uint64_t bin, std::vector<Range>* out) const;
+  // Appends the pieces of bins[0..n) to *out, bin after bin, and each bin's
+  // end in *out to *ends. A bin's entries lie at a random place in three
+  // arrays, each read depending on the last: the lookups of all n bins are
+  // prefetched stage by stage, so their cache misses overlap.
+  void Bins(const uint64_t* bins, size_t n, std::vector<Range>* out,
+            std::vector<size_t>* ends) const;
   const PackingSettings& settings() const { return settings_; }
   // Summed over shards.
   const PackingCounts& counts() const { return counts_; }
