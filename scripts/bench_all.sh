@@ -36,6 +36,9 @@ echo "== reading: tokpack's Python and C++ loops, Megatron-Core, LitData, Mosaic
 "$PY" bench/python_bench.py --reader-bench build/bench-release/bench/reader_bench \
   --rounds "$ROUNDS" --seconds 3 --report "$REPORT" >/dev/null
 
+echo "== mixtures: 1, 100 and 1000 local sources; the schedule's CPU per step at world sizes 1, 64, 512"
+.venv/bin/python bench/mixture_bench.py --rounds "$ROUNDS" --tokens 30000000 --report "$REPORT" >/dev/null
+
 echo "== resume at step 1e6"
 "$PY" bench/resume_bench.py --rounds "$ROUNDS" --json-out "$OUT/resume.json" >/dev/null
 "$PY" bench/bench_report.py --packing "$OUT/packing.json" --resume "$OUT/resume.json" \
