@@ -58,6 +58,17 @@ struct EncodedBatch {
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
   // With loss masks: one byte per token of `tokens`, 1 where it carries loss.
   std::string loss;
+  // With document sources: where each document came from, in order; its id
+  // is ids[id_begin, id_end) when has_id.
+  struct Origin {
+    uint32_t file;
+    uint64_t line;
+    uint32_t id_begin;
+    uint32_t id_end;
+    bool has_id;
+  };
+  std::vector<Origin> origins;
+  std::string ids;
   uint64_t utf8_repaired = 0;  // Documents written whose invalid UTF-8 was replaced.
   EncodeCounts counts;         // Unknown and byte-fallback tokens written, cache use.
   struct Dropped {

@@ -16,6 +16,12 @@
 
 namespace tokpack {
 
+// A shard's document-source file, parsed on first use (dataset_sources.cc).
+struct SourceFile;
+std::shared_ptr<SourceFile> NewSourceFile(std::unique_ptr<ByteSource> src, std::string name,
+                                          uint64_t documents, uint64_t input_offset,
+                                          uint64_t input_total);
+
 struct Dataset::Impl {
   // A shard, or on a split one of its part's ranges of documents (a segment
   // of the stream; the segments of one shard share its files).
@@ -23,8 +29,10 @@ struct Dataset::Impl {
     std::shared_ptr<ByteSource> bin;
     std::shared_ptr<ByteSource> idx;
     std::shared_ptr<ByteSource> mask;  // The loss mask (<path>.mask), or null.
-    IdxView view;                      // Points into idx's mapping.
-    uint64_t first_token;              // Stream offset of the shard's first token.
+    // Document sources (<path>.src), parsed on first use; or null.
+    std::shared_ptr<SourceFile> sources;
+    IdxView view;          // Points into idx's mapping.
+    uint64_t first_token;  // Stream offset of the shard's first token.
     uint64_t first_document;
     // Where the stream's part of the shard begins: a split holds documents
     // [first_entry, ..) of the .idx, tokens [token_base, ..) of the .bin.
