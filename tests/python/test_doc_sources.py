@@ -316,3 +316,26 @@ def test_push_keeps_sources_and_remote_lookups_read_them(built, run_tokpack, mon
         assert run_tokpack("show", "s3://prov/v1", "--doc", 5, "--source",
                            env=dict(os.environ)).stdout == run_tokpack(
                                "show", out, "--doc", 5, "--source").stdout
+
+
+def test_nested_merges_and_split_views_keep_origins(inputs, run_tokpack, spm_model, tmp_path):
+    d, records = inputs
+    paths = list(records)
+    for name, path in zip("abc", paths):
+        build_cli(run_tokpack, spm_model, [path], tmp_path / name)
+    run_tokpack("merge", tmp_path / "ab", tmp_path / "a", tmp_path / "b")
+    run_tokpack("merge", tmp_path / "abc", tmp_path / "ab", tmp_path / "c")
+    nested = tokpack.Dataset(tmp_path / "abc")
+    assert [s.get("sources_input_offset", 0) for s in nested.manifest["shards"]][-1] == 2
+    check_traced(nested, records, spm_model)
+    assert run_tokpack("verify", tmp_path / "abc").returncode == 0
+    # A held-out split's documents keep their origins, and are found in it.
+    part = tokpack.Dataset(tmp_path / "abc", split="3,1", split_index=1)
+    assert 0 < len(part) < len(nested)
+    for i in range(len(part)):
+        src = part.source(i)
+        [j] = nested.find(input=src.input, line=src.record)
+        assert nested.source(j) == src and list(part.doc(i)) == list(nested.doc(j))
+        assert part.find(input=src.input, line=src.record) == [i]
+        if src.id is not None:
+            assert part.find(src.id) == [i]
