@@ -215,6 +215,35 @@ Status CheckSourceFile(std::string_view file, uint64_t documents, const std::str
   return Status::Ok();
 }
 
+struct SourceIndexWriter::Compressor {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ~Compressor() { ZSTD_freeCCtx(cctx); }
+};
+
+SourceIndexWriter::SourceIndexWriter(uint64_t inputs)
+    : inputs_(inputs), zstd_(std::make_unique<Compressor>()) {}
+
+SourceIndexWriter::~SourceIndexWriter() = default;
+
+namespace {
+
+// Sorts (hash << 32 | document) entries pushed in document order by hash,
+// keeping document order among equal hashes: two stable 16-bit counting
+// passes over the hash, several times faster than a comparison sort on a
+// shard's million entries, on the build's one writer thread.
+void SortByHash(std::vector<uint64_t>* v) {
+  std::vector<uint64_t> tmp(v->size());
+  for (int shift : {32, 48}) {
+    std::vector<size_t> count((1 << 16) + 1, 0);
+    for (uint64_t x : *v) ++count[((x >> shift) & 0xffff) + 1];
+    for (size_t i = 1; i < count.size(); ++i) count[i] += count[i - 1];
+    for (uint64_t x : *v) tmp[count[(x >> shift) & 0xffff]++] = x;
+    v->swap(tmp);
+  }
+}
+
+}  // namespace
+
 Status SourceIndexWriter::Add(uint64_t input, uint64_t record, std::optional<std::string_view> id) {
   if (documents_ >= UINT32_MAX) {
     return InvalidArgumentError("a shard of more than 2^32 - 1 documents cannot record sources");
@@ -243,8 +272,8 @@ Status SourceIndexWriter::Add(uint64_t input, uint64_t record, std::optional<std
 Status SourceIndexWriter::FlushBlock() {
   const size_t old = blob_.size();
   blob_.resize(old + ZSTD_compressBound(block_.size()));
-  const size_t n = ZSTD_compress(blob_.data() + old, blob_.size() - old, block_.data(),
-                                 block_.size(), kZstdLevel);
+  const size_t n = ZSTD_compressCCtx(zstd_->cctx, blob_.data() + old, blob_.size() - old,
+                                     block_.data(), block_.size(), kZstdLevel);
   if (ZSTD_isError(n)) {
     return InternalError(std::string("compressing document ids: ") + ZSTD_getErrorName(n));
   }
@@ -260,8 +289,10 @@ StatusOr<std::string> SourceIndexWriter::Finish() {
     blob_.clear();
     block_ends_.clear();
   }
-  std::sort(hashes_.begin(), hashes_.end());
+  SortByHash(&hashes_);
   std::string out(kSourceMagic, 8);
+  out.reserve(kSourceHeaderBytes + runs_.size() * kSourceRunBytes +
+              (block_ends_.size() + 1) * 8 + blob_.size() + hashes_.size() * kSourceHashBytes);
   const uint32_t version = kSourceVersion, flags = 0;
   out.append(reinterpret_cast<const char*>(&version), 4);
   out.append(reinterpret_cast<const char*>(&flags), 4);
@@ -277,10 +308,12 @@ StatusOr<std::string> SourceIndexWriter::Finish() {
   PutU64(&out, 0);
   for (uint64_t end : block_ends_) PutU64(&out, end);
   out += blob_;
-  for (uint64_t h : hashes_) {
-    const uint32_t hash = static_cast<uint32_t>(h >> 32), doc = static_cast<uint32_t>(h);
-    out.append(reinterpret_cast<const char*>(&hash), 4);
-    out.append(reinterpret_cast<const char*>(&doc), 4);
+  // Each entry is (u32 hash, u32 document): the u64 with its halves swapped.
+  const size_t at = out.size();
+  out.resize(at + hashes_.size() * kSourceHashBytes);
+  for (size_t e = 0; e < hashes_.size(); ++e) {
+    const uint64_t entry = hashes_[e] >> 32 | hashes_[e] << 32;
+    std::memcpy(out.data() + at + e * kSourceHashBytes, &entry, 8);
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #define TOKPACK_SRC_FORMAT_SOURCE_INDEX_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,7 +90,10 @@ Status CheckSourceFile(std::string_view file, uint64_t documents, const std::str
 class SourceIndexWriter {
  public:
   // `inputs`: the length of the input list the indices refer to.
-  explicit SourceIndexWriter(uint64_t inputs) : inputs_(inputs) {}
+  explicit SourceIndexWriter(uint64_t inputs);
+  ~SourceIndexWriter();
+  SourceIndexWriter(const SourceIndexWriter&) = delete;
+  SourceIndexWriter& operator=(const SourceIndexWriter&) = delete;
   // The next document came from record `record` of input `input`, with `id`
   // (nullopt: none). Fails past 2^32 - 1 documents (the index's u32).
   [[nodiscard]] Status Add(uint64_t input, uint64_t record, std::optional<std::string_view> id);
@@ -109,6 +113,10 @@ class SourceIndexWriter {
   std::string blob_;          // Compressed blocks.
   std::vector<uint64_t> block_ends_;
   std::vector<uint64_t> hashes_;  // (hash << 32) | document, sorted at Finish.
+  // One compression context for all blocks: making one per block of 256
+  // documents cost more than the rest of the file.
+  struct Compressor;
+  std::unique_ptr<Compressor> zstd_;
 };
 
 }  // namespace tokpack
