@@ -81,7 +81,7 @@ class BuildOptions(TypedDict, total=False):
     doc_sources: bool
     """Record where each document came from (input, line or row, id) beside every shard, for `tokpack show --source`, `tokpack find` and Dataset.source(). Default: true."""
     id_key: str
-    """JSONL field (or /pointer) or Python dict key of a record's id (a string or an integer), recorded with document sources; records without it have none. Default: id."""
+    """JSONL field (or /pointer), Python dict key or Parquet column of a record's id (a string or an integer), recorded with document sources; records without it have none. Default: id."""
     skip_unknown_files: bool
     """Leave out (and list) files whose format the name does not tell, instead of failing. Default: false."""
     shard_tokens: int

@@ -170,7 +170,8 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
   const bool repaired = raw.data() == repaired_.data();
   std::string_view text = raw;
   has_spans_ = false;
-  has_id_ = false;
+  has_id_ = rec.has_id;
+  if (has_id_) id_.assign(in.id(i));
   if (rec.kind == RecordKind::kJsonLine) {
     bool fatal = false;
     std::string why = ExtractText(raw, &text, &fatal);

@@ -75,8 +75,8 @@ const OptionTable<O>& OptionTableOf<O>() {
           [](auto& o) -> auto& { return o.settings.doc_sources; }, "--no-doc-sources"),
       StringOption<O>(
           "id_key",
-          "JSONL field (or /pointer) or Python dict key of a record's id (a string or an "
-          "integer), recorded with document sources; records without it have none",
+          "JSONL field (or /pointer), Python dict key or Parquet column of a record's id (a "
+          "string or an integer), recorded with document sources; records without it have none",
           [](auto& o) -> auto& { return o.settings.id_key; }),
       BoolOption<O>(
           "skip_unknown_files",

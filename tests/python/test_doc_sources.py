@@ -1,6 +1,6 @@
 """Document sources (docs/format.md 3.2), end to end with real files and
 processes: builds from JSONL (ids, blank and bad lines, empty texts), text,
-Parquet (written by pyarrow) and a Python iterable; every document is traced
+Parquet (written by pyarrow, with an id column) and a Python iterable; every document is traced
 to its input record, whose text tokenizes to the document's tokens, and back
 (`tokpack find`, Dataset.find); `--part` builds merged keep the origins of a
 single build; verify catches a damaged .src and a hostile one is a clear
@@ -59,7 +59,7 @@ def make_inputs(d, seed=0):
     rows = [random_text(rng, 1, 25) if i % 11 else "" for i in range(200)]
     pq.write_table(pa.table({"text": rows, "id": [f"p{i}" for i in range(200)]}), parquet,
                    row_group_size=64)
-    records[str(parquet)] = [(i + 1, t, None) for i, t in enumerate(rows)]
+    records[str(parquet)] = [(i + 1, t, f"p{i}") for i, t in enumerate(rows)]
     return records
 
 
@@ -76,10 +76,7 @@ def check_traced(ds, records, spm_model):
         assert src.path == inputs[src.input]
         text, id_ = by_input[src.path][src.record]
         assert list(ds.doc(doc)) == tok.encode(text) + [tok.eos_id], (doc, src)
-        if src.path.endswith(".parquet"):
-            assert src.id is None  # Parquet ids are not read yet.
-        else:
-            assert src.id == id_, (doc, src)
+        assert src.id == id_, (doc, src)
         seen.append((src.input, src.record))
         assert ds.find(input=src.input, line=src.record) == [doc]
         assert ds.find(input=src.path, line=src.record) == [doc]
