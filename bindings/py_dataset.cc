@@ -127,6 +127,17 @@ void DefineDataset(py::module_& m) {
              return py::make_tuple(s->input, s->input_path, s->record,
                                    s->has_id ? py::object(py::str(s->id)) : py::object(py::none()));
            })
+      .def("input_paths",
+           [](const ForkSafe<Dataset>& d) {
+             StatusOr<std::vector<InputRecord>> inputs = [&] {
+               py::gil_scoped_release nogil;
+               return d.get()->Inputs();
+             }();
+             Check(inputs.status());
+             std::vector<std::string> paths;
+             for (const InputRecord& in : *inputs) paths.push_back(in.path);
+             return paths;
+           })
       .def("find_by_id",
            [](const ForkSafe<Dataset>& d, const std::string& id) {
              StatusOr<std::vector<uint64_t>> found = [&] {

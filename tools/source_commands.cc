@@ -79,10 +79,11 @@ Runner AddFindCommand(CLI::App* app) {
     } else {
       // Every input of that path (a file named twice was read twice), or
       // the one of that index.
-      const auto& inputs = (*ds)->manifest().provenance.inputs;
+      StatusOr<std::vector<InputRecord>> inputs = (*ds)->Inputs();
+      if (!inputs.ok()) return ReportError("find", inputs.status());
       std::vector<uint64_t> which;
-      for (uint64_t k = 0; k < inputs.size(); ++k) {
-        if (inputs[k].path == a->input) which.push_back(k);
+      for (uint64_t k = 0; k < inputs->size(); ++k) {
+        if ((*inputs)[k].path == a->input) which.push_back(k);
       }
       if (which.empty() && !a->input.empty() &&
           a->input.find_first_not_of("0123456789") == std::string::npos && a->input.size() < 19) {

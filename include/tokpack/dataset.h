@@ -165,7 +165,7 @@ class Dataset {
   bool has_sources() const;
   struct DocumentSource {
     uint64_t input = 0;      // Index into the manifest's inputs.
-    std::string input_path;  // Its path; empty when the list is in inputs.jsonl.
+    std::string input_path;  // Its path (as Inputs() lists it).
     uint64_t record = 0;     // 1-based line, Parquet row or item; 0: a whole file.
     bool has_id = false;
     std::string id;
@@ -174,6 +174,11 @@ class Dataset {
   // without sources, DataLoss (naming the file) for a damaged .src. Reads the
   // shard's runs once, then one id block: O(log n), remote or local.
   StatusOr<DocumentSource> Source(uint64_t i) const;
+  // The inputs of the build, in the order DocumentSource::input numbers
+  // them: the manifest's, or its side file's (inputs.jsonl, past 1000
+  // inputs), read on first use and checked against the manifest's count
+  // and hash (DataLoss naming the file otherwise).
+  StatusOr<std::vector<InputRecord>> Inputs() const;
   // The documents whose id is `id`, in order (ids need not be unique).
   // O(log n) per shard through each .src's sorted id hashes.
   StatusOr<std::vector<uint64_t>> FindById(std::string_view id) const;

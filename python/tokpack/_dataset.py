@@ -119,8 +119,8 @@ class Tokenizer:
 
 class DocumentSource(NamedTuple):
     """Where a build read a document (docs/format.md 3.2): ``input`` is its
-    index in the manifest's inputs and ``path`` that input's path (``""``
-    when the list is in ``inputs.jsonl``); ``record`` its 1-based line
+    index in the manifest's inputs (or ``inputs.jsonl``, past 1000 of them)
+    and ``path`` that input's path; ``record`` its 1-based line
     (JSONL, text), row (Parquet) or item (a Python iterable), 0 for a whole
     text file; ``id`` the record's id (``id_key``), or None."""
     input: int
@@ -230,8 +230,7 @@ class Dataset:
             which = [input]
         else:
             path = os.fspath(input)
-            which = [k for k, x in enumerate(self.manifest["provenance"]["inputs"])
-                     if x["path"] == path]
+            which = [k for k, x in enumerate(self._core.input_paths()) if x == path]
             if not which:
                 raise ValueError(f"{path!r} is not an input of {self.path}")
         found = (self._core.find_by_record(k, line) for k in which)

@@ -14,6 +14,7 @@
 #include "storage/byte_source.h"
 #include "storage/object_url.h"
 #include "storage/remote_source.h"
+#include "tokpack/files.h"
 
 namespace tokpack {
 
@@ -93,12 +94,18 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
     // Remote chunks are verified on every fetch: verify_on_open adds nothing.
     TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
     TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenRemoteDataset(path, *remote));
+    ds->impl_->read_inputs_file = [path, storage](const std::string& name) {
+      return ReadRemoteDatasetFile(path, storage, name, kMaxInputListBytes);
+    };
     ds->impl_->cache_bytes = storage.cache_bytes;
     ds->impl_->cache_dir = storage.cache_dir;
     TOKPACK_RETURN_IF_ERROR(ds->impl_->ApplySplit(options));
     return ds;
   }
   TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenDatasetWith(path, OpenMappedFile));
+  ds->impl_->read_inputs_file = [path](const std::string& name) {
+    return ReadDatasetFile(path, name, kMaxInputListBytes, Links::kRefuse);
+  };
   if (options.verify_on_open) {
     const Impl& d = *ds->impl_;
     if (!d.has_manifest) {
@@ -242,6 +249,12 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
   }
   d.fingerprint = d.manifest.Fingerprint();
   return std::make_shared<Dataset>(std::move(impl));
+}
+
+StatusOr<std::string> ReadRemoteDatasetFile(const std::string& url, const StorageOptions& storage,
+                                            const std::string& name, uint64_t max_bytes) {
+  TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(url, storage));
+  return remote->store().Get(name, max_bytes);
 }
 
 StatusOr<Manifest> LoadRemoteManifest(const RemoteOpener& remote) {

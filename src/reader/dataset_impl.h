@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,16 @@ struct Dataset::Impl {
   std::vector<uint64_t> doc_ends;
   uint64_t fingerprint = 0;
   bool remote = false;
+  // The inputs listed in provenance.inputs_file (more than 1000 of them),
+  // read on the first lookup that names one (dataset_sources.cc);
+  // read_inputs_file reads that file where the dataset lies.
+  struct InputList {
+    std::once_flag once;
+    Status status;
+    std::vector<InputRecord> inputs;
+  };
+  std::shared_ptr<InputList> input_list = std::make_shared<InputList>();
+  std::function<StatusOr<std::string>(const std::string& name)> read_inputs_file;
   uint64_t cache_bytes = 0;  // Remote: the chunk cache's limit.
   std::string cache_dir;     // StorageOptions::cache_dir as opened.
   bool has_manifest = true;

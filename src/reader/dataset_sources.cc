@@ -104,6 +104,29 @@ std::optional<uint64_t> StreamDocument(const Dataset::Impl& d, size_t k, uint64_
   return s.first_document + (local - s.first_entry);
 }
 
+// The input list: the manifest's, or its side file's, read once.
+StatusOr<const std::vector<InputRecord>*> InputList(const Dataset::Impl& d) {
+  const Provenance& p = d.manifest.provenance;
+  if (p.inputs_file.empty()) return &p.inputs;
+  Dataset::Impl::InputList& list = *d.input_list;
+  std::call_once(list.once, [&] {
+    if (!d.read_inputs_file) {
+      list.status = FailedPreconditionError(d.path + ": its input list cannot be read");
+      return;
+    }
+    StatusOr<std::string> text = d.read_inputs_file(p.inputs_file);
+    if (!text.ok()) {
+      list.status = text.status();
+      return;
+    }
+    Provenance read = p;
+    list.status = ReadInputList(*text, d.path + "/" + p.inputs_file, &read);
+    list.inputs = std::move(read.inputs);
+  });
+  TOKPACK_RETURN_IF_ERROR(list.status);
+  return &list.inputs;
+}
+
 Status NoSources(const Dataset::Impl& d) {
   return FailedPreconditionError(
       d.path +
@@ -133,8 +156,8 @@ StatusOr<Dataset::DocumentSource> Dataset::Source(uint64_t i) const {
   DocumentSource out;
   out.input = run.input + f.input_offset;
   out.record = run.first_record + (local - run.first_doc);
-  const auto& inputs = d.manifest.provenance.inputs;
-  if (out.input < inputs.size()) out.input_path = inputs[out.input].path;
+  TOKPACK_ASSIGN_OR_RETURN(const std::vector<InputRecord>* inputs, InputList(d));
+  if (out.input < inputs->size()) out.input_path = (*inputs)[out.input].path;
   if (f.header.blocks > 0) {
     TOKPACK_ASSIGN_OR_RETURN(auto ids, f.Block(local / kIdBlockDocs));
     if (auto& id = ids[local % kIdBlockDocs]) {
@@ -143,6 +166,11 @@ StatusOr<Dataset::DocumentSource> Dataset::Source(uint64_t i) const {
     }
   }
   return out;
+}
+
+StatusOr<std::vector<InputRecord>> Dataset::Inputs() const {
+  TOKPACK_ASSIGN_OR_RETURN(const std::vector<InputRecord>* inputs, InputList(*impl_));
+  return *inputs;
 }
 
 StatusOr<std::vector<uint64_t>> Dataset::FindById(std::string_view id) const {

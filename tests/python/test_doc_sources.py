@@ -336,3 +336,31 @@ def test_nested_merges_and_split_views_keep_origins(inputs, run_tokpack, spm_mod
         assert part.find(input=src.input, line=src.record) == [i]
         if src.id is not None:
             assert part.find(src.id) == [i]
+
+
+def test_inputs_listed_apart_are_named(run_tokpack, spm_model, tmp_path, monkeypatch):
+    """Past 1000 inputs the list lies in inputs.jsonl: sources still name the
+    file, locally and once pushed, and find --input takes its path."""
+    src = tmp_path / "many"
+    src.mkdir()
+    for k in range(1003):
+        (src / f"f{k:04d}.jsonl").write_text(json.dumps({"text": f"file {k} text", "id": k}) + "\n")
+    out = tmp_path / "ds"
+    run_tokpack("build", "-i", src, "-o", out, "-t", spm_model)
+    ds = tokpack.Dataset(out)
+    assert "inputs_file" in ds.manifest["provenance"] and len(ds) == 1003
+    src_ = ds.source(1002)
+    assert src_ == tokpack.DocumentSource(1002, str(src / "f1002.jsonl"), 1, "1002")
+    assert ds.find(input=str(src / "f0500.jsonl"), line=1) == [500]
+    assert run_tokpack("find", out, "--input", src / "f0007.jsonl", "--line", 1).stdout == "7\n"
+    assert "f0003.jsonl' line 1, id '3'" in run_tokpack("show", out, "--doc", 3,
+                                                        "--source").stdout
+    from remote_servers import MotoServer
+    with MotoServer() as moto:
+        moto.setenv(monkeypatch)
+        monkeypatch.setenv("TOKPACK_CACHE_DIR", str(tmp_path / "cache"))
+        moto.client().create_bucket(Bucket="many")
+        run_tokpack("push", out, "s3://many/v1", env=dict(os.environ))
+        remote = tokpack.Dataset("s3://many/v1")
+        assert remote.source(1002) == src_
+        assert remote.find(input=str(src / "f0500.jsonl"), line=1) == [500]
