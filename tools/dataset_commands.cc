@@ -42,6 +42,12 @@ void PrintInfoText(const DatasetInfo& info) {
                 static_cast<ull>(trainable), total ? 100.0 * trainable / total : 0.0);
   }
   std::printf("documents    %llu\n", static_cast<ull>(m.TotalDocuments()));
+  if (m.HasSources()) {
+    uint64_t bytes = 0;
+    for (const ShardInfo& s : m.shards) bytes += s.sources.bytes;
+    std::printf("sources      %s in .src files (show --source, find)\n",
+                ProgressPrinter::Bytes(bytes).c_str());
+  }
   std::printf("shards       %zu\n", m.shards.size());
   std::printf(m.HasLossMasks() ? "size         %s (.bin + .idx + .mask), checksum chunks of %s\n"
                                : "size         %s (.bin + .idx), checksum chunks of %s\n",

@@ -143,6 +143,10 @@ def test_every_document_is_traced_to_its_record_and_back(inputs, run_tokpack, sp
     proc = run_tokpack("find", out, "--id", "no-such-id", check=False)
     assert proc.returncode == 1 and proc.stdout == ""
     assert run_tokpack("verify", out).returncode == 0
+    info = json.loads(run_tokpack("info", out, "--json").stdout)
+    assert info["doc_sources"] is True
+    assert info["source_bytes"] == sum(s["sources"]["bytes"] for s in m["shards"])
+    assert "sources      " in run_tokpack("info", out).stdout
 
 
 def test_parts_merged_keep_the_origins_of_one_build(inputs, run_tokpack, spm_model, tmp_path):
