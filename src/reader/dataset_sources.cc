@@ -35,7 +35,7 @@ struct SourceFile {
     return out;
   }
 
-  // The document ids of local document `doc`'s block.
+  // Block b's ids, one per document (nullopt: none).
   StatusOr<std::vector<std::optional<std::string>>> Block(uint64_t b) const {
     TOKPACK_ASSIGN_OR_RETURN(std::string ends, ReadAt(header.block_offsets_offset() + 8 * b, 16));
     uint64_t begin, end;
