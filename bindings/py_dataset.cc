@@ -115,6 +115,50 @@ void DefineDataset(py::module_& m) {
             a.dtype = DType('i', 64);
             return a;
           })
+      .def_property_readonly("has_sources",
+                             [](const ForkSafe<Dataset>& d) { return d.get()->has_sources(); })
+      .def("source",
+           [](const ForkSafe<Dataset>& d, const py::object& index) {
+             const uint64_t i = IntArg<uint64_t>(index, "document index");
+             StatusOr<Dataset::DocumentSource> s = [&] {
+               py::gil_scoped_release nogil;
+               return d.get()->Source(i);
+             }();
+             Check(s.status());
+             return py::make_tuple(s->input, s->input_path, s->record,
+                                   s->has_id ? py::object(py::str(s->id)) : py::object(py::none()));
+           })
+      .def("input_paths",
+           [](const ForkSafe<Dataset>& d) {
+             StatusOr<std::vector<InputRecord>> inputs = [&] {
+               py::gil_scoped_release nogil;
+               return d.get()->Inputs();
+             }();
+             Check(inputs.status());
+             std::vector<std::string> paths;
+             for (const InputRecord& in : *inputs) paths.push_back(in.path);
+             return paths;
+           })
+      .def("find_by_id",
+           [](const ForkSafe<Dataset>& d, const std::string& id) {
+             StatusOr<std::vector<uint64_t>> found = [&] {
+               py::gil_scoped_release nogil;
+               return d.get()->FindById(id);
+             }();
+             Check(found.status());
+             return *found;
+           })
+      .def("find_by_record",
+           [](const ForkSafe<Dataset>& d, const py::object& input, const py::object& record) {
+             const uint64_t in = IntArg<uint64_t>(input, "input");
+             const uint64_t rec = IntArg<uint64_t>(record, "line");
+             StatusOr<std::optional<uint64_t>> found = [&] {
+               py::gil_scoped_release nogil;
+               return d.get()->FindByRecord(in, rec);
+             }();
+             Check(found.status());
+             return *found;
+           })
       .def_property_readonly("has_loss_masks",
                              [](const ForkSafe<Dataset>& d) { return d.get()->has_loss_masks(); })
       .def("read_loss_mask",

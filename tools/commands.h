@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <functional>
+#include <string>
 
+#include "tokpack/dataset.h"
 #include "tokpack/dataset_ops.h"
 #include "tokpack/loader.h"
 #include "tokpack/status.h"
@@ -35,6 +37,11 @@ Runner AddSampleCommand(CLI::App* app);
 Runner AddPushCommand(CLI::App* app);
 Runner AddProfileCommand(CLI::App* app);
 Runner AddPackCommand(CLI::App* app);
+Runner AddFindCommand(CLI::App* app);
+
+// "'docs.jsonl' line 3, id 'a-17'": a document's origin, as show --source
+// prints it (source_commands.cc).
+std::string DescribeSource(const Dataset::DocumentSource& source);
 
 // Registers --seq-len and --max-docs-per-sequence (with `choose`, also
 // --packing) from LoaderOptions' table; the returned function, called after

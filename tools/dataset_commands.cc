@@ -42,6 +42,12 @@ void PrintInfoText(const DatasetInfo& info) {
                 static_cast<ull>(trainable), total ? 100.0 * trainable / total : 0.0);
   }
   std::printf("documents    %llu\n", static_cast<ull>(m.TotalDocuments()));
+  if (m.HasSources()) {
+    uint64_t bytes = 0;
+    for (const ShardInfo& s : m.shards) bytes += s.sources.bytes;
+    std::printf("sources      %s in .src files (show --source, find)\n",
+                ProgressPrinter::Bytes(bytes).c_str());
+  }
   std::printf("shards       %zu\n", m.shards.size());
   std::printf(m.HasLossMasks() ? "size         %s (.bin + .idx + .mask), checksum chunks of %s\n"
                                : "size         %s (.bin + .idx), checksum chunks of %s\n",
@@ -272,6 +278,7 @@ Runner AddShowCommand(CLI::App* app) {
     uint64_t doc = 0;
     uint64_t count = 1;
     bool decode = false;
+    bool source = false;
     std::string tokenizer;
     TokenizerOptions tokenizer_options;
   };
@@ -289,6 +296,9 @@ Runner AddShowCommand(CLI::App* app) {
                 "carries no loss is dimmed on a terminal, else between \u27e6 and \u27e7)");
   app->add_option("--tokenizer", a->tokenizer,
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");
+  app->add_flag("--source", a->source,
+                "Print where each document came from (input, line or row, id) instead of its "
+                "tokens");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
   auto apply_open_flags = AddOptionFlags<DatasetOptions>(app, DatasetOptions::Describe());
   return [a, parse_tokenizer_options, apply_open_flags](const StorageOptions& storage) -> int {
@@ -312,6 +322,12 @@ Runner AddShowCommand(CLI::App* app) {
     // Counted, not compared with doc + count, which wraps for a doc near 2^64.
     for (uint64_t shown = 0; shown < a->count; ++shown) {
       const uint64_t i = a->doc + shown;  // The first past the end fails before this wraps.
+      if (a->source) {
+        StatusOr<Dataset::DocumentSource> source = (*ds)->Source(i);
+        if (!source.ok()) return ReportError("show", source.status());
+        std::printf("document %llu: %s\n", static_cast<ull>(i), DescribeSource(*source).c_str());
+        continue;
+      }
       uint64_t offset = 0, length = 0;
       Status st = (*ds)->DocumentExtent(i, &offset, &length);
       std::vector<int32_t> ids(length);

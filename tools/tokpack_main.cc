@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   add("import", "Write a manifest over existing Megatron .bin/.idx pairs (no copying)",
       AddImportCommand);
   add("show", "Print documents as token ids or decoded text", AddShowCommand);
+  add("find", "Find the documents of an id, or of an input's line or row", AddFindCommand);
   add("sample", "Print the batches a rank would train on (shuffled, resumable)", AddSampleCommand);
   add("push", "Upload a dataset to s3:// or gs:// (manifest last)", AddPushCommand);
   add("pack", "Make a dataset's best-fit packing plan ahead of training (packing=best_fit)",

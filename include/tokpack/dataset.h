@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,33 @@ class Dataset {
     uint64_t length = 0;  // In tokens.
   };
   StatusOr<TokenView> DocumentView(uint64_t i) const;
+
+  // Document sources (docs/format.md 3.2): where a build read each document.
+  // Present when the manifest lists a .src beside every shard.
+  bool has_sources() const;
+  struct DocumentSource {
+    uint64_t input = 0;      // Index into the manifest's inputs.
+    std::string input_path;  // Its path (as Inputs() lists it).
+    uint64_t record = 0;     // 1-based line, Parquet row or item; 0: a whole file.
+    bool has_id = false;
+    std::string id;
+  };
+  // Where document `i` came from; OutOfRange past the end, FailedPrecondition
+  // without sources, DataLoss (naming the file) for a damaged .src. Reads the
+  // shard's runs once, then one id block: O(log n), remote or local.
+  StatusOr<DocumentSource> Source(uint64_t i) const;
+  // The inputs of the build, in the order DocumentSource::input numbers
+  // them: the manifest's, or its side file's (inputs.jsonl, past 1000
+  // inputs), read on first use and checked against the manifest's count
+  // and hash (DataLoss naming the file otherwise).
+  StatusOr<std::vector<InputRecord>> Inputs() const;
+  // The documents whose id is `id`, in order (ids need not be unique).
+  // O(log n) per shard through each .src's sorted id hashes.
+  StatusOr<std::vector<uint64_t>> FindById(std::string_view id) const;
+  // The document made from record `record` of input `input`, or none (the
+  // record was skipped, blank or empty, or lies outside this view).
+  // O(log shards + log runs).
+  StatusOr<std::optional<uint64_t>> FindByRecord(uint64_t input, uint64_t record) const;
 
   // The library's own state of a dataset, defined only inside it (the
   // storage and format layers open it): users get Datasets from Open().

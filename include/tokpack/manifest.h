@@ -45,6 +45,13 @@ struct ShardInfo {
   bool has_mask = false;
   FileDigest mask;
   uint64_t trainable_tokens = 0;  // Tokens whose bit is set (with a mask).
+  // Document sources, <path>.src (docs/format.md 3.2): each document's input,
+  // record and id. On every shard or on none. Its input indices are offset
+  // by `sources_input_offset` in this manifest's inputs (a merge's part
+  // keeps its own file and numbers).
+  bool has_sources = false;
+  FileDigest sources;
+  uint64_t sources_input_offset = 0;
 };
 
 struct TokenizerInfo {
@@ -81,6 +88,10 @@ struct BuildSettings {
   bool loss_masks = false;
   std::string loss_spans_key = "loss_spans";
   std::string no_loss_spans_key = "no_loss_spans";
+  // Document sources (docs/format.md 3.2): written when on; a JSONL record's
+  // (or a Python dict's) `id_key` field, a string or an integer, is its id.
+  bool doc_sources = true;
+  std::string id_key = "id";
 };
 
 struct InputRecord {
@@ -106,6 +117,14 @@ struct BuildCounts {
   uint64_t byte_fallback_tokens = 0;  // Byte tokens (<0xXX>): text kept as bytes.
 };
 
+// What became of one input's records (docs/format.md 5.5, `input_counts`).
+struct InputCounts {
+  uint64_t documents = 0;
+  uint64_t skipped_empty = 0;
+  uint64_t bad_lines = 0;
+  uint64_t skipped_invalid_utf8 = 0;
+};
+
 struct Provenance {
   std::string tool = "tokpack";
   std::string version;
@@ -125,6 +144,12 @@ struct Provenance {
   uint64_t inputs_xxh3 = 0;
   std::vector<std::string> sources;  // Part directories or imported prefixes.
   BuildCounts counts;
+  // Per input, in the order of `inputs`: recorded by builds with document
+  // sources (empty otherwise, and then the manifest has none).
+  std::vector<InputCounts> input_counts;
+
+  // The number of inputs: listed, or counted beside their side file.
+  uint64_t InputTotal() const { return inputs_file.empty() ? inputs.size() : input_count; }
 
   static constexpr size_t kMaxListedInputs = 1000;
   static constexpr const char* kInputsFileName = "inputs.jsonl";
@@ -169,6 +194,8 @@ class Manifest {
   uint64_t TotalDocuments() const;
   // Whether the shards carry loss masks (all of them do, or none).
   bool HasLossMasks() const;
+  // Whether the shards carry document sources (all of them do, or none).
+  bool HasSources() const;
   // Tokens that carry loss: TotalTokens() without masks.
   uint64_t TrainableTokens() const;
 

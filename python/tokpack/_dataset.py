@@ -6,8 +6,8 @@ import glob
 import json
 import os
 from pathlib import Path
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Protocol,
-                    Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
+                    Protocol, Sequence, Tuple, Union)
 
 import numpy as np
 
@@ -117,6 +117,18 @@ class Tokenizer:
         return f"tokpack.Tokenizer({self.path!r}, kind={self.kind!r}, vocab_size={self.vocab_size})"
 
 
+class DocumentSource(NamedTuple):
+    """Where a build read a document (docs/format.md 3.2): ``input`` is its
+    index in the manifest's inputs (or ``inputs.jsonl``, past 1000 of them)
+    and ``path`` that input's path; ``record`` its 1-based line
+    (JSONL, text), row (Parquet) or item (a Python iterable), 0 for a whole
+    text file; ``id`` the record's id (``id_key``), or None."""
+    input: int
+    path: str
+    record: int
+    id: Optional[str]
+
+
 class Dataset:
     """A packed dataset opened for random access: a tokpack dataset directory
     (with manifest.json) or a bare Megatron ``.bin``/``.idx`` prefix.
@@ -205,6 +217,38 @@ class Dataset:
         """Whether the dataset has loss masks (built from records with loss
         spans): then the Loader's labels are -100 where a token carries no loss."""
         return self._core.has_loss_masks
+
+    @property
+    def has_sources(self) -> bool:
+        """Whether the dataset records where each document came from
+        (built with ``doc_sources``, the default)."""
+        return self._core.has_sources
+
+    def source(self, i: int) -> DocumentSource:
+        """Where document ``i`` came from: its input, line (or row, or item)
+        and id. RuntimeError "failed_precondition: ..." when the dataset has
+        no sources."""
+        return DocumentSource(*self._core.source(self._index(i)))
+
+    def find(self, id: Optional[str] = None, *, input: Union[int, StrPath, None] = None,
+             line: Optional[int] = None) -> List[int]:
+        """The documents whose id is ``id``, or the document made from line
+        (row, item) ``line`` of ``input`` (an index into the manifest's
+        inputs, or a path as listed there): a list of document indices,
+        empty when there is none (the record was skipped, blank or empty)."""
+        if (id is None) == (input is None) or (input is None) != (line is None):
+            raise TypeError("give id=..., or input=... and line=...")
+        if id is not None:
+            return list(self._core.find_by_id(str(id)))
+        if isinstance(input, int):
+            which = [input]
+        else:
+            path = os.fspath(input)
+            which = [k for k, x in enumerate(self._core.input_paths()) if x == path]
+            if not which:
+                raise ValueError(f"{path!r} is not an input of {self.path}")
+        found = (self._core.find_by_record(k, line) for k in which)
+        return [d for d in found if d is not None]
 
     def document_extent(self, i: int) -> tuple:
         """(stream offset, length) of document ``i``, in tokens."""

@@ -78,6 +78,10 @@ class BuildOptions(TypedDict, total=False):
     """JSONL field (or /pointer) of a record's [start, end) character ranges whose tokens carry loss. Default: loss_spans."""
     no_loss_spans_key: str
     """JSONL field (or /pointer) of a record's [start, end) character ranges whose tokens carry no loss (all others do). Default: no_loss_spans."""
+    doc_sources: bool
+    """Record where each document came from (input, line or row, id) beside every shard, for `tokpack show --source`, `tokpack find` and Dataset.source(). Default: true."""
+    id_key: str
+    """JSONL field (or /pointer), Python dict key or Parquet column of a record's id (a string or an integer), recorded with document sources; records without it have none. Default: id."""
     skip_unknown_files: bool
     """Leave out (and list) files whose format the name does not tell, instead of failing. Default: false."""
     shard_tokens: int

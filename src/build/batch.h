@@ -27,8 +27,17 @@ struct RawBatch {
     uint32_t file;  // Index into the input list.
     uint64_t line;  // 1-based line or row number (0 for a whole-file document).
     RecordKind kind;
+    // A Parquet row's id: ids[previous id_end, id_end) when has_id.
+    uint32_t id_end = 0;
+    bool has_id = false;
   };
   std::vector<Record> records;
+  std::string ids;  // Ids given beside records' texts, back to back.
+
+  std::string_view id(size_t i) const {
+    const uint32_t begin = i == 0 ? 0 : records[i - 1].id_end;
+    return std::string_view(ids).substr(begin, records[i].id_end - begin);
+  }
 
   std::string_view text(size_t i) const {
     uint32_t begin = i == 0 ? 0 : records[i - 1].end;
@@ -58,6 +67,17 @@ struct EncodedBatch {
   std::vector<uint32_t> doc_tokens;  // Token count of each document, in order.
   // With loss masks: one byte per token of `tokens`, 1 where it carries loss.
   std::string loss;
+  // With document sources: where each document came from, in order; its id
+  // is ids[id_begin, id_end) when has_id.
+  struct Origin {
+    uint32_t file;
+    uint64_t line;
+    uint32_t id_begin;
+    uint32_t id_end;
+    bool has_id;
+  };
+  std::vector<Origin> origins;
+  std::string ids;
   uint64_t utf8_repaired = 0;  // Documents written whose invalid UTF-8 was replaced.
   EncodeCounts counts;         // Unknown and byte-fallback tokens written, cache use.
   struct Dropped {

@@ -23,6 +23,27 @@ bool Field(simdjson::dom::element doc, const std::string& key, simdjson::dom::el
   return err == simdjson::SUCCESS;
 }
 
+// Sets *id to the record's `key` field, a string or an integer (as decimal
+// text), and returns true; false for any other value or none (the record is
+// still a document: ids are looked up, not required).
+bool ReadId(simdjson::dom::element doc, const std::string& key, std::string* id) {
+  simdjson::dom::element value;
+  if (!Field(doc, key, &value)) return false;
+  std::string_view sv;
+  int64_t i;
+  uint64_t u;
+  if (value.get_string().get(sv) == simdjson::SUCCESS) {
+    id->assign(sv);
+  } else if (value.get_int64().get(i) == simdjson::SUCCESS) {
+    *id = std::to_string(i);
+  } else if (value.get_uint64().get(u) == simdjson::SUCCESS) {
+    *id = std::to_string(u);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct BatchEncoder::Json {
@@ -54,6 +75,7 @@ std::string BatchEncoder::ExtractText(std::string_view line, std::string_view* t
   if (value.get_string().get(*text) != simdjson::SUCCESS) {
     return "text key '" + key + "' is not a string";
   }
+  if (settings_.doc_sources) has_id_ = ReadId(doc, settings_.id_key, &id_);
   // Spans: absent or null means none.
   simdjson::dom::element loss, no_loss;
   const bool has_loss = Field(doc, settings_.loss_spans_key, &loss) && !loss.is_null();
@@ -90,6 +112,8 @@ Status BatchEncoder::Encode(const RawBatch& in, EncodedBatch* out) {
   out->tokens.clear();
   out->doc_tokens.clear();
   out->loss.clear();
+  out->origins.clear();
+  out->ids.clear();
   out->dropped.clear();
   out->utf8_repaired = 0;
   out->counts = EncodeCounts();
@@ -146,6 +170,8 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
   const bool repaired = raw.data() == repaired_.data();
   std::string_view text = raw;
   has_spans_ = false;
+  has_id_ = rec.has_id;
+  if (has_id_) id_.assign(in.id(i));
   if (rec.kind == RecordKind::kJsonLine) {
     bool fatal = false;
     std::string why = ExtractText(raw, &text, &fatal);
@@ -205,6 +231,12 @@ bool BatchEncoder::EncodeRecord(const RawBatch& in, size_t i, EncodedBatch* out)
   // A masked build's record without spans: every token carries loss.
   if (settings_.loss_masks && !has_spans_) out->loss.append(doc_tokens_, 1);
   out->doc_tokens.push_back(static_cast<uint32_t>(doc_tokens_));
+  if (settings_.doc_sources) {
+    const auto begin = static_cast<uint32_t>(out->ids.size());
+    if (has_id_) out->ids += id_;
+    out->origins.push_back(
+        {rec.file, rec.line, begin, static_cast<uint32_t>(out->ids.size()), has_id_});
+  }
   if (repaired) ++out->utf8_repaired;
   return true;
 }

@@ -1,9 +1,10 @@
 // BatchEncoder: turns a RawBatch into an EncodedBatch: parses JSONL records,
 // applies the UTF-8 policy, tokenizes, adds BOS/EOS and narrows ids to the
 // shard dtype; with loss masks, it also marks the tokens that carry loss
-// (loss_spans.h; BOS and EOS as docs/format.md 3.1 says). One encoder per thread (it owns a JSON
-// parser and scratch space); the Tokenizer it points to is shared. JSON is parsed in place, with no
-// copy of the record; scratch that a huge record grew is freed after it.
+// (loss_spans.h; BOS and EOS as docs/format.md 3.1 says); with document
+// sources, it notes each document's record and id (docs/format.md 3.2). One encoder per thread (it
+// owns a JSON parser and scratch space); the Tokenizer it points to is shared. JSON is parsed in
+// place, with no copy of the record; scratch that a huge record grew is freed after it.
 #ifndef TOKPACK_SRC_BUILD_BATCH_ENCODER_H_
 #define TOKPACK_SRC_BUILD_BATCH_ENCODER_H_
 
@@ -52,6 +53,9 @@ class BatchEncoder {
   std::unique_ptr<Json> json_;
   std::vector<int> ids_;  // The tokenizer's run buffer.
   std::string repaired_;
+  // Document sources: the JSON record's id (has_id_), as text.
+  bool has_id_ = false;
+  std::string id_;
   // Loss masks: the record's spans, its tokens' ranges and flags.
   bool has_spans_ = false;
   std::vector<ByteSpan> loss_;

@@ -69,6 +69,16 @@ const OptionTable<O>& OptionTableOf<O>() {
           "carry no loss (all others do)",
           [](auto& o) -> auto& { return o.settings.no_loss_spans_key; }),
       BoolOption<O>(
+          "doc_sources",
+          "Record where each document came from (input, line or row, id) beside every shard, "
+          "for `tokpack show --source`, `tokpack find` and Dataset.source()",
+          [](auto& o) -> auto& { return o.settings.doc_sources; }, "--no-doc-sources"),
+      StringOption<O>(
+          "id_key",
+          "JSONL field (or /pointer), Python dict key or Parquet column of a record's id (a "
+          "string or an integer), recorded with document sources; records without it have none",
+          [](auto& o) -> auto& { return o.settings.id_key; }),
+      BoolOption<O>(
           "skip_unknown_files",
           "Leave out (and list) files whose format the name does not tell, instead of "
           "failing",
@@ -121,6 +131,7 @@ Status BuildOptions::Validate() const {
     return InvalidArgumentError(
         "--text-key, --loss-spans-key and --no-loss-spans-key must name three different fields");
   }
+  if (settings.id_key.empty()) return InvalidArgumentError("--id-key must not be empty");
   if (max_document_bytes > kMaxMaxDocumentBytes) {
     return InvalidArgumentError("max_document_bytes must be at most " +
                                 std::to_string(kMaxMaxDocumentBytes) + " (1 GiB), not " +

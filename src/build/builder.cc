@@ -60,6 +60,8 @@ class Pipeline {
 
   std::atomic<uint64_t> documents{0};
   std::atomic<uint64_t> tokens{0};
+  // With document sources: what became of each input's records.
+  std::vector<InputCounts> input_counts;
   uint64_t cache_lookups = 0, cache_hits = 0;  // Written by Write(), read after Run().
 
  private:
@@ -166,13 +168,17 @@ void Pipeline::EncodeLoop() {
 }
 
 Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
+  const bool sources = settings_.doc_sources;
   for (const EncodedBatch::Dropped& d : batch.dropped) {
+    InputCounts* per_input = sources ? &input_counts[d.file] : nullptr;
     switch (d.why) {
       case Drop::kEmpty:
         ++counts->skipped_empty;
+        if (per_input) ++per_input->skipped_empty;
         break;
       case Drop::kInvalidUtf8:
         ++counts->skipped_invalid_utf8;
+        if (per_input) ++per_input->skipped_invalid_utf8;
         break;
       case Drop::kBadLine:
         if (!settings_.skip_bad_lines) {
@@ -181,6 +187,7 @@ Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
                                       "to skip such records)");
         }
         ++counts->bad_lines;
+        if (per_input) ++per_input->bad_lines;
         break;
       case Drop::kFailed:
         return Status(d.code, RecordName(d) + ": " + d.message);
@@ -195,10 +202,24 @@ Status Pipeline::Write(const EncodedBatch& batch, BuildCounts* counts) {
   size_t offset = 0;
   size_t token = 0;  // Index of the document's first token in batch.loss.
   const std::string_view loss = batch.loss;
-  for (uint32_t n : batch.doc_tokens) {
-    TOKPACK_RETURN_IF_ERROR(
-        writer_->AddDocument(std::string_view(batch.tokens).substr(offset, n * item), n,
-                             loss.empty() ? std::string_view() : loss.substr(token, n)));
+  if (sources && batch.origins.size() != batch.doc_tokens.size()) {
+    return InternalError("an encoded batch without one origin per document");
+  }
+  for (size_t i = 0; i < batch.doc_tokens.size(); ++i) {
+    const uint32_t n = batch.doc_tokens[i];
+    DocumentOrigin origin;
+    if (sources) {
+      const EncodedBatch::Origin& o = batch.origins[i];
+      origin.input = o.file;
+      origin.record = o.line;
+      if (o.has_id) {
+        origin.id = std::string_view(batch.ids).substr(o.id_begin, o.id_end - o.id_begin);
+      }
+      ++input_counts[o.file].documents;
+    }
+    TOKPACK_RETURN_IF_ERROR(writer_->AddDocument(
+        std::string_view(batch.tokens).substr(offset, n * item), n,
+        loss.empty() ? std::string_view() : loss.substr(token, n), sources ? &origin : nullptr));
     offset += n * item;
     token += n;
     counts->tokens += n;
@@ -340,8 +361,9 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
   int threads = o.threads > 0 ? o.threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ShardWriter writer(fs, staging->path(), m.dtype, o.chunk_bytes, o.settings.shard_tokens,
-                     o.settings.loss_masks);
+                     o.settings.loss_masks, o.settings.doc_sources ? inputs.size() : 0);
   Pipeline pipeline(&reader, tokenizer.get(), o.settings, m.dtype, &writer, threads, o.cancel);
+  if (o.settings.doc_sources) pipeline.input_counts.resize(inputs.size());
   ProgressThread progress(o, [&] {
     BuildProgress p;
     p.bytes_read = bytes_read.load(std::memory_order_relaxed);
@@ -352,6 +374,7 @@ StatusOr<BuildSummary> BuildWithFileSystem(const BuildOptions& o, FileSystem* fs
     return p;
   });
   TOKPACK_RETURN_IF_ERROR(pipeline.Run(&m.provenance.counts));
+  m.provenance.input_counts = std::move(pipeline.input_counts);
   if (o.texts) m.provenance.inputs[0].bytes = bytes_read.load();
   progress.Stop();
   TOKPACK_ASSIGN_OR_RETURN(m.shards, writer.Finish());

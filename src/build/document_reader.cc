@@ -3,6 +3,8 @@
 #include <limits>
 #include <string_view>
 
+#include "format/source_index.h"
+
 namespace tokpack {
 namespace {
 
@@ -51,6 +53,7 @@ Status DocumentReader::Init() {
 StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
   batch->data.clear();
   batch->records.clear();
+  batch->ids.clear();
   while (batch->data.size() < batch_bytes_ && batch->records.size() < batch_records_) {
     if (!source_) {
       if (next_file_ == inputs_.size()) break;
@@ -78,8 +81,12 @@ StatusOr<bool> DocumentReader::Next(RawBatch* batch) {
       return InternalError(inputs_[current_].path + ":" + std::to_string(r.number) +
                            ": a batch of over 4 GiB");
     }
-    batch->records.push_back(
-        {static_cast<uint32_t>(batch->data.size()), current_, r.number, r.kind});
+    // An id past the sidecar's cap is none (src/format/source_index.h), so
+    // a batch's ids stay small whatever the id column holds.
+    const bool has_id = r.has_id && r.kind == RecordKind::kText && r.id.size() <= kMaxIdBytes;
+    if (has_id) batch->ids.append(r.id);
+    batch->records.push_back({static_cast<uint32_t>(batch->data.size()), current_, r.number, r.kind,
+                              static_cast<uint32_t>(batch->ids.size()), has_id});
   }
   if (!batch->records.empty()) batch->Seal();
   return !batch->records.empty();

@@ -101,6 +101,9 @@ Status ReadSettings(const JsonReader& p, BuildSettings* s) {
   TOKPACK_RETURN_IF_ERROR(r.Get("invalid_utf8", &s->invalid_utf8));
   TOKPACK_RETURN_IF_ERROR(r.Get("skip_bad_lines", &s->skip_bad_lines));
   TOKPACK_RETURN_IF_ERROR(r.Get("shard_tokens", &s->shard_tokens));
+  // Written by builds with document sources only.
+  TOKPACK_RETURN_IF_ERROR(r.GetOr("doc_sources", false, &s->doc_sources));
+  if (s->doc_sources) TOKPACK_RETURN_IF_ERROR(r.Get("id_key", &s->id_key));
   // Written by builds with loss masks only.
   TOKPACK_RETURN_IF_ERROR(r.GetOr("loss_masks", false, &s->loss_masks));
   if (!s->loss_masks) return Status::Ok();
@@ -142,6 +145,38 @@ std::string InputLine(const InputRecord& in) {
   JsonWriter w(JsonWriter::Layout::kOneLine);
   WriteInput(&w, in);
   return w.str();
+}
+
+// provenance.input_counts: optional, one object per input.
+Status ReadInputCounts(const JsonReader& r, Provenance* p) {
+  if (!r.Has("input_counts")) return Status::Ok();
+  simdjson::dom::array arr;
+  TOKPACK_RETURN_IF_ERROR(r.Array("input_counts", &arr));
+  for (element e : arr) {
+    if (p->input_counts.size() == p->InputTotal()) break;  // Too many: refused below.
+    object o;
+    if (e.get_object().get(o) != simdjson::SUCCESS) {
+      return r.Error("input_counts", "holds a non-object");
+    }
+    JsonReader in(o, "provenance.input_counts[]", r.source());
+    InputCounts c;
+    TOKPACK_RETURN_IF_ERROR(in.Get("documents", &c.documents));
+    TOKPACK_RETURN_IF_ERROR(in.Get("skipped_empty", &c.skipped_empty));
+    TOKPACK_RETURN_IF_ERROR(in.Get("bad_lines", &c.bad_lines));
+    TOKPACK_RETURN_IF_ERROR(in.Get("skipped_invalid_utf8", &c.skipped_invalid_utf8));
+    p->input_counts.push_back(c);
+  }
+  // simdjson's size() saturates, so the entries are counted as read.
+  uint64_t entries = 0;
+  for (element e : arr) {
+    (void)e;
+    ++entries;
+  }
+  if (entries != p->InputTotal()) {
+    return r.Error("input_counts", "has " + std::to_string(entries) + " entries for " +
+                                       std::to_string(p->InputTotal()) + " inputs");
+  }
+  return Status::Ok();
 }
 
 Status ReadProvenance(const JsonReader& root, Provenance* p) {
@@ -204,7 +239,7 @@ Status ReadProvenance(const JsonReader& root, Provenance* p) {
                           std::pair{"byte_fallback_tokens", &p->counts.byte_fallback_tokens}}) {
     if (c.Has(key)) TOKPACK_RETURN_IF_ERROR(c.Get(key, out));
   }
-  return Status::Ok();
+  return ReadInputCounts(r, p);
 }
 
 // A shard's optional loss mask: its digest, sized for the shard's tokens,
@@ -225,6 +260,16 @@ Status ReadMask(const JsonReader& s, uint64_t chunk_bytes, ShardInfo* info) {
                                            std::to_string(info->tokens) + " tokens");
   }
   return Status::Ok();
+}
+
+// A shard's optional document sources: the digest, and the offset of its
+// input indices (checked against the inputs once provenance is read).
+Status ReadSources(const JsonReader& s, uint64_t chunk_bytes, ShardInfo* info) {
+  if (!s.Has("sources")) return Status::Ok();
+  info->has_sources = true;
+  TOKPACK_RETURN_IF_ERROR(ReadDigest(s, "sources", chunk_bytes, &info->sources));
+  if (!s.Has("sources_input_offset")) return Status::Ok();
+  return s.Get("sources_input_offset", &info->sources_input_offset);
 }
 
 void WriteDigest(JsonWriter* w, std::string_view key, const FileDigest& d) {
@@ -296,6 +341,7 @@ Status ReadInputList(std::string_view text, std::string_view source, Provenance*
   return Status::Ok();
 }
 
+bool Manifest::HasSources() const { return !shards.empty() && shards.front().has_sources; }
 bool Manifest::HasLossMasks() const { return !shards.empty() && shards.front().has_mask; }
 
 uint64_t Manifest::TrainableTokens() const {
@@ -378,6 +424,10 @@ std::string Manifest::ToJson() const {
       WriteDigest(&w, "mask", s.mask);
       w.UInt("trainable_tokens", s.trainable_tokens);
     }
+    if (s.has_sources) {
+      WriteDigest(&w, "sources", s.sources);
+      if (s.sources_input_offset != 0) w.UInt("sources_input_offset", s.sources_input_offset);
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -399,6 +449,10 @@ std::string Manifest::ToJson() const {
   w.String("invalid_utf8", p.settings.invalid_utf8);
   w.Bool("skip_bad_lines", p.settings.skip_bad_lines);
   w.UInt("shard_tokens", p.settings.shard_tokens);
+  if (p.settings.doc_sources) {
+    w.Bool("doc_sources", true);
+    w.String("id_key", p.settings.id_key);
+  }
   // Only where on, so that a build without masks writes what it always did.
   if (p.settings.loss_masks) {
     w.Bool("loss_masks", true);
@@ -431,6 +485,18 @@ std::string Manifest::ToJson() const {
   w.UInt("unknown_tokens", p.counts.unknown_tokens);
   w.UInt("byte_fallback_tokens", p.counts.byte_fallback_tokens);
   w.EndObject();
+  if (!p.input_counts.empty()) {
+    w.BeginArray("input_counts");
+    for (const InputCounts& c : p.input_counts) {
+      w.BeginObject();
+      w.UInt("documents", c.documents);
+      w.UInt("skipped_empty", c.skipped_empty);
+      w.UInt("bad_lines", c.bad_lines);
+      w.UInt("skipped_invalid_utf8", c.skipped_invalid_utf8);
+      w.EndObject();
+    }
+    w.EndArray();
+  }
   w.EndObject();
   w.EndObject();
   return w.str();
@@ -547,6 +613,12 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
                                   std::to_string(info.idx.bytes));
     }
     TOKPACK_RETURN_IF_ERROR(ReadMask(s, m.chunk_bytes, &info));
+    TOKPACK_RETURN_IF_ERROR(ReadSources(s, m.chunk_bytes, &info));
+    if (i > 1 && info.has_sources != m.shards.front().has_sources) {
+      return s.Error("sources",
+                     "is given for some shards and not others: a dataset has document "
+                     "sources on every shard or on none");
+    }
     if (i > 1 && info.has_mask != m.shards.front().has_mask) {
       return s.Error("mask",
                      "is given for some shards and not others: a dataset has loss "
@@ -557,6 +629,7 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
     if (__builtin_add_overflow(total_bytes, info.bin.bytes, &total_bytes) ||
         __builtin_add_overflow(total_bytes, info.idx.bytes, &total_bytes) ||
         __builtin_add_overflow(total_bytes, info.mask.bytes, &total_bytes) ||
+        __builtin_add_overflow(total_bytes, info.sources.bytes, &total_bytes) ||
         total_bytes > kMaxTotalBytes) {
       return InvalidArgumentError(std::string(source) + ": the shard files up to " + where +
                                   " add up to more than " + std::to_string(kMaxTotalBytes) +
@@ -565,6 +638,13 @@ StatusOr<Manifest> Manifest::Parse(std::string_view json, std::string_view sourc
     m.shards.push_back(std::move(info));
   }
   TOKPACK_RETURN_IF_ERROR(ReadProvenance(r, &m.provenance));
+  for (size_t k = 0; k < m.shards.size(); ++k) {
+    if (m.shards[k].sources_input_offset > m.provenance.InputTotal()) {
+      return InvalidArgumentError(std::string(source) + ": shards[" + std::to_string(k) +
+                                  "].sources_input_offset is past the " +
+                                  std::to_string(m.provenance.InputTotal()) + " inputs");
+    }
+  }
 
   uint64_t total = 0;
   TOKPACK_RETURN_IF_ERROR(r.Get("total_tokens", &total));

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "inputs/input_stream.h"
 #include "tokpack/cancel.h"
@@ -35,6 +36,11 @@ class RecordSource {
     uint64_t number = 0;  // 1-based line or row number (0 for a whole-file document).
     RecordKind kind = RecordKind::kText;
     uint64_t bytes = 0;  // Its length.
+    // A text record's id from a column beside its text (Parquet's
+    // --id-key), valid until the next Next(); JSONL ids are read from the
+    // record by the encoder instead.
+    bool has_id = false;
+    std::string_view id;
   };
   virtual ~RecordSource() = default;
   // Reads the next record and appends its bytes to *out; false at the end.

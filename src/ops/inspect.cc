@@ -82,6 +82,12 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
   // Without masks every token carries loss.
   w.UInt("trainable_tokens", m.TrainableTokens());
   w.UInt("documents", m.TotalDocuments());
+  // Document sources (docs/format.md 3.2): whether lookups work, and the
+  // bytes they take beside the data.
+  w.Bool("doc_sources", m.HasSources());
+  uint64_t source_bytes = 0;
+  for (const ShardInfo& s : m.shards) source_bytes += s.has_sources ? s.sources.bytes : 0;
+  w.UInt("source_bytes", source_bytes);
   w.UInt("shards", m.shards.size());
   w.UInt("data_bytes", info.data_bytes);
   w.Int("vocab_size", m.tokenizer.vocab_size);

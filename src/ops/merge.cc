@@ -70,6 +70,17 @@ StatusOr<Manifest> Combine(const std::vector<std::pair<std::string, Manifest>>& 
   // Masks are compared with the first part that has shards.
   size_t with_shards = 0;
   while (with_shards + 1 < parts.size() && parts[with_shards].second.shards.empty()) ++with_shards;
+  // Document sources are kept only when every part with documents has them
+  // (each part's .src numbers its own inputs, which follow the inputs of the
+  // parts before it), and per-input counts only when every part has them: a
+  // merged dataset has origins for all its documents or for none, never
+  // wrong ones.
+  bool sources = true, input_counts = true;
+  for (const auto& [dir, m] : parts) {
+    if (!m.shards.empty() && !m.HasSources()) sources = false;
+    if (m.provenance.input_counts.size() != m.provenance.inputs.size()) input_counts = false;
+  }
+  uint64_t input_base = 0;  // Inputs of the parts before this one.
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& [dir, m] = parts[i];
     TOKPACK_RETURN_IF_ERROR(
@@ -77,9 +88,15 @@ StatusOr<Manifest> Combine(const std::vector<std::pair<std::string, Manifest>>& 
     for (const ShardInfo& shard : m.shards) {
       ShardInfo moved = shard;
       moved.path = shard_at(i, shard.path);
+      moved.sources_input_offset += input_base;
       out.shards.push_back(std::move(moved));
     }
     const Provenance& p = m.provenance;
+    input_base += p.inputs.size();
+    if (input_counts) {
+      out.provenance.input_counts.insert(out.provenance.input_counts.end(), p.input_counts.begin(),
+                                         p.input_counts.end());
+    }
     out.provenance.inputs.insert(out.provenance.inputs.end(), p.inputs.begin(), p.inputs.end());
     out.provenance.sources.push_back(dir);
     BuildCounts& c = out.provenance.counts;
@@ -91,6 +108,14 @@ StatusOr<Manifest> Combine(const std::vector<std::pair<std::string, Manifest>>& 
     c.skipped_invalid_utf8 += p.counts.skipped_invalid_utf8;
     c.unknown_tokens += p.counts.unknown_tokens;
     c.byte_fallback_tokens += p.counts.byte_fallback_tokens;
+  }
+  out.provenance.settings.doc_sources = sources && !out.shards.empty();
+  if (!out.provenance.settings.doc_sources) {
+    for (ShardInfo& shard : out.shards) {
+      shard.has_sources = false;
+      shard.sources = FileDigest();
+      shard.sources_input_offset = 0;
+    }
   }
   return out;
 }
@@ -162,8 +187,10 @@ Status CheckPart(const PartFiles& files, Manifest* m) {
   for (const ShardInfo& shard : m->shards) {
     for (const auto& [ext, bytes] : {std::pair<const char*, uint64_t>{".bin", shard.bin.bytes},
                                      {".idx", shard.idx.bytes},
-                                     {".mask", shard.has_mask ? shard.mask.bytes : 0}}) {
+                                     {".mask", shard.has_mask ? shard.mask.bytes : 0},
+                                     {".src", shard.has_sources ? shard.sources.bytes : 0}}) {
       if (!shard.has_mask && std::string_view(ext) == ".mask") continue;
+      if (!shard.has_sources && std::string_view(ext) == ".src") continue;
       const std::string name = shard.path + ext;
       TOKPACK_ASSIGN_OR_RETURN(uint64_t size, files.size(name));
       if (size != bytes) {

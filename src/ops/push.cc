@@ -50,6 +50,7 @@ std::set<std::string> ObjectsOf(const Manifest& m) {
     names.insert(s.path + ".bin");
     names.insert(s.path + ".idx");
     if (s.has_mask) names.insert(s.path + ".mask");
+    if (s.has_sources) names.insert(s.path + ".src");
   }
   if (!m.tokenizer.file.empty()) names.insert(m.tokenizer.file);
   if (!m.provenance.inputs_file.empty()) names.insert(m.provenance.inputs_file);
@@ -205,6 +206,7 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
     add(s.path, ".bin", File::Record::kChunks, &s.bin);
     add(s.path, ".idx", File::Record::kChunks, &s.idx);
     if (s.has_mask) add(s.path, ".mask", File::Record::kChunks, &s.mask);
+    if (s.has_sources) add(s.path, ".src", File::Record::kChunks, &s.sources);
     s.path = generation + "/" + s.path;
   }
   if (!m.tokenizer.file.empty()) {

@@ -14,6 +14,7 @@
 #include "storage/byte_source.h"
 #include "storage/object_url.h"
 #include "storage/remote_source.h"
+#include "tokpack/files.h"
 
 namespace tokpack {
 
@@ -93,12 +94,18 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path,
     // Remote chunks are verified on every fetch: verify_on_open adds nothing.
     TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(path, storage));
     TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenRemoteDataset(path, *remote));
+    ds->impl_->read_inputs_file = [path, storage](const std::string& name) {
+      return ReadRemoteDatasetFile(path, storage, name, kMaxInputListBytes);
+    };
     ds->impl_->cache_bytes = storage.cache_bytes;
     ds->impl_->cache_dir = storage.cache_dir;
     TOKPACK_RETURN_IF_ERROR(ds->impl_->ApplySplit(options));
     return ds;
   }
   TOKPACK_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> ds, OpenDatasetWith(path, OpenMappedFile));
+  ds->impl_->read_inputs_file = [path](const std::string& name) {
+    return ReadDatasetFile(path, name, kMaxInputListBytes, Links::kRefuse);
+  };
   if (options.verify_on_open) {
     const Impl& d = *ds->impl_;
     if (!d.has_manifest) {
@@ -139,8 +146,17 @@ StatusOr<std::shared_ptr<Dataset>> Dataset::Open(const std::string& path) {
 // `mask`: the shard's loss mask where the manifest lists one, else null.
 Status AddShard(Dataset::Impl& d, const std::string& prefix, std::unique_ptr<ByteSource> idx,
                 std::unique_ptr<ByteSource> bin, const ShardInfo* info,
-                std::unique_ptr<ByteSource> mask) {
+                std::unique_ptr<ByteSource> mask, std::unique_ptr<ByteSource> sources) {
   Dataset::Impl::Shard s;
+  if (sources) {
+    if (sources->size() != info->sources.bytes) {
+      return DataLossError(prefix + ".src: " + std::to_string(sources->size()) +
+                           " bytes, but manifest.json says " + std::to_string(info->sources.bytes) +
+                           " (truncated or mismatched)");
+    }
+    s.sources = NewSourceFile(std::move(sources), prefix + ".src", info->documents,
+                              info->sources_input_offset, d.manifest.provenance.InputTotal());
+  }
   s.idx = std::move(idx);
   s.bin = std::move(bin);
   s.mask = std::move(mask);
@@ -220,16 +236,25 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
     // Indexes are always mapped: opening and boundary lookups read them in place.
     TOKPACK_ASSIGN_OR_RETURN(auto idx, OpenMappedFile(prefixes[k] + ".idx"));
     TOKPACK_ASSIGN_OR_RETURN(auto bin, open(prefixes[k] + ".bin"));
-    std::unique_ptr<ByteSource> mask;
+    std::unique_ptr<ByteSource> mask, sources;
     if (d.has_masks) {
       TOKPACK_ASSIGN_OR_RETURN(mask, open(prefixes[k] + ".mask"));
     }
+    if (has_manifest && d.manifest.HasSources()) {
+      TOKPACK_ASSIGN_OR_RETURN(sources, open(prefixes[k] + ".src"));
+    }
     TOKPACK_RETURN_IF_ERROR(AddShard(d, prefixes[k], std::move(idx), std::move(bin),
                                      has_manifest ? &d.manifest.shards[k] : nullptr,
-                                     std::move(mask)));
+                                     std::move(mask), std::move(sources)));
   }
   d.fingerprint = d.manifest.Fingerprint();
   return std::make_shared<Dataset>(std::move(impl));
+}
+
+StatusOr<std::string> ReadRemoteDatasetFile(const std::string& url, const StorageOptions& storage,
+                                            const std::string& name, uint64_t max_bytes) {
+  TOKPACK_ASSIGN_OR_RETURN(auto remote, RemoteOpener::ForUrl(url, storage));
+  return remote->store().Get(name, max_bytes);
 }
 
 StatusOr<Manifest> LoadRemoteManifest(const RemoteOpener& remote) {
@@ -263,8 +288,14 @@ StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
       TOKPACK_ASSIGN_OR_RETURN(
           mask, remote.Open(info.path + ".mask", info.mask, d.manifest.chunk_bytes, false));
     }
-    TOKPACK_RETURN_IF_ERROR(
-        AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin), &info, std::move(mask)));
+    // Sources likewise; a lookup reads only the chunks it needs.
+    std::unique_ptr<ByteSource> sources;
+    if (d.manifest.HasSources()) {
+      TOKPACK_ASSIGN_OR_RETURN(
+          sources, remote.Open(info.path + ".src", info.sources, d.manifest.chunk_bytes, false));
+    }
+    TOKPACK_RETURN_IF_ERROR(AddShard(d, url + "/" + info.path, std::move(idx), std::move(bin),
+                                     &info, std::move(mask), std::move(sources)));
   }
   d.fingerprint = d.manifest.Fingerprint();
   return std::make_shared<Dataset>(std::move(impl));

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,12 @@
 
 namespace tokpack {
 
+// A shard's document-source file, parsed on first use (dataset_sources.cc).
+struct SourceFile;
+std::shared_ptr<SourceFile> NewSourceFile(std::unique_ptr<ByteSource> src, std::string name,
+                                          uint64_t documents, uint64_t input_offset,
+                                          uint64_t input_total);
+
 struct Dataset::Impl {
   // A shard, or on a split one of its part's ranges of documents (a segment
   // of the stream; the segments of one shard share its files).
@@ -23,8 +31,10 @@ struct Dataset::Impl {
     std::shared_ptr<ByteSource> bin;
     std::shared_ptr<ByteSource> idx;
     std::shared_ptr<ByteSource> mask;  // The loss mask (<path>.mask), or null.
-    IdxView view;                      // Points into idx's mapping.
-    uint64_t first_token;              // Stream offset of the shard's first token.
+    // Document sources (<path>.src), parsed on first use; or null.
+    std::shared_ptr<SourceFile> sources;
+    IdxView view;          // Points into idx's mapping.
+    uint64_t first_token;  // Stream offset of the shard's first token.
     uint64_t first_document;
     // Where the stream's part of the shard begins: a split holds documents
     // [first_entry, ..) of the .idx, tokens [token_base, ..) of the .bin.
@@ -38,6 +48,16 @@ struct Dataset::Impl {
   std::vector<uint64_t> doc_ends;
   uint64_t fingerprint = 0;
   bool remote = false;
+  // The inputs listed in provenance.inputs_file (more than 1000 of them),
+  // read on the first lookup that names one (dataset_sources.cc);
+  // read_inputs_file reads that file where the dataset lies.
+  struct InputList {
+    std::once_flag once;
+    Status status;
+    std::vector<InputRecord> inputs;
+  };
+  std::shared_ptr<InputList> input_list = std::make_shared<InputList>();
+  std::function<StatusOr<std::string>(const std::string& name)> read_inputs_file;
   uint64_t cache_bytes = 0;  // Remote: the chunk cache's limit.
   std::string cache_dir;     // StorageOptions::cache_dir as opened.
   bool has_manifest = true;

@@ -26,6 +26,10 @@ StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
 // URL is not a tokpack dataset when there is none.
 StatusOr<Manifest> LoadRemoteManifest(const RemoteOpener& remote);
 
+// The file `name` of the remote dataset at `url`, of at most `max_bytes`.
+StatusOr<std::string> ReadRemoteDatasetFile(const std::string& url, const StorageOptions& storage,
+                                            const std::string& name, uint64_t max_bytes);
+
 }  // namespace tokpack
 
 #endif  // TOKPACK_SRC_READER_DATASET_INTERNAL_H_

@@ -42,7 +42,7 @@ TEST_F(DatasetOpsTest, VerifyPassesOnAFreshBuild) {
   auto r = VerifyDataset(out_, StorageOptions());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->ok()) << r->problems[0];
-  EXPECT_EQ(r->files_checked, 2 * m_.shards.size());
+  EXPECT_EQ(r->files_checked, 3 * m_.shards.size());  // .bin, .idx and .src.
 }
 
 TEST_F(DatasetOpsTest, VerifyFindsAFlippedBitAndNamesTheChunk) {

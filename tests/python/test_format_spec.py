@@ -48,6 +48,68 @@ def hex16(h):
     return "%016x" % h
 
 
+# zstd frames (section 3.2), through libzstd itself.
+_ZSTD = ctypes.CDLL("libzstd.so.1")
+_ZSTD.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
+_ZSTD.ZSTD_getFrameContentSize.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+_ZSTD.ZSTD_decompress.restype = ctypes.c_size_t
+_ZSTD.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                  ctypes.c_size_t]
+
+
+def zstd_decompress(frame):
+    frame = bytes(frame)
+    size = _ZSTD.ZSTD_getFrameContentSize(frame, len(frame))
+    assert size < 2**63, "a frame without its content size"
+    out = ctypes.create_string_buffer(max(size, 1))
+    assert _ZSTD.ZSTD_decompress(out, size, frame, len(frame)) == size
+    return out.raw[:size]
+
+
+def read_sources(data, documents, n_inputs, input_offset):
+    """Section 3.2: a .src parsed and checked against every rule; per
+    document (input, record, id or None)."""
+    assert data[:8] == b"TPKSRC\0\0"
+    assert struct.unpack_from("<II", data, 8) == (1, 0)
+    N, R, I, B, H, Z, K = struct.unpack_from("<7Q", data, 16)
+    assert N == documents and K == 256 and (1 <= R <= N or R == N == 0)
+    assert B in (0, -(-N // K)) and H <= N and (B or not H)
+    assert input_offset + I <= n_inputs
+    assert len(data) == 80 + 24 * R + 8 * B + Z + 8 * H
+    runs = [struct.unpack_from("<3Q", data, 72 + 24 * r) for r in range(R)]
+    assert runs[0][0] == 0 if R else True
+    origins = []
+    for r, (first, inp, rec) in enumerate(runs):
+        end = runs[r + 1][0] if r + 1 < R else N
+        assert first < end and inp < I
+        origins += [(input_offset + inp, rec + k) for k in range(end - first)]
+    keys = [(i, rec) for i, rec in origins]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    ids = [None] * N
+    off = struct.unpack_from(f"<{B + 1}Q", data, 72 + 24 * R)
+    base = 80 + 24 * R + 8 * B
+    assert off[0] == 0 and off[-1] == Z and list(off) == sorted(off)
+    for b in range(B):
+        raw = zstd_decompress(data[base + off[b]:base + off[b + 1]])
+        pos = 0
+        for d in range(b * K, min((b + 1) * K, N)):
+            v, shift = 0, 0
+            while True:
+                byte = raw[pos]
+                pos += 1
+                v |= (byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80:
+                    break
+            if v:
+                ids[d] = raw[pos:pos + v - 1].decode("utf-8")
+                pos += v - 1
+        assert pos == len(raw)
+    index = [struct.unpack_from("<II", data, base + Z + 8 * e) for e in range(H)]
+    assert index == sorted((xxh3(i.encode()) >> 32, d) for d, i in enumerate(ids) if i is not None)
+    return [(i, rec, id_) for (i, rec), id_ in zip(origins, ids)]
+
+
 # --------------------------------------------------------------------------
 # The reader, from docs/format.md.
 
@@ -169,6 +231,10 @@ def check_manifest(m):
     if "input_count" in p and "inputs_file" not in p:
         assert p["input_count"] == len(p["inputs"])
         assert p["inputs_xxh3"] == input_list_hash(p["inputs"])
+    assert len({"sources" in s for s in m["shards"]}) <= 1  # Rule 14.
+    n_inputs = p["input_count"] if "inputs_file" in p else len(p["inputs"])
+    assert all(s.get("sources_input_offset", 0) <= n_inputs for s in m["shards"])
+    assert "input_counts" not in p or len(p["input_counts"]) == n_inputs
     assert HEX16.fullmatch(m["fingerprint"])
     assert m["fingerprint"] == fingerprint(m)
 
@@ -183,6 +249,7 @@ class Dataset:
         check_manifest(m)
         self.dtype = DTYPES[m["dtype_code"]]
         self.shards = []  # (idx, token array) per shard, in manifest order.
+        self.sources = []  # (input, record, id) per document, with sources (3.2).
         for s in m["shards"]:
             # Relative to the manifest's directory; links (merge, import) followed.
             prefix = self.dir / s["path"]
@@ -201,6 +268,14 @@ class Dataset:
             assert int(idx.lengths.sum()) == s["tokens"]
             assert len(bin_bytes) == s["tokens"] * idx.item
             self.shards.append((idx, np.frombuffer(bin_bytes, self.dtype)))
+            if "sources" in s:
+                data = Path(str(prefix) + ".src").read_bytes()
+                assert len(data) == s["sources"]["bytes"]
+                assert chunk_hashes(data, m["chunk_bytes"]) == s["sources"]["xxh3_64"]
+                p = m["provenance"]
+                n_inputs = p["input_count"] if "inputs_file" in p else len(p["inputs"])
+                self.sources += read_sources(data, s["documents"], n_inputs,
+                                             s.get("sources_input_offset", 0))
 
     def shard_documents(self, k):
         idx, tokens = self.shards[k]
@@ -255,7 +330,8 @@ def test_build_output_follows_the_spec(tmp_path, run_tokpack, spm_model, corpus)
 
     # Layout (section 1) and publication (section 2).
     assert sorted(p.name for p in ds.iterdir()) == [
-        "manifest.json", "shard-00000.bin", "shard-00000.idx", "tokenizer.model"]
+        "manifest.json", "shard-00000.bin", "shard-00000.idx", "shard-00000.src",
+        "tokenizer.model"]
     assert [p.name for p in tmp_path.iterdir() if ".tokpack-tmp-" in p.name] == []
     assert [s["path"] for s in m["shards"]] == ["shard-00000"]
 
@@ -359,6 +435,11 @@ def test_blank_lines_and_empty_documents_are_not_written(tmp_path, run_tokpack, 
     assert d.documents() == expected_docs(spm_model, kept, eos=m["tokenizer"]["eos_id"])
     assert m["provenance"]["counts"]["skipped_empty"] == 2
     assert m["provenance"]["counts"]["bad_lines"] == 0
+    # Section 3.2: records are numbered by line, blank lines included; the
+    # skipped records leave gaps.
+    assert d.sources == [(0, 1, None), (0, 5, None), (0, 7, None), (0, 8, None)]
+    assert m["provenance"]["input_counts"] == [
+        {"documents": 4, "skipped_empty": 2, "bad_lines": 0, "skipped_invalid_utf8": 0}]
 
 
 def test_invalid_utf8_is_replaced_like_python(tmp_path, run_tokpack, spm_model):
@@ -464,6 +545,9 @@ def test_parts_merge_into_the_single_build_stream(tmp_path, run_tokpack, spm_mod
         assert link == "part-%05d" % i
         assert os.readlink(merged_dir / link) == f"../../parts/p{i}"
     assert merged.documents() == want
+    # Section 3.2: each part's sources, its inputs numbered after the parts
+    # before it, are the single build's.
+    assert merged.sources == single.sources and len(single.sources) == len(want)
     assert m["total_tokens"] == single.manifest["total_tokens"]
     # Same stream, different shard layout: a different fingerprint (section 7).
     assert m["fingerprint"] != single.manifest["fingerprint"]
@@ -602,6 +686,12 @@ def _mutations():
                            "16 lowercase hex"),
         "missing_count": (*edit(delete(["provenance", "counts", "bad_lines"])), "bad_lines"),
         "fingerprint": (*edit(flip_fingerprint, refingerprint=False), "does not match"),
+        "sources_on_some_shards": (*edit(delete(["shards", 1, "sources"])),
+                                   "is given for some shards and not others"),
+        "sources_input_offset": (*edit(set_(["shards", 0, "sources_input_offset"], 2)),
+                                 "sources_input_offset is past the 1 inputs"),
+        "input_counts_length": (*edit(set_(["provenance", "input_counts"], [])),
+                                "has 0 entries for 1 inputs"),
         "unknown_field": (*edit(set_(["comment"], "extra fields are ignored")), None),
         "provenance_edit": (*edit(set_(["provenance", "version"], "9.9.9"),
                                   refingerprint=False), None),
@@ -693,7 +783,9 @@ def test_worked_example_of_the_spec(tmp_path, run_tokpack, spm_model):
     built["tokenizer"]["xxh3_64"] = doc_manifest["tokenizer"]["xxh3_64"]  # Another model file.
     assert built == doc_manifest
 
-    idx0, bin0, idx1, bin1, preimage = xxd_blocks(example)
+    idx0, bin0, idx1, bin1, preimage, src1 = xxd_blocks(example)
+    assert (ds / "shard-00001.src").read_bytes() == src1
+    assert d.sources == [(0, 1, None), (0, 3, None), (0, 5, "7")]
     assert (ds / "shard-00000.idx").read_bytes() == idx0
     assert (ds / "shard-00000.bin").read_bytes() == bin0
     assert (ds / "shard-00001.idx").read_bytes() == idx1

@@ -212,7 +212,7 @@ def test_readers_of_the_old_manifest_read_it_whole_while_a_force_push_runs(
     assert len(generations) == 1 and generations.pop().startswith("g-"), keys
     manifest = json.loads(remote.moto.client().get_object(
         Bucket="tokens", Key="ds/manifest.json")["Body"].read())
-    assert {f"ds/{s['path']}.{e}" for s in manifest["shards"] for e in ("bin", "idx")} | {
+    assert {f"ds/{s['path']}.{e}" for s in manifest["shards"] for e in ("bin", "idx", "src")} | {
         f"ds/{manifest['tokenizer']['file']}", "ds/manifest.json"} == set(keys)
 
 
@@ -258,7 +258,7 @@ def test_a_push_whose_generation_prefix_makes_paths_too_deep_uploads_nothing(
     m = json.loads((remote.local["a"] / "manifest.json").read_text())
     (ds / deep).mkdir(parents=True)
     for s in m["shards"]:
-        for ext in ("bin", "idx"):
+        for ext in ("bin", "idx", "src"):
             os.link(remote.local["a"] / f"{s['path']}.{ext}", ds / deep / f"{s['path']}.{ext}")
         s["path"] = f"{deep}/{s['path']}"
     os.link(remote.local["a"] / "tokenizer.model", ds / "tokenizer.model")

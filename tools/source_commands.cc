@@ -1,0 +1,115 @@
+// Document sources on the command line (docs/cli.md, "Where a document came
+// from"): `show --source` prints a document's origin, `find` the documents of
+// an id or of an input's line.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tokpack/dataset.h"
+#include "tools/commands.h"
+#include "tools/option_flags.h"
+
+namespace tokpack::cli {
+namespace {
+
+using ull = unsigned long long;
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// What a record number counts in this input: Parquet rows, the items of a
+// Python iterable or an Arrow stream, or lines.
+std::string_view RecordNoun(const std::string& path) {
+  if (EndsWith(path, ".parquet") || EndsWith(path, ".pq")) return "row";
+  if (!path.empty() && path.front() == '<') return "item";
+  return "line";
+}
+
+}  // namespace
+
+std::string DescribeSource(const Dataset::DocumentSource& s) {
+  std::string out =
+      s.input_path.empty() ? "input " + std::to_string(s.input) : "'" + s.input_path + "'";
+  if (s.record == 0) {
+    out += " (the whole file)";
+  } else {
+    out += " ";
+    out += RecordNoun(s.input_path);
+    out += " " + std::to_string(s.record);
+  }
+  if (s.has_id) out += ", id '" + s.id + "'";
+  return out;
+}
+
+Runner AddFindCommand(CLI::App* app) {
+  struct Args {
+    std::string dir;
+    std::string id;
+    std::string input;
+    uint64_t line = 0;
+  };
+  auto a = std::make_shared<Args>();
+  app->add_option("dataset", a->dir, "Dataset: a directory or an s3://, gs://, http(s):// URL")
+      ->required();
+  auto* id = app->add_option("--id", a->id, "The documents whose id is this");
+  auto* input = app->add_option("--input", a->input,
+                                "The document made from this input (its path as the manifest "
+                                "lists it, or its index in the inputs)");
+  auto* line = app->add_option("--line", a->line,
+                               "... from this line (JSONL, text), row (Parquet) or item (Python "
+                               "iterable) of the input, counted from 1")
+                   ->check(IntInRange(1));
+  id->excludes(input)->excludes(line);
+  input->needs(line);
+  line->needs(input);
+  return [a, id](const StorageOptions& storage) -> int {
+    if (a->input.empty() && id->count() == 0) {
+      return ReportError("find", InvalidArgumentError("give --id ID, or --input FILE --line N"));
+    }
+    StatusOr<std::shared_ptr<Dataset>> ds = Dataset::Open(a->dir, storage);
+    if (!ds.ok()) return ReportError("find", ds.status());
+    std::vector<uint64_t> found;
+    if (id->count() > 0) {
+      StatusOr<std::vector<uint64_t>> docs = (*ds)->FindById(a->id);
+      if (!docs.ok()) return ReportError("find", docs.status());
+      found = std::move(*docs);
+    } else {
+      // Every input of that path (a file named twice was read twice), or
+      // the one of that index.
+      StatusOr<std::vector<InputRecord>> inputs = (*ds)->Inputs();
+      if (!inputs.ok()) return ReportError("find", inputs.status());
+      std::vector<uint64_t> which;
+      for (uint64_t k = 0; k < inputs->size(); ++k) {
+        if ((*inputs)[k].path == a->input) which.push_back(k);
+      }
+      if (which.empty() && !a->input.empty() &&
+          a->input.find_first_not_of("0123456789") == std::string::npos && a->input.size() < 19) {
+        which.push_back(std::stoull(a->input));
+      }
+      if (which.empty()) {
+        return ReportError("find", NotFoundError("'" + a->input + "' is not an input of " + a->dir +
+                                                 " (see `tokpack info`)"));
+      }
+      for (uint64_t k : which) {
+        StatusOr<std::optional<uint64_t>> doc = (*ds)->FindByRecord(k, a->line);
+        if (!doc.ok()) return ReportError("find", doc.status());
+        if (*doc) found.push_back(**doc);
+      }
+    }
+    if (found.empty()) {
+      std::fprintf(stderr, "tokpack find: no document of %s\n",
+                   id->count() > 0 ? ("id '" + a->id + "'").c_str()
+                                   : ("'" + a->input + "' line " + std::to_string(a->line) +
+                                      " (skipped, blank, empty, or not read)")
+                                         .c_str());
+      return 1;
+    }
+    for (uint64_t doc : found) std::printf("%llu\n", static_cast<ull>(doc));
+    return 0;
+  };
+}
+
+}  // namespace tokpack::cli
