@@ -162,19 +162,29 @@ void CheckBin(const DatasetFiles& files, const std::string& name, uint64_t size,
   CompareDigest(path, shard.bin, hasher.Finish(), m.chunk_bytes, report);
 }
 
+// Whether a file's `size` (or the error getting it) is `want`; else a
+// problem naming `path`, its size and `expected` (what it should be).
+bool SizeIs(const StatusOr<uint64_t>& size, const std::string& path, uint64_t want,
+            const std::string& expected, VerifyReport* report) {
+  if (!size.ok()) {
+    report->problems.push_back(size.status().message());
+    return false;
+  }
+  if (*size != want) {
+    report->problems.push_back(path + ": size " + std::to_string(*size) + " bytes, " + expected);
+    return false;
+  }
+  return true;
+}
+
 void CheckIdx(const DatasetFiles& files, const std::string& name, const Manifest& m,
               const ShardInfo& shard, uint64_t bin_size, VerifyReport* report) {
   const std::string path = files.Where(name);
   // The size first: a remote .idx is read whole only when it is the size the
   // manifest says (the manifest's sizes were checked when it was parsed).
   StatusOr<uint64_t> size = files.Size(name);
-  if (!size.ok()) {
-    report->problems.push_back(size.status().message());
-    return;
-  }
-  if (*size != shard.idx.bytes) {
-    report->problems.push_back(path + ": size " + std::to_string(*size) + " bytes, manifest says " +
-                               std::to_string(shard.idx.bytes));
+  if (!SizeIs(size, path, shard.idx.bytes, "manifest says " + std::to_string(shard.idx.bytes),
+              report)) {
     return;
   }
   // Read whole, as a reader holds a remote one: under the same cap.
@@ -217,15 +227,11 @@ void CheckMask(const DatasetFiles& files, const std::string& name, const Manifes
                const ShardInfo& shard, VerifyReport* report) {
   const std::string path = files.Where(name);
   StatusOr<uint64_t> size = files.Size(name);
-  if (!size.ok()) {
-    report->problems.push_back(size.status().message());
-    return;
-  }
   const uint64_t want = MaskBytes(shard.tokens);
-  if (*size != want || *size != shard.mask.bytes) {
-    report->problems.push_back(path + ": size " + std::to_string(*size) + " bytes, expected " +
-                               std::to_string(want) + " (one bit per token of " +
-                               std::to_string(shard.tokens) + ")");
+  if (!SizeIs(size, path, shard.mask.bytes == want ? want : UINT64_MAX,
+              "expected " + std::to_string(want) + " (one bit per token of " +
+                  std::to_string(shard.tokens) + ")",
+              report)) {
     return;
   }
   ChunkHasher hasher(m.chunk_bytes);
@@ -263,13 +269,8 @@ void CheckSources(const DatasetFiles& files, const std::string& name, const Mani
                   const ShardInfo& shard, VerifyReport* report) {
   const std::string path = files.Where(name);
   StatusOr<uint64_t> size = files.Size(name);
-  if (!size.ok()) {
-    report->problems.push_back(size.status().message());
-    return;
-  }
-  if (*size != shard.sources.bytes) {
-    report->problems.push_back(path + ": size " + std::to_string(*size) + " bytes, manifest says " +
-                               std::to_string(shard.sources.bytes));
+  if (!SizeIs(size, path, shard.sources.bytes,
+              "manifest says " + std::to_string(shard.sources.bytes), report)) {
     return;
   }
   ChunkHasher hasher(m.chunk_bytes);
