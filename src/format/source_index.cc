@@ -291,8 +291,8 @@ StatusOr<std::string> SourceIndexWriter::Finish() {
   }
   SortByHash(&hashes_);
   std::string out(kSourceMagic, 8);
-  out.reserve(kSourceHeaderBytes + runs_.size() * kSourceRunBytes +
-              (block_ends_.size() + 1) * 8 + blob_.size() + hashes_.size() * kSourceHashBytes);
+  out.reserve(kSourceHeaderBytes + runs_.size() * kSourceRunBytes + (block_ends_.size() + 1) * 8 +
+              blob_.size() + hashes_.size() * kSourceHashBytes);
   const uint32_t version = kSourceVersion, flags = 0;
   out.append(reinterpret_cast<const char*>(&version), 4);
   out.append(reinterpret_cast<const char*>(&flags), 4);
