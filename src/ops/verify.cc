@@ -124,42 +124,57 @@ void CompareDigest(const std::string& path, const FileDigest& want, const FileDi
   }
 }
 
+// Reads `name` (`size` bytes) block by block, hashing it and handing each
+// block to `each`, then compares the hash with `digest`. False, with the
+// problem reported, when the file cannot be read.
+bool HashBlocks(const DatasetFiles& files, const std::string& name, uint64_t size,
+                const Manifest& m, const FileDigest& digest,
+                const std::function<void(std::string_view)>& each, VerifyReport* report) {
+  ChunkHasher hasher(m.chunk_bytes);
+  Status s = files.ReadBlocks(name, size, [&](std::string_view block) {
+    hasher.Update(block);
+    each(block);
+    report->bytes_checked += block.size();
+    return Status::Ok();
+  });
+  if (!s.ok()) {
+    report->problems.push_back(s.message());
+    return false;
+  }
+  ++report->files_checked;
+  CompareDigest(files.Where(name), digest, hasher.Finish(), m.chunk_bytes, report);
+  return true;
+}
+
 // Hashes a .bin of `size` bytes and finds the first token id outside [0,
 // vocab). Blocks are a multiple of the token size, so no token straddles two.
 void CheckBin(const DatasetFiles& files, const std::string& name, uint64_t size, const Manifest& m,
               const ShardInfo& shard, const std::function<void(uint64_t)>& on_bytes,
               VerifyReport* report) {
   const std::string path = files.Where(name);
-  ChunkHasher hasher(m.chunk_bytes);
   const int item = TokenDtypeSize(m.dtype);
   const int64_t vocab = m.tokenizer.vocab_size;
   uint64_t offset = 0;
   bool reported = false;
-  Status s = files.ReadBlocks(name, size, [&](std::string_view block) {
-    hasher.Update(block);
-    if (vocab > 0 && !reported) {
-      for (size_t i = 0; i + item <= block.size(); i += item) {
-        const int64_t id = LoadToken(block.data() + i, m.dtype);
-        if (id < 0 || id >= vocab) {
-          report->problems.push_back(path + ": token " + std::to_string((offset + i) / item) +
-                                     " is id " + std::to_string(id) +
-                                     ", outside the vocabulary of " + std::to_string(vocab));
-          reported = true;
-          break;
+  HashBlocks(
+      files, name, size, m, shard.bin,
+      [&](std::string_view block) {
+        if (vocab > 0 && !reported) {
+          for (size_t i = 0; i + item <= block.size(); i += item) {
+            const int64_t id = LoadToken(block.data() + i, m.dtype);
+            if (id < 0 || id >= vocab) {
+              report->problems.push_back(path + ": token " + std::to_string((offset + i) / item) +
+                                         " is id " + std::to_string(id) +
+                                         ", outside the vocabulary of " + std::to_string(vocab));
+              reported = true;
+              break;
+            }
+          }
         }
-      }
-    }
-    offset += block.size();
-    report->bytes_checked += block.size();
-    if (on_bytes) on_bytes(block.size());
-    return Status::Ok();
-  });
-  if (!s.ok()) {
-    report->problems.push_back(s.message());
-    return;
-  }
-  ++report->files_checked;
-  CompareDigest(path, shard.bin, hasher.Finish(), m.chunk_bytes, report);
+        offset += block.size();
+        if (on_bytes) on_bytes(block.size());
+      },
+      report);
 }
 
 // Whether a file's `size` (or the error getting it) is `want`; else a
@@ -234,22 +249,13 @@ void CheckMask(const DatasetFiles& files, const std::string& name, const Manifes
               report)) {
     return;
   }
-  ChunkHasher hasher(m.chunk_bytes);
   uint64_t set = 0;
   uint8_t last = 0;
-  Status s = files.ReadBlocks(name, *size, [&](std::string_view block) {
-    hasher.Update(block);
+  const auto count = [&](std::string_view block) {
     for (char c : block) set += static_cast<uint64_t>(__builtin_popcount(static_cast<uint8_t>(c)));
     if (!block.empty()) last = static_cast<uint8_t>(block.back());
-    report->bytes_checked += block.size();
-    return Status::Ok();
-  });
-  if (!s.ok()) {
-    report->problems.push_back(s.message());
-    return;
-  }
-  ++report->files_checked;
-  CompareDigest(path, shard.mask, hasher.Finish(), m.chunk_bytes, report);
+  };
+  if (!HashBlocks(files, name, *size, m, shard.mask, count, report)) return;
   const unsigned used = static_cast<unsigned>(shard.tokens % 8);
   if (used != 0 && (last >> used) != 0) {
     report->problems.push_back(path + ": the last byte's " + std::to_string(8 - used) +
@@ -273,21 +279,10 @@ void CheckSources(const DatasetFiles& files, const std::string& name, const Mani
               "manifest says " + std::to_string(shard.sources.bytes), report)) {
     return;
   }
-  ChunkHasher hasher(m.chunk_bytes);
   std::string bytes;
-  Status s = files.ReadBlocks(name, *size, [&](std::string_view block) {
-    hasher.Update(block);
-    bytes.append(block);
-    report->bytes_checked += block.size();
-    return Status::Ok();
-  });
-  if (!s.ok()) {
-    report->problems.push_back(s.message());
-    return;
-  }
-  ++report->files_checked;
-  CompareDigest(path, shard.sources, hasher.Finish(), m.chunk_bytes, report);
-  s = CheckSourceFile(bytes, shard.documents, path);
+  const auto keep = [&](std::string_view block) { bytes.append(block); };
+  if (!HashBlocks(files, name, *size, m, shard.sources, keep, report)) return;
+  Status s = CheckSourceFile(bytes, shard.documents, path);
   if (s.ok()) {
     StatusOr<SourceHeader> h = ParseSourceHeader(bytes, bytes.size(), shard.documents, path);
     if (h->inputs > m.provenance.InputTotal() ||
