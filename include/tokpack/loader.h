@@ -247,6 +247,25 @@ struct LoaderStats {
   std::vector<PhaseStats> phases;
 };
 
+// What one row of a global batch was made of (Loader::Explain): the sample
+// of a source it holds and the stretches of documents in it, in row order.
+struct RowOrigin {
+  int64_t step = 0;     // Batch::step().
+  int rank = 0;         // The rank whose batch holds the row.
+  int64_t row = 0;      // The row within that rank's batch.
+  size_t source = 0;    // Index of the dataset among the loader's.
+  uint64_t sample = 0;  // Its window (concat) or packed bin (best_fit).
+  struct Span {
+    uint64_t document = 0;  // Index in the source's dataset (or split view).
+    uint64_t offset = 0;    // The stretch's first token, counted in the document.
+    uint64_t length = 0;    // Tokens.
+    // Where the stretch starts in the row. A concat window holds L + 1
+    // tokens: column L is only the last label (labels="next").
+    uint64_t column = 0;
+  };
+  std::vector<Span> spans;  // Empty documents, holding no token, are left out.
+};
+
 class Loader {
  public:
   struct Source {
@@ -321,6 +340,17 @@ class Loader {
   virtual Status SetPhases(std::vector<MixturePhase> phases) = 0;
   // The phases in effect: those begun, then those to come.
   virtual std::vector<MixturePhase> Phases() const = 0;
+
+  // The rows of every rank for `steps` steps from step `first`, in global
+  // batch order (rank by rank, row by row): what a loss spike at a step was
+  // trained on. Replays the loader's schedule from where it began (step 0,
+  // or the cursor LoadState() took) with its phases and options, reading
+  // no tokens: O((first + steps - begin) * world_size * batch_size * log
+  // sources) time. InvalidArgument for steps < 1 or a step before that
+  // beginning (explain it with a loader resumed from an earlier cursor);
+  // OutOfRange for a step past the end of the data or one the schedule
+  // cannot fill (every source of its phase capped), naming it.
+  virtual StatusOr<std::vector<RowOrigin>> Explain(int64_t first, int64_t steps) const = 0;
 
   // The step number of the batch the next Next() returns (Batch::step()).
   virtual int64_t Step() const = 0;

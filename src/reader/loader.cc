@@ -15,6 +15,7 @@
 #include "reader/device_stage.h"
 #include "reader/loader_internal.h"
 #include "reader/phase_schedule.h"
+#include "reader/row_spans.h"
 #include "reader/sample_order.h"
 #include "reader/shuffle_plan.h"
 #include "reader/slot_ring.h"
@@ -27,6 +28,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Loader::Explain's bound on the rows of one call (about 1 GB of answer).
+constexpr uint64_t kMaxExplainRows = uint64_t{1} << 24;
 
 // How messages name Cursor::kMaxPosition.
 constexpr const char* kLastPosition = "2^63 - 1, the last position a cursor records";
@@ -127,7 +131,10 @@ class LoaderImpl : public Loader {
   Status LoadState(const std::string& state, std::vector<MixturePhase> phases) override {
     TOKPACK_RETURN_IF_ERROR(CheckPhases(phases, Names(sources_)));
     TOKPACK_ASSIGN_OR_RETURN(MixtureState saved, Now().Resume(state, phases, GlobalBatch()));
-    return Restart(std::move(saved), std::move(phases));
+    TOKPACK_RETURN_IF_ERROR(Restart(saved, std::move(phases)));
+    std::lock_guard<std::mutex> lock(pipeline_->mu);
+    origin_ = std::move(saved);
+    return Status::Ok();
   }
 
   Status SetPhases(std::vector<MixturePhase> phases) override {
@@ -142,6 +149,69 @@ class LoaderImpl : public Loader {
   }
 
   int64_t Step() const override { return consumer_state_.step; }
+
+  StatusOr<std::vector<RowOrigin>> Explain(int64_t first, int64_t steps) const override {
+    std::vector<MixturePhase> phases;
+    MixtureState origin;
+    {
+      std::lock_guard<std::mutex> lock(pipeline_->mu);
+      phases = phases_;
+      origin = origin_;
+    }
+    const uint64_t global = GlobalBatch();
+    if (steps < 1 || static_cast<uint64_t>(steps) > kMaxExplainRows / global) {
+      return InvalidArgumentError("explain 1 to " + std::to_string(kMaxExplainRows / global) +
+                                  " steps of " + std::to_string(global) + " rows at a time, not " +
+                                  std::to_string(steps));
+    }
+    if (first < origin.step) {
+      return InvalidArgumentError(
+          "step " + std::to_string(first) + " comes before step " + std::to_string(origin.step) +
+          ", where this loader began (the cursor it resumed from): explain it with a loader "
+          "started from the beginning, or resumed from a cursor saved before it");
+    }
+    // The steps the loader serves from its beginning (as SetEnd counts them).
+    const uint64_t position = origin.Position();
+    TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit,
+                             PositionLimit(o_, samples_, phases, position, origin.step));
+    uint64_t served = Room(position, origin.step);
+    if (limit != UINT64_MAX)
+      served = std::min(served, (limit - std::min(limit, position)) / global);
+    const uint64_t skip = static_cast<uint64_t>(first - origin.step);
+    if (skip >= served || static_cast<uint64_t>(steps) > served - skip) {
+      return OutOfRangeError(
+          "step " +
+          std::to_string(std::max<uint64_t>(skip, served) + static_cast<uint64_t>(origin.step)) +
+          " lies past the end of the data: the last step this loader serves "
+          "is " +
+          std::to_string(static_cast<int64_t>(served) + origin.step - 1));
+    }
+    PhaseSchedule schedule(phases, global, caps_);
+    schedule.Reset(origin);
+    for (uint64_t k = 0; k < skip * global; ++k) {
+      if (schedule.Next() == PhaseSchedule::kExhausted) return Exhausted(schedule, phases);
+    }
+    std::vector<RowOrigin> rows;
+    rows.reserve(static_cast<size_t>(steps) * global);
+    const uint64_t L = static_cast<uint64_t>(o_.seq_len);
+    for (int64_t step = first; step < first + steps; ++step) {
+      for (uint64_t j = 0; j < global; ++j) {
+        const size_t s = schedule.Next();
+        if (s == PhaseSchedule::kExhausted) return Exhausted(schedule, phases);
+        RowOrigin row;
+        row.step = step;
+        row.rank = static_cast<int>(j / static_cast<uint64_t>(o_.batch_size));
+        row.row = static_cast<int64_t>(j % static_cast<uint64_t>(o_.batch_size));
+        row.source = s;
+        row.sample = orders_[s].Sample(schedule.totals()[s] - 1);
+        TOKPACK_RETURN_IF_ERROR(RowSpans(*sources_[s].dataset,
+                                         views_.empty() ? nullptr : views_[s].get(), row.sample, L,
+                                         &row.spans));
+        rows.push_back(std::move(row));
+      }
+    }
+    return rows;
+  }
 
   int64_t RemainingSteps() const override {
     std::lock_guard<std::mutex> lock(pipeline_->mu);
@@ -343,10 +413,11 @@ class LoaderImpl : public Loader {
     }
   }
 
-  // Under plan_mu_: the error of a schedule whose phase has no source left.
-  Status Exhausted() const {
-    const size_t j = schedule_.phase();
-    const MixturePhase& phase = phases_[j];
+  // The error of `schedule`, of `phases`, whose phase has no source left
+  // (Plan() passes its own, under plan_mu_).
+  Status Exhausted(const PhaseSchedule& schedule, const std::vector<MixturePhase>& phases) const {
+    const size_t j = schedule.phase();
+    const MixturePhase& phase = phases[j];
     std::string capped;
     for (size_t s = 0; s < sources_.size(); ++s) {
       if (phase.weights[s] > 0) {
@@ -354,7 +425,7 @@ class LoaderImpl : public Loader {
                   "' (" + std::to_string(caps_[s]) + " draws)";
       }
     }
-    return OutOfRangeError("at position " + std::to_string(schedule_.position()) + ", " +
+    return OutOfRangeError("at position " + std::to_string(schedule.position()) + ", " +
                            PhaseName(j, phase.start_step) +
                            " has no source left: every source it weights reached its cap (" +
                            capped +
@@ -378,7 +449,7 @@ class LoaderImpl : public Loader {
       if ((j & 0xffff) == 0xffff && stopping_.load(std::memory_order_relaxed)) return false;
       const size_t s = schedule_.Next();
       if (s == PhaseSchedule::kExhausted) {
-        *error = Exhausted();
+        *error = Exhausted(schedule_, phases_);
         return true;
       }
       if (j >= first && j < last) {
@@ -527,6 +598,9 @@ class LoaderImpl : public Loader {
   // (one at a time): SaveState() and Step(), on that thread too, need no
   // lock; Stats() takes mu.
   MixtureState consumer_state_;
+  // Where the order this loader serves began: the start of the data, or
+  // the cursor LoadState() took (Explain() replays from it). Under mu.
+  MixtureState origin_;
   LoaderStats stats_;
   std::vector<uint64_t> trainable_;  // Per source: SourceStats::trainable_tokens.
   // This loader's remote traffic; shared with the prefetches it queued.
