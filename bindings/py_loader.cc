@@ -186,6 +186,27 @@ py::dict StatsDict(const LoaderStats& s) {
   return d;
 }
 
+// Loader::Explain as a list of (step, rank, row, source, sample, spans),
+// each span (column, document, offset, length).
+py::list ExplainList(const LoaderHandle& h, const py::object& first, const py::object& steps) {
+  const int64_t from = IntArg<int64_t>(first, "step"), count = IntArg<int64_t>(steps, "steps");
+  std::optional<StatusOr<std::vector<RowOrigin>>> explained;
+  {
+    py::gil_scoped_release nogil;  // Replays the order up to the step.
+    explained.emplace(h.loader->Explain(from, count));
+  }
+  const std::vector<RowOrigin> rows = Unwrap(std::move(*explained));
+  py::list out;
+  for (const RowOrigin& r : rows) {
+    py::list spans;
+    for (const RowOrigin::Span& s : r.spans) {
+      spans.append(py::make_tuple(s.column, s.document, s.offset, s.length));
+    }
+    out.append(py::make_tuple(r.step, r.rank, r.row, r.source, r.sample, spans));
+  }
+  return out;
+}
+
 }  // namespace
 
 py::list PhasesList(const std::vector<MixturePhase>& phases) {
@@ -280,7 +301,8 @@ void DefineLoader(py::module_& m) {
                              [](const LoaderHandle& h) { return OptionsDict(h.loader->options()); })
       .def_property_readonly("samples_per_source",
                              [](const LoaderHandle& h) { return h.loader->SamplesPerSource(); })
-      .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); });
+      .def("stats", [](const LoaderHandle& h) { return StatsDict(h.loader->Stats()); })
+      .def("explain", &ExplainList, py::arg("first"), py::arg("steps"));
 
   m.def("cuda_available", [] {
     std::string why;

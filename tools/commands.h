@@ -43,6 +43,14 @@ Runner AddFindCommand(CLI::App* app);
 // prints it (source_commands.cc).
 std::string DescribeSource(const Dataset::DocumentSource& source);
 
+// `sample --explain`: prints the rows of `steps` steps from `first` as
+// loader.Explain() gives them, each span with its document's origin where
+// the dataset has sources; `json`: one JSON object per row. Returns the
+// exit code (source_commands.cc).
+int PrintExplained(const Loader& loader, const std::vector<std::string>& names,
+                   const std::vector<std::shared_ptr<Dataset>>& datasets, int64_t first,
+                   int64_t steps, bool json);
+
 // Registers --seq-len and --max-docs-per-sequence (with `choose`, also
 // --packing) from LoaderOptions' table; the returned function, called after
 // parsing, sets those given in *options.

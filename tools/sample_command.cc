@@ -29,6 +29,8 @@ struct SampleArgs {
   bool steps_given = false;  // --steps, else a plan's default length.
   std::string plot;          // --plot PNG: draw the mixture's plan.
   bool plan_json = false;    // Print the plan as JSON.
+  int64_t explain = -1;      // --explain STEP: the rows' documents instead of batches.
+  bool json = false;         // --explain as JSON lines.
   std::string state_in, state_out;
   bool decode = false;
   bool summary = false;
@@ -58,12 +60,12 @@ Status ParseSource(const std::string& spec, const StorageOptions& storage,
 }
 
 // The loader of the positional datasets (DIR[:WEIGHT]) or of --phases FILE,
-// the names its summary prints and its phases.
+// the names its summary prints, its phases and its datasets.
 StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageOptions& storage,
                                              std::vector<std::string>* names,
                                              std::vector<MixturePhase>* phases,
                                              std::vector<double>* max_epochs,
-                                             std::shared_ptr<Dataset>* first) {
+                                             std::vector<std::shared_ptr<Dataset>>* datasets) {
   if (a.datasets.empty() == a.phases_file.empty()) {
     return InvalidArgumentError(a.phases_file.empty()
                                     ? "give the datasets to sample, or --phases FILE"
@@ -76,7 +78,7 @@ StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageO
     *names = mix.names;
     *phases = mix.phases;
     *max_epochs = mix.max_epochs;
-    *first = mix.datasets[0];
+    *datasets = mix.datasets;
     StatusOr<std::unique_ptr<Loader>> loader =
         Loader::Create(std::move(mix.datasets), std::move(mix.phases), mix.max_epochs, a.o);
     if (!loader.ok()) return loader.status().WithContext(a.phases_file);
@@ -91,7 +93,7 @@ StatusOr<std::unique_ptr<Loader>> MakeLoader(const SampleArgs& a, const StorageO
     phases->back().weights.push_back(s.weight);
     sources.push_back(std::move(s));
   }
-  *first = sources[0].dataset;
+  for (const Loader::Source& s : sources) datasets->push_back(s.dataset);
   return Loader::Create(std::move(sources), a.o);
 }
 
@@ -184,10 +186,11 @@ int Run(SampleArgs& a, const StorageOptions& storage) {
   std::vector<std::string> names;
   std::vector<MixturePhase> phases;
   std::vector<double> max_epochs;
-  std::shared_ptr<Dataset> first;
-  auto loader = MakeLoader(a, storage, &names, &phases, &max_epochs, &first);
+  std::vector<std::shared_ptr<Dataset>> datasets;
+  auto loader = MakeLoader(a, storage, &names, &phases, &max_epochs, &datasets);
   if (!loader.ok()) return ReportError("sample", loader.status());
   if (!a.plot.empty() || a.plan_json) return Plan(a, **loader, names, phases, max_epochs);
+  const std::shared_ptr<Dataset>& first = datasets[0];
   std::unique_ptr<Tokenizer> tok;
   if (a.decode) {
     const Manifest& m = first->manifest();
@@ -204,6 +207,13 @@ int Run(SampleArgs& a, const StorageOptions& storage) {
     if (!state.ok()) return ReportError("sample", state.status());
     Status st = (*loader)->LoadState(*state);
     if (!st.ok()) return ReportError("sample", st.WithContext(a.state_in));
+  }
+  if (a.explain >= 0) {
+    if (!a.state_out.empty() || a.decode || a.summary) {
+      return ReportError("sample", InvalidArgumentError("--explain prints no batches: drop "
+                                                        "--state-out, --decode and --summary"));
+    }
+    return PrintExplained(**loader, names, datasets, a.explain, a.steps, a.json);
   }
   for (int64_t i = 0; i < a.steps; ++i) {
     auto batch = (*loader)->Next();
@@ -273,6 +283,14 @@ Runner AddSampleCommand(CLI::App* app) {
   app->add_flag("--plan-json", a->plan_json,
                 "Instead of the batches, print the mixture's plan as JSON (per source and "
                 "recorded step: planned weight, cumulative draws; the events)");
+  app->add_option("--explain", a->explain,
+                  "Instead of the batches, print what every row of --steps steps from STEP "
+                  "(all ranks) was made of: its source and sample, and the stretches of "
+                  "documents in it with their origins (input, line or row, id). Replays "
+                  "the order from the start, or from --state-in")
+      ->type_name("STEP")
+      ->check(IntInRange(0));
+  app->add_flag("--json", a->json, "With --explain: one JSON object per row (JSON lines)");
   return [a](const StorageOptions& storage) -> int { return Run(*a, storage); };
 }
 

@@ -1,13 +1,16 @@
 // Document sources on the command line (docs/cli.md, "Where a document came
 // from"): `show --source` prints a document's origin, `find` the documents of
-// an id or of an input's line.
+// an id or of an input's line, `sample --explain` the documents of a step.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tokpack/dataset.h"
+#include "tokpack/json_writer.h"
 #include "tools/commands.h"
 #include "tools/option_flags.h"
 
@@ -42,6 +45,63 @@ std::string DescribeSource(const Dataset::DocumentSource& s) {
   }
   if (s.has_id) out += ", id '" + s.id + "'";
   return out;
+}
+
+int PrintExplained(const Loader& loader, const std::vector<std::string>& names,
+                   const std::vector<std::shared_ptr<Dataset>>& datasets, int64_t first,
+                   int64_t steps, bool json) {
+  StatusOr<std::vector<RowOrigin>> rows = loader.Explain(first, steps);
+  if (!rows.ok()) return ReportError("sample", rows.status());
+  for (const RowOrigin& r : *rows) {
+    const Dataset& ds = *datasets[r.source];
+    JsonWriter w(JsonWriter::Layout::kOneLine);
+    if (json) {
+      w.BeginObject();
+      w.Int("step", r.step);
+      w.Int("rank", r.rank);
+      w.Int("row", r.row);
+      w.String("source", names[r.source]);
+      w.UInt("sample", r.sample);
+      w.BeginArray("spans");
+    } else {
+      std::printf("step %lld rank %d row %lld: '%s' sample %llu\n", static_cast<long long>(r.step),
+                  r.rank, static_cast<long long>(r.row), names[r.source].c_str(),
+                  static_cast<ull>(r.sample));
+    }
+    for (const RowOrigin::Span& span : r.spans) {
+      std::optional<Dataset::DocumentSource> origin;
+      if (ds.has_sources()) {
+        StatusOr<Dataset::DocumentSource> found = ds.Source(span.document);
+        if (!found.ok()) return ReportError("sample", found.status());
+        origin = std::move(*found);
+      }
+      if (json) {
+        w.BeginObject();
+        w.UInt("column", span.column);
+        w.UInt("document", span.document);
+        w.UInt("offset", span.offset);
+        w.UInt("length", span.length);
+        if (origin) {
+          w.String("input", origin->input_path);
+          w.UInt("record", origin->record);
+          if (origin->has_id) w.String("id", origin->id);
+        }
+        w.EndObject();
+        continue;
+      }
+      std::printf("  columns [%llu, %llu): document %llu tokens [%llu, %llu)%s%s\n",
+                  static_cast<ull>(span.column), static_cast<ull>(span.column + span.length),
+                  static_cast<ull>(span.document), static_cast<ull>(span.offset),
+                  static_cast<ull>(span.offset + span.length), origin ? ", " : "",
+                  origin ? DescribeSource(*origin).c_str() : "");
+    }
+    if (json) {
+      w.EndArray();
+      w.EndObject();
+      std::fputs(w.str().c_str(), stdout);  // A closed top-level value ends its line.
+    }
+  }
+  return 0;
 }
 
 Runner AddFindCommand(CLI::App* app) {

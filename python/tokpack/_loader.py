@@ -356,6 +356,36 @@ class Loader:
         _phases.named_stats(s, self._names, self.samples_per_source)
         return s
 
+    def explain(self, step: int, steps: int = 1, *,
+                rank: Optional[int] = None) -> List[Dict[str, Any]]:
+        """What the rows of ``steps`` steps from ``step`` were made of, so a
+        loss spike can be traced to its data: one dict per row, in global
+        batch order (every rank's, or only ``rank``'s), ``{"step", "rank",
+        "row", "source" (its name), "sample", "spans"}``, each span a dict
+        ``{"column", "document", "offset", "length", "origin"}``: tokens
+        ``[offset, offset + length)`` of ``document`` of the source's dataset
+        at columns ``[column, column + length)`` of the row (a window holds
+        seq_len + 1 tokens, the last only a label), and ``origin`` its
+        :meth:`Dataset.source` (None without document sources). Replays
+        the order from where this loader began (the start, or the state it
+        loaded) without reading tokens; ValueError for a step before that,
+        IndexError past the end."""
+        if self._core.forked:
+            raise RuntimeError(_FORK_MESSAGE)
+        rows = []
+        for st, rk, row, source, sample, spans in self._core.explain(step, steps):
+            if rank is not None and rk != rank:
+                continue
+            ds = self._datasets[source]
+            rows.append({
+                "step": st, "rank": rk, "row": row, "source": self._names[source],
+                "sample": sample,
+                "spans": [{"column": c, "document": d, "offset": o, "length": n,
+                           "origin": ds.source(d) if ds.has_sources else None}
+                          for c, d, o, n in spans],
+            })
+        return rows
+
     @property
     def datasets(self) -> List[Dataset]:
         return list(self._datasets)
