@@ -87,7 +87,8 @@ StatusOr<std::unique_ptr<RecordSource>> OpenParquetRecords(const InputRecord& in
   std::unique_ptr<ParquetTextReader> ids;
   if (context.settings->doc_sources && context.settings->id_key != context.settings->text_key) {
     StatusOr<std::unique_ptr<ParquetTextReader>> opened = OpenParquetInput(
-        in.path, context.settings->id_key, *context.storage, context.max_document_bytes);
+        in.path, context.settings->id_key, *context.storage, context.max_document_bytes,
+        /*integers=*/true);
     if (opened.ok()) {
       ids = std::move(*opened);
     } else if (opened.status().code() != StatusCode::kInvalidArgument) {

@@ -80,7 +80,7 @@ std::vector<std::string> PluginCandidates() {
   return paths;
 }
 
-using OpenFn = parquet_plugin::TextReader* (*)(parquet_plugin::Input*, const char*, uint64_t,
+using OpenFn = parquet_plugin::TextReader* (*)(parquet_plugin::Input*, const char*, uint64_t, bool,
                                                std::string*);
 
 struct Plugin {
@@ -212,7 +212,8 @@ StatusOr<bool> ParquetTextReader::Next(std::string_view* text, uint64_t* row, st
 StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string& path,
                                                               const std::string& text_key,
                                                               const StorageOptions& storage,
-                                                              uint64_t max_document_bytes) {
+                                                              uint64_t max_document_bytes,
+                                                              bool integers) {
   // The plugin first: without pyarrow, that is what the user must fix.
   const Plugin& plugin = GetPlugin();
   TOKPACK_RETURN_IF_ERROR(plugin.status);
@@ -224,7 +225,7 @@ StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string&
   }
   std::string error;
   parquet_plugin::TextReader* reader =
-      plugin.open(input.release(), text_key.c_str(), max_document_bytes, &error);
+      plugin.open(input.release(), text_key.c_str(), max_document_bytes, integers, &error);
   if (reader == nullptr) {
     return InvalidArgumentError(error.empty() ? path + ": cannot open Parquet" : error);
   }

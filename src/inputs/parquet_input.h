@@ -42,11 +42,13 @@ class ParquetTextReader {
 // that would decompress into more than 2 x `max_document_bytes` + 1 MiB is
 // not decompressed: its rows are bad rows naming its size and the cap
 // (parquet_plugin.h), so a value far too large to be a document is refused
-// before it is made whole.
+// before it is made whole. With `integers`, an integer column's values read
+// as decimal text (ids); else its rows are bad rows.
 StatusOr<std::unique_ptr<ParquetTextReader>> OpenParquetInput(const std::string& path,
                                                               const std::string& text_key,
                                                               const StorageOptions& storage,
-                                                              uint64_t max_document_bytes);
+                                                              uint64_t max_document_bytes,
+                                                              bool integers = false);
 
 }  // namespace tokpack
 

@@ -211,6 +211,31 @@ def test_python_iterable_items_and_dict_ids(spm_model, tmp_path):
          "skipped_invalid_utf8": 0}]
 
 
+def test_parquet_integer_ids_are_their_decimal_text(spm_model, tmp_path):
+    """An integer id column (signed or unsigned, 32 or 64 bits) gives each row
+    its value as decimal text, a null none; a date column is no id column."""
+    n = 40
+    texts = [f"row {i} " + "text " * (i % 5) for i in range(n)]
+    columns = {
+        "i64": pa.array([None if i == 7 else (i - 20) * 10**15 for i in range(n)], pa.int64()),
+        "u64": pa.array([2**64 - 1 - i for i in range(n)], pa.uint64()),
+        "i32": pa.array([-(2**31) + i for i in range(n)], pa.int32()),
+        "u32": pa.array([2**32 - 1 - i for i in range(n)], pa.uint32()),
+        "day": pa.array([i for i in range(n)], pa.date32()),
+    }
+    path = tmp_path / "ints.parquet"
+    pq.write_table(pa.table({"text": texts, **columns}), path, row_group_size=16)
+    for key, col in columns.items():
+        out = tmp_path / key
+        tokpack.build(str(path), out, spm_model, id_key=key)
+        ds = tokpack.Dataset(out)
+        assert len(ds) == n
+        want = [None if v is None or key == "day" else str(v) for v in col.to_pylist()]
+        assert [ds.source(i).id for i in range(n)] == want, key
+        if want[3] is not None:
+            assert ds.find(want[3]) == [3]
+
+
 def test_no_doc_sources_writes_none(corpus, run_tokpack, spm_model, tmp_path):
     path, _ = corpus(50)
     run_tokpack("build", "-i", path, "-o", tmp_path / "ds", "-t", spm_model, "--no-doc-sources")

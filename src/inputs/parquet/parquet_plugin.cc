@@ -335,6 +335,24 @@ std::string NotTextReason(const parquet::ColumnDescriptor& column) {
   return "text is " + logical->ToString() + ", not a string";
 }
 
+// How an integer column's values read as decimal text (ids).
+enum class Integers { kNone, kInt32, kUInt32, kInt64, kUInt64 };
+
+// kNone unless the column holds plain integers: INT32 or INT64 with no
+// logical type or an integer one (not a date, a time or a decimal).
+Integers IntegerKind(const parquet::ColumnDescriptor& column) {
+  const parquet::Type::type type = column.physical_type();
+  if (type != parquet::Type::INT32 && type != parquet::Type::INT64) return Integers::kNone;
+  const auto& logical = column.logical_type();
+  bool is_signed = true;
+  if (logical && !logical->is_none()) {
+    if (!logical->is_int()) return Integers::kNone;
+    is_signed = static_cast<const parquet::IntLogicalType&>(*logical).is_signed();
+  }
+  if (type == parquet::Type::INT32) return is_signed ? Integers::kInt32 : Integers::kUInt32;
+  return is_signed ? Integers::kInt64 : Integers::kUInt64;
+}
+
 // ReadBatch of a column whose values are only counted, never used.
 template <typename DType>
 int64_t ReadLevelsAs(parquet::ColumnReader* reader, int16_t* def_levels, int64_t* values_read) {
@@ -369,14 +387,17 @@ int64_t ReadLevels(parquet::ColumnReader* reader, int16_t* def_levels, int64_t* 
 class ColumnTextReader final : public TextReader {
  public:
   ColumnTextReader(std::shared_ptr<InputFile> file, std::unique_ptr<CappedPool> pool,
-                   std::unique_ptr<parquet::ParquetFileReader> reader, int column)
+                   std::unique_ptr<parquet::ParquetFileReader> reader, int column, bool integers)
       : file_(std::move(file)),
         pool_(std::move(pool)),
         reader_(std::move(reader)),
         metadata_(reader_->metadata()),
         column_(column),
         max_def_(metadata_->schema()->Column(column)->max_definition_level()),
-        not_text_(NotTextReason(*metadata_->schema()->Column(column))) {
+        integers_(integers ? IntegerKind(*metadata_->schema()->Column(column)) : Integers::kNone),
+        not_text_(integers_ != Integers::kNone
+                      ? ""
+                      : NotTextReason(*metadata_->schema()->Column(column))) {
     // The footer's numbers, read here (inside the caller's try) because
     // Arrow throws on corrupt metadata and the accessors below cannot.
     // Row numbers continue across row groups; the counts are checked
@@ -521,6 +542,10 @@ class ColumnTextReader final : public TextReader {
                    " has fewer values than non-null rows)";
           column_reader_.reset();
           return -1;
+        } else if (integers_ != Integers::kNone) {
+          number_ = FormatInteger(value_pos_++);
+          *data = number_.data();
+          *size = number_.size();
         } else {
           const parquet::ByteArray& value = values_[value_pos_++];
           *data = reinterpret_cast<const char*>(value.ptr);
@@ -530,7 +555,15 @@ class ColumnTextReader final : public TextReader {
       }
       if (column_reader_ && column_reader_->HasNext()) {
         values_read_ = 0;
-        if (not_text_.empty()) {
+        if (integers_ == Integers::kInt32 || integers_ == Integers::kUInt32) {
+          levels_ =
+              static_cast<parquet::Int32Reader*>(column_reader_.get())
+                  ->ReadBatch(kBatch, def_levels_.data(), nullptr, int32s_.data(), &values_read_);
+        } else if (integers_ != Integers::kNone) {
+          levels_ =
+              static_cast<parquet::Int64Reader*>(column_reader_.get())
+                  ->ReadBatch(kBatch, def_levels_.data(), nullptr, int64s_.data(), &values_read_);
+        } else if (not_text_.empty()) {
           levels_ =
               static_cast<parquet::ByteArrayReader*>(column_reader_.get())
                   ->ReadBatch(kBatch, def_levels_.data(), nullptr, values_.data(), &values_read_);
@@ -559,12 +592,30 @@ class ColumnTextReader final : public TextReader {
     }
   }
 
+  // Value k of the current batch of an integer column, as decimal text.
+  std::string FormatInteger(int64_t k) const {
+    switch (integers_) {
+      case Integers::kInt32:
+        return std::to_string(int32s_[k]);
+      case Integers::kUInt32:
+        return std::to_string(static_cast<uint32_t>(int32s_[k]));
+      case Integers::kInt64:
+        return std::to_string(int64s_[k]);
+      case Integers::kUInt64:
+        return std::to_string(static_cast<uint64_t>(int64s_[k]));
+      case Integers::kNone:
+        break;
+    }
+    return "";
+  }
+
   std::shared_ptr<InputFile> file_;
   std::unique_ptr<CappedPool> pool_;  // Before reader_, which uses it till its end.
   std::unique_ptr<parquet::ParquetFileReader> reader_;
   std::shared_ptr<parquet::FileMetaData> metadata_;
   const int column_;
   const int16_t max_def_;
+  const Integers integers_;  // kNone: the values are text.
   const std::string not_text_;
   std::vector<uint64_t> group_rows_, group_bytes_;
   std::vector<uint64_t> first_row_;  // 0-based first row of each group, and the total.
@@ -577,6 +628,9 @@ class ColumnTextReader final : public TextReader {
   // until the next ReadBatch, so a row's text lives until the next Next().
   std::array<int16_t, kBatch> def_levels_{};
   std::array<parquet::ByteArray, kBatch> values_{};
+  std::array<int32_t, kBatch> int32s_{};  // An integer column's batch instead.
+  std::array<int64_t, kBatch> int64s_{};
+  std::string number_;  // The current row's integer as text.
   int64_t levels_ = 0, level_pos_ = 0, values_read_ = 0, value_pos_ = 0;
   // Data pages of the group the filter has seen (and their last's values);
   // those up to skip_pages_ are skipped (read, or refused, before a reopen).
@@ -596,7 +650,7 @@ int tokpack_parquet_abi() { return tokpack::parquet_plugin::kParquetPluginAbi; }
 tokpack::parquet_plugin::TextReader* tokpack_parquet_open(tokpack::parquet_plugin::Input* input,
                                                           const char* text_key,
                                                           uint64_t max_document_bytes,
-                                                          std::string* error) {
+                                                          bool integers, std::string* error) {
   using tokpack::parquet_plugin::CappedPool;
   using tokpack::parquet_plugin::ColumnTextReader;
   using tokpack::parquet_plugin::InputFile;
@@ -619,7 +673,7 @@ tokpack::parquet_plugin::TextReader* tokpack_parquet_open(tokpack::parquet_plugi
     const int column = tokpack::parquet_plugin::ResolveColumn(*reader->metadata()->schema(), name,
                                                               text_key, error);
     if (column < 0) return nullptr;
-    return new ColumnTextReader(file, std::move(pool), std::move(reader), column);
+    return new ColumnTextReader(file, std::move(pool), std::move(reader), column, integers);
   } catch (const std::exception& e) {
     *error = file ? tokpack::parquet_plugin::Describe(*file, e.what())
                   : name + ": cannot open Parquet file (" + e.what() + ")";

@@ -15,7 +15,7 @@
 
 namespace tokpack::parquet_plugin {
 
-inline constexpr int kParquetPluginAbi = 2;
+inline constexpr int kParquetPluginAbi = 3;
 
 // The bytes of one Parquet file or object, read at offsets (the core's side:
 // a local file or ranged GETs). Used by one thread at a time.
@@ -64,11 +64,13 @@ int tokpack_parquet_abi();
 // so a page of long documents can well pass one of them): a larger one is
 // refused before its buffer exists, and each of its rows is a bad row that
 // names its size and the cap (a refused dictionary page: each row left in
-// its row group).
+// its row group). With `integers`, a column of integers (INT32 or INT64,
+// signed or unsigned, no other logical type) reads as each value's decimal
+// text, as ids do; else its rows are bad rows ("not a string").
 tokpack::parquet_plugin::TextReader* tokpack_parquet_open(tokpack::parquet_plugin::Input* input,
                                                           const char* text_key,
                                                           uint64_t max_document_bytes,
-                                                          std::string* error);
+                                                          bool integers, std::string* error);
 }
 
 #endif  // TOKPACK_SRC_INPUTS_PARQUET_PARQUET_PLUGIN_H_
