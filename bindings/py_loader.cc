@@ -190,12 +190,14 @@ py::dict StatsDict(const LoaderStats& s) {
 // each span (column, document, offset, length).
 py::list ExplainList(const LoaderHandle& h, const py::object& first, const py::object& steps) {
   const int64_t from = IntArg<int64_t>(first, "step"), count = IntArg<int64_t>(steps, "steps");
-  std::optional<StatusOr<std::vector<RowOrigin>>> explained;
-  {
-    py::gil_scoped_release nogil;  // Replays the order up to the step.
-    explained.emplace(h.loader->Explain(from, count));
-  }
-  const std::vector<RowOrigin> rows = Unwrap(std::move(*explained));
+  // The replay up to the step can take seconds: on a worker thread, so
+  // Ctrl-C cancels it.
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  const Loader* loader = h.loader.get();
+  auto result = std::async(std::launch::async, [loader, from, count, cancel] {
+    return loader->Explain(from, count, cancel);
+  });
+  const std::vector<RowOrigin> rows = Unwrap(WaitInterruptibly(result, *cancel, CheckSignals));
   py::list out;
   for (const RowOrigin& r : rows) {
     py::list spans;

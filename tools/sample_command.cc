@@ -189,6 +189,13 @@ int Run(SampleArgs& a, const StorageOptions& storage) {
   std::vector<std::shared_ptr<Dataset>> datasets;
   auto loader = MakeLoader(a, storage, &names, &phases, &max_epochs, &datasets);
   if (!loader.ok()) return ReportError("sample", loader.status());
+  if (a.explain >= 0 && (!a.plot.empty() || a.plan_json)) {
+    return ReportError("sample", InvalidArgumentError("give --explain, or --plot/--plan-json"));
+  }
+  if (a.json && a.explain < 0) {
+    return ReportError("sample", InvalidArgumentError("--json prints what --explain finds: give "
+                                                      "--explain STEP"));
+  }
   if (!a.plot.empty() || a.plan_json) return Plan(a, **loader, names, phases, max_epochs);
   const std::shared_ptr<Dataset>& first = datasets[0];
   std::unique_ptr<Tokenizer> tok;

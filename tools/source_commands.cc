@@ -50,7 +50,8 @@ std::string DescribeSource(const Dataset::DocumentSource& s) {
 int PrintExplained(const Loader& loader, const std::vector<std::string>& names,
                    const std::vector<std::shared_ptr<Dataset>>& datasets, int64_t first,
                    int64_t steps, bool json) {
-  StatusOr<std::vector<RowOrigin>> rows = loader.Explain(first, steps);
+  StatusOr<std::vector<RowOrigin>> rows =
+      loader.Explain(first, steps, UnownedCancelFlag(&g_interrupted));
   if (!rows.ok()) return ReportError("sample", rows.status());
   for (const RowOrigin& r : *rows) {
     const Dataset& ds = *datasets[r.source];
@@ -82,7 +83,8 @@ int PrintExplained(const Loader& loader, const std::vector<std::string>& names,
         w.UInt("offset", span.offset);
         w.UInt("length", span.length);
         if (origin) {
-          w.String("input", origin->input_path);
+          w.UInt("input", origin->input);
+          w.String("path", origin->input_path);
           w.UInt("record", origin->record);
           if (origin->has_id) w.String("id", origin->id);
         }

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "tokpack/cancel.h"
 #include "tokpack/dataset.h"
 #include "tokpack/options.h"
 #include "tokpack/status.h"
@@ -346,11 +347,16 @@ class Loader {
   // trained on. Replays the loader's schedule from where it began (step 0,
   // or the cursor LoadState() took) with its phases and options, reading
   // no tokens: O((first + steps - begin) * world_size * batch_size * log
-  // sources) time. InvalidArgument for steps < 1 or a step before that
-  // beginning (explain it with a loader resumed from an earlier cursor);
-  // OutOfRange for a step past the end of the data or one the schedule
-  // cannot fill (every source of its phase capped), naming it.
-  virtual StatusOr<std::vector<RowOrigin>> Explain(int64_t first, int64_t steps) const = 0;
+  // sources) time, Cancelled once `cancel` (may be null) is set. The
+  // replay runs at this loader's global batch: a step the run served
+  // before a resume at another global batch needs a loader with the
+  // settings of then. At most 2^24 rows a call. InvalidArgument for steps
+  // < 1, too many rows, or a step before that beginning; OutOfRange for a
+  // step past the end of the data or one the schedule cannot fill (every
+  // source of its phase capped), naming it and the last step served.
+  // Thread-safe.
+  virtual StatusOr<std::vector<RowOrigin>> Explain(int64_t first, int64_t steps,
+                                                   const CancelFlag& cancel) const = 0;
 
   // The step number of the batch the next Next() returns (Batch::step()).
   virtual int64_t Step() const = 0;

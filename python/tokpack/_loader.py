@@ -368,10 +368,16 @@ class Loader:
         seq_len + 1 tokens, the last only a label), and ``origin`` its
         :meth:`Dataset.source` (None without document sources). Replays
         the order from where this loader began (the start, or the state it
-        loaded) without reading tokens; ValueError for a step before that,
-        IndexError past the end."""
+        loaded) at this loader's global batch, without reading tokens, in
+        time that grows with ``step`` (Ctrl-C stops it): a step served before
+        a resume at another world or batch size needs a loader with those
+        settings, resumed from the cursor of the resume before it.
+        ValueError for a step before where this loader began, IndexError
+        past the end."""
         if self._core.forked:
             raise RuntimeError(_FORK_MESSAGE)
+        if rank is not None and not 0 <= rank < self.world_size:
+            raise ValueError(f"rank {rank} is not a rank of world_size {self.world_size}")
         rows = []
         for st, rk, row, source, sample, spans in self._core.explain(step, steps):
             if rank is not None and rk != rank:

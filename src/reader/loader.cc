@@ -32,6 +32,9 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // Loader::Explain's bound on the rows of one call (about 1 GB of answer).
 constexpr uint64_t kMaxExplainRows = uint64_t{1} << 24;
 
+std::string ToString(uint64_t v) { return std::to_string(v); }
+std::string ToString(int64_t v) { return std::to_string(v); }
+
 // How messages name Cursor::kMaxPosition.
 constexpr const char* kLastPosition = "2^63 - 1, the last position a cursor records";
 
@@ -131,16 +134,13 @@ class LoaderImpl : public Loader {
   Status LoadState(const std::string& state, std::vector<MixturePhase> phases) override {
     TOKPACK_RETURN_IF_ERROR(CheckPhases(phases, Names(sources_)));
     TOKPACK_ASSIGN_OR_RETURN(MixtureState saved, Now().Resume(state, phases, GlobalBatch()));
-    TOKPACK_RETURN_IF_ERROR(Restart(saved, std::move(phases)));
-    std::lock_guard<std::mutex> lock(pipeline_->mu);
-    origin_ = std::move(saved);
-    return Status::Ok();
+    return Restart(std::move(saved), std::move(phases), /*resume=*/true);
   }
 
   Status SetPhases(std::vector<MixturePhase> phases) override {
     TOKPACK_RETURN_IF_ERROR(CheckPhases(phases, Names(sources_)));
     TOKPACK_RETURN_IF_ERROR(Now().CheckPhases(phases));
-    return Restart(consumer_state_, std::move(phases));
+    return Restart(consumer_state_, std::move(phases), /*resume=*/false);
   }
 
   std::vector<MixturePhase> Phases() const override {
@@ -150,7 +150,8 @@ class LoaderImpl : public Loader {
 
   int64_t Step() const override { return consumer_state_.step; }
 
-  StatusOr<std::vector<RowOrigin>> Explain(int64_t first, int64_t steps) const override {
+  StatusOr<std::vector<RowOrigin>> Explain(int64_t first, int64_t steps,
+                                           const CancelFlag& cancel) const override {
     std::vector<MixturePhase> phases;
     MixtureState origin;
     {
@@ -159,56 +160,73 @@ class LoaderImpl : public Loader {
       origin = origin_;
     }
     const uint64_t global = GlobalBatch();
+    if (global > kMaxExplainRows) {
+      return InvalidArgumentError("a global batch of " + std::to_string(global) +
+                                  " rows is more than Explain returns at once (2^24 rows)");
+    }
     if (steps < 1 || static_cast<uint64_t>(steps) > kMaxExplainRows / global) {
       return InvalidArgumentError("explain 1 to " + std::to_string(kMaxExplainRows / global) +
                                   " steps of " + std::to_string(global) + " rows at a time, not " +
                                   std::to_string(steps));
     }
     if (first < origin.step) {
+      if (origin.step == 0)
+        return InvalidArgumentError("steps count from 0, not " + ToString(first));
       return InvalidArgumentError(
-          "step " + std::to_string(first) + " comes before step " + std::to_string(origin.step) +
-          ", where this loader began (the cursor it resumed from): explain it with a loader "
-          "started from the beginning, or resumed from a cursor saved before it");
+          "step " + ToString(first) + " comes before step " + ToString(origin.step) +
+          ", where this loader resumed: explain it with a loader made with the run's settings at "
+          "that step (world size, batch size) and resumed from the cursor of its latest resume "
+          "at or before it (or started from the beginning if there was none)");
     }
-    // The steps the loader serves from its beginning (as SetEnd counts them).
+    // The steps the loader serves from its beginning, as SetEnd counts them.
     const uint64_t position = origin.Position();
     TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit,
                              PositionLimit(o_, samples_, phases, position, origin.step));
-    uint64_t served = Room(position, origin.step);
-    if (limit != UINT64_MAX)
-      served = std::min(served, (limit - std::min(limit, position)) / global);
+    const uint64_t room = Room(position, origin.step);
+    const uint64_t data =
+        limit == UINT64_MAX ? UINT64_MAX : (limit - std::min(limit, position)) / global;
+    const uint64_t served = std::min(room, data);
     const uint64_t skip = static_cast<uint64_t>(first - origin.step);
     if (skip >= served || static_cast<uint64_t>(steps) > served - skip) {
       return OutOfRangeError(
-          "step " +
-          std::to_string(std::max<uint64_t>(skip, served) + static_cast<uint64_t>(origin.step)) +
-          " lies past the end of the data: the last step this loader serves "
-          "is " +
-          std::to_string(static_cast<int64_t>(served) + origin.step - 1));
+          "step " + ToString(std::max(skip, served) + origin.step) + " lies past " +
+          (data <= room ? "the end of the data" : std::string("the room before ") + kLastPosition) +
+          (served == 0
+               ? std::string(": this loader serves no more steps")
+               : ": the last step this loader serves is " + ToString(served + origin.step - 1)));
     }
     PhaseSchedule schedule(phases, global, caps_);
     schedule.Reset(origin);
+    // A step the schedule cannot fill is named, with the last it fills.
+    const auto exhausted = [&](uint64_t k) {
+      const uint64_t step = origin.step + k / global;
+      return OutOfRangeError("the loader serves no step " + ToString(step) +
+                             " (the last it serves is " + ToString(step - 1) +
+                             "): " + Exhausted(schedule, phases).message());
+    };
+    const auto cancelled = [&] { return CancelledError("explain: cancelled"); };
     for (uint64_t k = 0; k < skip * global; ++k) {
-      if (schedule.Next() == PhaseSchedule::kExhausted) return Exhausted(schedule, phases);
+      if ((k & 0xffff) == 0xffff && IsCancelled(cancel)) return cancelled();
+      if (schedule.Next() == PhaseSchedule::kExhausted) return exhausted(k);
     }
     std::vector<RowOrigin> rows;
     rows.reserve(static_cast<size_t>(steps) * global);
     const uint64_t L = static_cast<uint64_t>(o_.seq_len);
-    for (int64_t step = first; step < first + steps; ++step) {
-      for (uint64_t j = 0; j < global; ++j) {
-        const size_t s = schedule.Next();
-        if (s == PhaseSchedule::kExhausted) return Exhausted(schedule, phases);
-        RowOrigin row;
-        row.step = step;
-        row.rank = static_cast<int>(j / static_cast<uint64_t>(o_.batch_size));
-        row.row = static_cast<int64_t>(j % static_cast<uint64_t>(o_.batch_size));
-        row.source = s;
-        row.sample = orders_[s].Sample(schedule.totals()[s] - 1);
-        TOKPACK_RETURN_IF_ERROR(RowSpans(*sources_[s].dataset,
-                                         views_.empty() ? nullptr : views_[s].get(), row.sample, L,
-                                         &row.spans));
-        rows.push_back(std::move(row));
-      }
+    for (uint64_t k = skip * global; k < (skip + static_cast<uint64_t>(steps)) * global; ++k) {
+      if ((k & 0xffff) == 0xffff && IsCancelled(cancel)) return cancelled();
+      const size_t s = schedule.Next();
+      if (s == PhaseSchedule::kExhausted) return exhausted(k);
+      const uint64_t j = k % global;
+      RowOrigin row;
+      row.step = origin.step + static_cast<int64_t>(k / global);
+      row.rank = static_cast<int>(j / static_cast<uint64_t>(o_.batch_size));
+      row.row = static_cast<int64_t>(j % static_cast<uint64_t>(o_.batch_size));
+      row.source = s;
+      row.sample = orders_[s].Sample(schedule.totals()[s] - 1);
+      TOKPACK_RETURN_IF_ERROR(RowSpans(*sources_[s].dataset,
+                                       views_.empty() ? nullptr : views_[s].get(), row.sample, L,
+                                       &row.spans));
+      rows.push_back(std::move(row));
     }
     return rows;
   }
@@ -245,8 +263,9 @@ class LoaderImpl : public Loader {
   // `phases`: the batches planned for the old state are dropped, and the
   // schedule restarts there. InvalidArgument (and no change) when the
   // epochs or max_steps limit from there is out of range, or when an
-  // endless loader there has no room for a step (Room()).
-  Status Restart(MixtureState state, std::vector<MixturePhase> phases) {
+  // endless loader there has no room for a step (Room()). `resume`: the
+  // state is a loaded cursor, where Explain() replays from from now on.
+  Status Restart(MixtureState state, std::vector<MixturePhase> phases, bool resume) {
     const uint64_t position = state.Position();
     TOKPACK_ASSIGN_OR_RETURN(const uint64_t limit,
                              PositionLimit(o_, samples_, phases, position, state.step));
@@ -266,6 +285,7 @@ class LoaderImpl : public Loader {
     {
       std::lock_guard<std::mutex> lock(pipeline_->mu);
       generation = ++generation_;
+      if (resume) origin_ = state;
       consumer_state_ = std::move(state);
       phases_ = std::move(phases);
       limit_ = limit;

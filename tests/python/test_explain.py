@@ -110,8 +110,11 @@ def test_explains_from_the_cursor_after_an_elastic_resume(sources):
     resumed.load_state_dict(state)
     rows = resumed.explain(4, 3)
     check_served(resumed, rows, 1, take(resumed, 3))
-    with pytest.raises(ValueError, match="step 4"):
+    with pytest.raises(ValueError, match="step 3 comes before step 4, where this loader "
+                                         "resumed"):
         resumed.explain(3)
+    with pytest.raises(ValueError, match="rank 2 is not a rank of world_size 2"):
+        resumed.explain(4, rank=2)
     ended = tokpack.Loader(files, seq_len=L, batch_size=2, max_steps=5)
     assert len(ended.explain(4)) == 2
     with pytest.raises(IndexError, match="last step this loader serves is 4"):
@@ -143,13 +146,16 @@ def test_the_cli_prints_what_python_returns(sources, tokpack_bin, tmp_path):
             for key in ("column", "document", "offset", "length"):
                 assert cs[key] == ws[key]
             origin = ws["origin"]
-            assert (cs["input"], cs["record"], cs.get("id")) == (origin.path, origin.record,
-                                                                 origin.id)
+            assert (cs["input"], cs["path"], cs["record"], cs.get("id")) == tuple(origin)
     text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     assert text.count(": 'files' sample ") + text.count(": 'items' sample ") == len(want)
     bad = subprocess.run([*args[:-4], "--max-steps", "2", "--explain", "2"], capture_output=True,
                          text=True)
     assert bad.returncode != 0 and "last step this loader serves is 1" in bad.stderr
+    for extra, message in ((["--plan-json"], "--plot/--plan-json"), (["--json"], None)):
+        cmd = [*args, *extra] if message else [*args[:-4], *extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode != 0 and (message or "give --explain STEP") in proc.stderr
 
 
 def test_the_docs_examples_run(spm_model, tmp_path, monkeypatch, tokpack_bin, capsys):

@@ -4,6 +4,9 @@
 // and the steps it refuses (before the loader's beginning, past the end).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
+
 #include "tests/reader/synthetic_dataset.h"
 #include "tests/test_util.h"
 #include "tokpack/loader.h"
@@ -95,7 +98,7 @@ class LoaderExplainTest : public ::testing::TestWithParam<Packing> {
 TEST_P(LoaderExplainTest, EveryRankRowIsRebuiltFromItsSpans) {
   for (int rank = 0; rank < kWorld; ++rank) {
     auto l = Make(rank);
-    auto rows = l->Explain(0, 9);  // Across the phase change and its ramp.
+    auto rows = l->Explain(0, 9, nullptr);  // Across the phase change and its ramp.
     ASSERT_TRUE(rows.ok()) << rows.status().ToString();
     bool both = false;
     for (const RowOrigin& r : *rows) both = both || r.source == 1;
@@ -110,16 +113,16 @@ TEST_P(LoaderExplainTest, ExplainsFromTheCursorItResumedFrom) {
   const std::string cursor = first->SaveState();
   auto l = Make(1);
   ASSERT_TRUE(l->LoadState(cursor).ok());
-  auto rows = l->Explain(5, 4);
+  auto rows = l->Explain(5, 4, nullptr);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   Check(l.get(), *rows, 1, 5, 4);
   // Later steps too (the replay skips the steps between).
-  auto later = l->Explain(12, 1);
+  auto later = l->Explain(12, 1, nullptr);
   ASSERT_TRUE(later.ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(l->Next().ok());
   Check(l.get(), *later, 1, 12, 1);
 
-  auto before = l->Explain(4, 1);
+  auto before = l->Explain(4, 1, nullptr);
   EXPECT_EQ(before.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(before.status().message().find("step 5"), std::string::npos)
       << before.status().message();
@@ -127,12 +130,30 @@ TEST_P(LoaderExplainTest, ExplainsFromTheCursorItResumedFrom) {
 
 TEST_P(LoaderExplainTest, RefusesStepsPastTheEndAndEmptyRanges) {
   auto l = Make(0, /*max_steps=*/6);
-  EXPECT_TRUE(l->Explain(5, 1).ok());
-  auto past = l->Explain(5, 2);
+  EXPECT_TRUE(l->Explain(5, 1, nullptr).ok());
+  auto past = l->Explain(5, 2, nullptr);
   EXPECT_EQ(past.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(past.status().message().find("is 5"), std::string::npos) << past.status().message();
-  EXPECT_EQ(l->Explain(0, 0).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(l->Explain(-1, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(l->Explain(0, 0, nullptr).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(l->Explain(-1, 1, nullptr).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(LoaderExplainTest, NamesTheStepCapsLeaveUnfilledAndStopsWhenCancelled) {
+  LoaderOptions o;
+  o.seq_len = kL;
+  o.batch_size = kBatch;
+  o.world_size = kWorld;
+  o.packing = GetParam();
+  auto l = Loader::Create(ds_, {{0, {3, 1}, 0}}, {1, 1}, o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  auto past = (*l)->Explain(100000, 1, nullptr);
+  ASSERT_EQ(past.status().code(), StatusCode::kOutOfRange) << past.status().ToString();
+  EXPECT_NE(past.status().message().find("serves no step "), std::string::npos);
+  EXPECT_NE(past.status().message().find("has no source left"), std::string::npos)
+      << past.status().message();
+  auto set = std::make_shared<std::atomic<bool>>(true);
+  auto cancelled = Make(0)->Explain(90000, 1, set);
+  EXPECT_EQ(cancelled.status().code(), StatusCode::kCancelled) << cancelled.status().ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Packings, LoaderExplainTest,
