@@ -26,6 +26,9 @@ void DefineBuild(pybind11::module_& m);
 void DefineRegistries(pybind11::module_& m);
 // phases_by_name: the core's mixture model for tokpack's phases (py_mixture.cc).
 void DefineMixture(pybind11::module_& m);
+// Removed documents: Dataset.num_removed, is_removed and pad_token, and
+// remove_documents (py_removal.cc). After DefineDataset, whose class it adds to.
+void DefineRemoval(pybind11::module_& m);
 // A phase list as Python sees it: (start_step, [weights]), with ramp_steps
 // third when it is > 0 (py_loader.cc).
 pybind11::list PhasesList(const std::vector<MixturePhase>& phases);

@@ -40,6 +40,7 @@ PYBIND11_MODULE(_core, m) {
   DefineBuild(m);
   DefineRegistries(m);
   DefineMixture(m);
+  DefineRemoval(m);
   // The core's rule for a file read as configuration (tokpack/files.h), so
   // that Python reads a cursor file as the CLI's --state-in does.
   m.def(

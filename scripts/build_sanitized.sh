@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/ccache_env.sh"
 targets=(idx_fuzz manifest_fuzz cursor_fuzz dataset_path_fuzz remote_manifest_fuzz parquet_fuzz
-  split_scanner_fuzz tokenizer_file_fuzz)
+  split_scanner_fuzz tokenizer_file_fuzz source_index_fuzz removed_list_fuzz)
 [ "${1:-all}" = fuzz ] || targets+=(all)
 # CUDA is off: its code is compiled (and, on a GPU, tested) in the main build.
 cmake -S "$ROOT" -B "$ROOT/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

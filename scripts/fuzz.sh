@@ -2,8 +2,8 @@
 # Runs the libFuzzer targets (the .idx, manifest and cursor parsers, the
 # paths a manifest names, a remote manifest as a server returns it, the
 # Parquet plugin, the split scanners against PCRE2, tokenizer files of each
-# kind, loaded, encoding and decoding, and document-source files), built with
-# clang, ASan and UBSan in build-asan/
+# kind, loaded, encoding and decoding, document-source files and removal
+# lists), built with clang, ASan and UBSan in build-asan/
 # (scripts/build_sanitized.sh, which test.sh has run already), each for
 # FUZZ_SECONDS (default 20) from the committed seeds. The seeds are copied, so
 # the repository is not modified. Exits non-zero on a crash.
@@ -14,7 +14,7 @@ SECONDS_EACH="${FUZZ_SECONDS:-20}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 for name in idx manifest cursor dataset_path remote_manifest parquet split_scanner tokenizer_file \
-  source_index; do
+  source_index removed_list; do
   mkdir -p "$WORK/$name"
   cp "$ROOT/tests/fuzz/seeds/$name/"* "$WORK/$name/"
   echo "== fuzzing $name for ${SECONDS_EACH}s"

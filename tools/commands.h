@@ -38,10 +38,17 @@ Runner AddPushCommand(CLI::App* app);
 Runner AddProfileCommand(CLI::App* app);
 Runner AddPackCommand(CLI::App* app);
 Runner AddFindCommand(CLI::App* app);
+Runner AddRemoveCommand(CLI::App* app);
 
 // "'docs.jsonl' line 3, id 'a-17'": a document's origin, as show --source
 // prints it (source_commands.cc).
 std::string DescribeSource(const Dataset::DocumentSource& source);
+// The documents made from line (row, item) `line` of `input`, an input's
+// path as the manifest lists it (every input of that path) or its index, as
+// `find --input --line` takes them: none when that record made no document.
+// NotFound when `input` is no input of `ds` (source_commands.cc).
+StatusOr<std::vector<uint64_t>> FindByLine(const Dataset& ds, const std::string& input,
+                                           uint64_t line);
 
 // `sample --explain`: prints the rows of `steps` steps from `first` as
 // loader.Explain() gives them, each span with its document's origin where

@@ -42,6 +42,10 @@ void PrintInfoText(const DatasetInfo& info) {
                 static_cast<ull>(trainable), total ? 100.0 * trainable / total : 0.0);
   }
   std::printf("documents    %llu\n", static_cast<ull>(m.TotalDocuments()));
+  if (info.removed_documents > 0) {
+    std::printf("removed      %llu documents (removed.json: read as pad tokens, no loss)\n",
+                static_cast<ull>(info.removed_documents));
+  }
   if (m.HasSources()) {
     uint64_t bytes = 0;
     for (const ShardInfo& s : m.shards) bytes += s.sources.bytes;
@@ -298,7 +302,7 @@ Runner AddShowCommand(CLI::App* app) {
                   "Tokenizer file (default: the copy inside the dataset, as recorded)");
   app->add_flag("--source", a->source,
                 "Print where each document came from (input, line or row, id) instead of its "
-                "tokens");
+                "tokens (and whether it is removed)");
   auto parse_tokenizer_options = AddTokenizerOptions(app, &a->tokenizer_options);
   auto apply_open_flags = AddOptionFlags<DatasetOptions>(app, DatasetOptions::Describe());
   return [a, parse_tokenizer_options, apply_open_flags](const StorageOptions& storage) -> int {
@@ -325,11 +329,19 @@ Runner AddShowCommand(CLI::App* app) {
       if (a->source) {
         StatusOr<Dataset::DocumentSource> source = (*ds)->Source(i);
         if (!source.ok()) return ReportError("show", source.status());
-        std::printf("document %llu: %s\n", static_cast<ull>(i), DescribeSource(*source).c_str());
+        std::printf("document %llu: %s%s\n", static_cast<ull>(i), DescribeSource(*source).c_str(),
+                    (*ds)->is_removed(i) ? " (removed)" : "");
         continue;
       }
       uint64_t offset = 0, length = 0;
       Status st = (*ds)->DocumentExtent(i, &offset, &length);
+      if (st.ok() && (*ds)->is_removed(i)) {
+        // What it reads as is pad; what it held is not shown.
+        std::printf("--- document %llu (%llu tokens, removed: read as pad token %lld, no loss)\n",
+                    static_cast<ull>(i), static_cast<ull>(length),
+                    static_cast<long long>((*ds)->pad_token()));
+        continue;
+      }
       std::vector<int32_t> ids(length);
       if (st.ok()) st = (*ds)->ReadTokens(offset, length, ids.data());
       if (!st.ok()) return ReportError("show", st);

@@ -106,6 +106,31 @@ int PrintExplained(const Loader& loader, const std::vector<std::string>& names,
   return 0;
 }
 
+StatusOr<std::vector<uint64_t>> FindByLine(const Dataset& ds, const std::string& input,
+                                           uint64_t line) {
+  // Every input of that path (a file named twice was read twice), or the
+  // one of that index.
+  TOKPACK_ASSIGN_OR_RETURN(const std::vector<InputRecord> inputs, ds.Inputs());
+  std::vector<uint64_t> which;
+  for (uint64_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].path == input) which.push_back(k);
+  }
+  if (which.empty() && !input.empty() &&
+      input.find_first_not_of("0123456789") == std::string::npos && input.size() < 19) {
+    which.push_back(std::stoull(input));
+  }
+  if (which.empty()) {
+    return NotFoundError("'" + input + "' is not an input of " + ds.path() +
+                         " (see `tokpack info`)");
+  }
+  std::vector<uint64_t> found;
+  for (uint64_t k : which) {
+    TOKPACK_ASSIGN_OR_RETURN(const std::optional<uint64_t> doc, ds.FindByRecord(k, line));
+    if (doc) found.push_back(*doc);
+  }
+  return found;
+}
+
 Runner AddFindCommand(CLI::App* app) {
   struct Args {
     std::string dir;
@@ -139,27 +164,9 @@ Runner AddFindCommand(CLI::App* app) {
       if (!docs.ok()) return ReportError("find", docs.status());
       found = std::move(*docs);
     } else {
-      // Every input of that path (a file named twice was read twice), or
-      // the one of that index.
-      StatusOr<std::vector<InputRecord>> inputs = (*ds)->Inputs();
-      if (!inputs.ok()) return ReportError("find", inputs.status());
-      std::vector<uint64_t> which;
-      for (uint64_t k = 0; k < inputs->size(); ++k) {
-        if ((*inputs)[k].path == a->input) which.push_back(k);
-      }
-      if (which.empty() && !a->input.empty() &&
-          a->input.find_first_not_of("0123456789") == std::string::npos && a->input.size() < 19) {
-        which.push_back(std::stoull(a->input));
-      }
-      if (which.empty()) {
-        return ReportError("find", NotFoundError("'" + a->input + "' is not an input of " + a->dir +
-                                                 " (see `tokpack info`)"));
-      }
-      for (uint64_t k : which) {
-        StatusOr<std::optional<uint64_t>> doc = (*ds)->FindByRecord(k, a->line);
-        if (!doc.ok()) return ReportError("find", doc.status());
-        if (*doc) found.push_back(**doc);
-      }
+      StatusOr<std::vector<uint64_t>> docs = FindByLine(**ds, a->input, a->line);
+      if (!docs.ok()) return ReportError("find", docs.status());
+      found = std::move(*docs);
     }
     if (found.empty()) {
       std::fprintf(stderr, "tokpack find: no document of %s\n",

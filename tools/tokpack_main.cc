@@ -1,5 +1,5 @@
 // tokpack: the command-line interface (build, info, verify, merge, import,
-// show). See README.md for examples.
+// show, find, remove, ...). See README.md for examples.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
       AddImportCommand);
   add("show", "Print documents as token ids or decoded text", AddShowCommand);
   add("find", "Find the documents of an id, or of an input's line or row", AddFindCommand);
+  add("remove",
+      "Serve documents as removed (pad tokens, no loss) without a rebuild; or restore them",
+      AddRemoveCommand);
   add("sample", "Print the batches a rank would train on (shuffled, resumable)", AddSampleCommand);
   add("push", "Upload a dataset to s3:// or gs:// (manifest last)", AddPushCommand);
   add("pack", "Make a dataset's best-fit packing plan ahead of training (packing=best_fit)",

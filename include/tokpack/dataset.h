@@ -16,6 +16,12 @@
 //
 // A dataset with loss masks maps (or, remote, caches) each shard's .mask
 // beside its .bin; ReadLossMask reads the bits as the loader's labels use them.
+//
+// A dataset may list removed documents in removed.json beside its manifest
+// (docs/format.md 17; tokpack::RemoveDocuments writes it), read when it is
+// opened: their tokens read as pad_token() and carry no loss, while counts,
+// extents, document starts, samples, packing and fingerprint stay as they
+// were, so a cursor saved before the removal resumes exactly.
 #ifndef TOKPACK_DATASET_H_
 #define TOKPACK_DATASET_H_
 
@@ -64,7 +70,10 @@ class Dataset {
   // names the file and the entry of an .idx that breaks the index rules
   // (docs/format.md 4.2), and with options.verify_on_open the first chunk
   // whose checksum differs. InvalidArgument for a bad split or split_index,
-  // or a part with no documents (naming the dataset, split and part).
+  // or a part with no documents (naming the dataset, split and part). A
+  // removed.json beside the manifest is read and checked (docs/format.md
+  // 17): InvalidArgument naming it when malformed, FailedPrecondition when
+  // it was made for another version of the dataset (another fingerprint).
   static StatusOr<std::shared_ptr<Dataset>> Open(const std::string& path,
                                                  const StorageOptions& storage,
                                                  const DatasetOptions& options);
@@ -115,13 +124,24 @@ class Dataset {
   Status ReadStoredTokens(uint64_t begin, uint64_t count, void* out,
                           ReadStats* stats = nullptr) const;
 
+  // Documents on the dataset's removal list (removed.json) when it was
+  // opened; of a split, those in its part. 0 without a list.
+  uint64_t num_removed() const;
+  // Whether document `i` is removed: its tokens read as pad_token() and it
+  // carries no loss. False past the end. O(log removed).
+  bool is_removed(uint64_t i) const;
+  // What a removed token reads as, and what pads a packed row: the
+  // tokenizer's pad id, else its eos id, else 0.
+  int64_t pad_token() const;
+
   // Whether the dataset has loss masks (docs/format.md 3.1, supervised
   // fine-tuning data): then some tokens' labels are ignored in training.
   // Without masks every token carries loss.
   bool has_loss_masks() const;
   // One byte per token of [begin, begin + count) of the stream into `out`
   // (which must hold `count`): 1 where the token carries loss, 0 where its
-  // label is to be ignored (-100); all 1 without masks. A split's view reads
+  // label is to be ignored (-100): where the mask says so, and on removed
+  // documents; all 1 without masks and removals. A split's view reads
   // its ranges' bits, aligned with ReadTokens. OutOfRange past the end;
   // remote masks are read through the chunk cache, each chunk checked
   // against the manifest (DataLoss naming it), counting in `*stats`.
@@ -166,7 +186,8 @@ class Dataset {
   // Document `i`'s tokens as stored (dtype()), in place: `data` points into
   // the shard's mapping and stays valid and unchanged while this Dataset
   // lives. OutOfRange past the end; FailedPrecondition when the shard is not
-  // memory-resident (use ReadTokens then). An empty document's data may be null.
+  // memory-resident or the document is removed (use ReadTokens then, which
+  // reads a removed one as pad tokens). An empty document's data may be null.
   struct TokenView {
     const void* data = nullptr;
     uint64_t length = 0;  // In tokens.

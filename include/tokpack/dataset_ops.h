@@ -1,6 +1,7 @@
 // Dataset maintenance operations behind `tokpack info`, `verify`, `merge`,
-// `import` and `push`. Each is safe to call concurrently on different
-// datasets; none modifies an existing local dataset. Datasets are named as
+// `import`, `push` and `remove`. Each is safe to call concurrently on
+// different datasets; none modifies an existing local dataset's data (remove
+// writes its removal list beside the manifest). Datasets are named as
 // Dataset::Open takes them (a directory, a bare Megatron prefix, or an
 // s3://, gs://, http(s):// URL) except where a function says otherwise.
 #ifndef TOKPACK_DATASET_OPS_H_
@@ -46,7 +47,8 @@ struct DatasetInfo {
   std::string path;          // As the dataset was opened.
   bool has_manifest = true;  // False for a bare Megatron prefix (no tokenizer, no checksums).
   Manifest manifest;
-  uint64_t data_bytes = 0;  // .bin, .idx and .mask bytes of all shards.
+  uint64_t data_bytes = 0;         // .bin, .idx and .mask bytes of all shards.
+  uint64_t removed_documents = 0;  // On its removal list (Dataset::num_removed()).
   // Document lengths in tokens: histogram[k] counts documents whose length
   // lies in [2^k, 2^(k+1)) (k = 0 also holds empty sequences).
   std::vector<uint64_t> length_histogram;
@@ -136,7 +138,10 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& path, const StorageOptio
 // with `storage`: only manifest.json and the tokenizer are written,
 // manifest.json last. Sources are datasets with a manifest: the merged
 // manifest copies their checksums (a bare Megatron prefix needs `import`
-// first), and a local output cannot refer to remote shards.
+// first), and a local output cannot refer to remote shards. The parts'
+// removal lists (removed.json) are carried over, each renumbered by the
+// documents of the parts before it and bound to the merged fingerprint; a
+// part's list made for another version of it fails the merge.
 StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<std::string>& sources,
                                  bool force, const StorageOptions& storage);
 
@@ -153,6 +158,40 @@ struct ImportOptions {
 // them, after checking each index against its data file and hashing both.
 StatusOr<Manifest> ImportMegatron(const ImportOptions& options);
 
+// What to change on a dataset's removal list (removed.json, docs/format.md
+// 17): the documents whose tokens read as pad and carry no loss.
+struct RemovalRequest {
+  std::vector<uint64_t> documents;  // Indices of the whole dataset's documents.
+  // Ids (docs/format.md 3.2): every document that has one of them. An id
+  // that no document has is an error, since a takedown must not pass
+  // silently on a misspelled id.
+  std::vector<std::string> ids;
+  bool restore = false;  // Take them off the list instead of putting them on.
+};
+
+// What RemoveDocuments did.
+struct RemovalResult {
+  uint64_t changed = 0;    // Put on the list (restored: taken off) by this call.
+  uint64_t unchanged = 0;  // Asked for, but on the list already (restored: not on it).
+  uint64_t total = 0;      // On the list now.
+};
+
+// Applies `request` to the removal list of the dataset at `path` (a
+// directory with a manifest, or an s3:// or gs:// URL): reads the list
+// (none yet: empty), adds or takes off the documents, and writes it bound to
+// the dataset's fingerprint, locally to a temporary file that is fsynced and
+// renamed (under an flock on the directory, so that two local removals do
+// not lose one another's documents), remotely in one PUT (concurrent remote
+// removals: the last PUT wins). Nothing is written when nothing changes or
+// anything fails: InvalidArgument for a document past the end or a request
+// with no document at all; NotFound naming
+// an id that no document has; FailedPrecondition when the dataset has no
+// document sources but ids are given, when its list was made for another
+// version of it, or when it was replaced while this ran. Readers see the
+// change when they open the dataset next.
+StatusOr<RemovalResult> RemoveDocuments(const std::string& path, const StorageOptions& storage,
+                                        const RemovalRequest& request);
+
 struct PushOptions {
   // A local dataset directory. A bare Megatron prefix (no checksums, which
   // remote reads need) or a remote dataset (copy it with the store's tools)
@@ -168,7 +207,10 @@ struct PushOptions {
 };
 
 // Uploads a dataset to an object store: the shard files and the tokenizer,
-// then manifest.json last, so readers never see an incomplete dataset.
+// its removal list (removed.json, checked against the manifest first) just
+// before manifest.json, and manifest.json last, so readers never see an
+// incomplete dataset, nor the new one without its removals; a list at `url`
+// that the pushed dataset does not have is deleted after the manifest.
 // Larger files go up in multipart uploads. Refuses a URL that already holds
 // a manifest unless `force`, and one whose shards lie outside its directory.
 // Every byte is checked against the manifest (chunk checksums, the

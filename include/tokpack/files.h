@@ -27,6 +27,12 @@ inline constexpr uint64_t kMaxTokenizerBytes = uint64_t{1} << 30;
 // A dataset's inputs.jsonl (the inputs of a build too many to list in the
 // manifest): about 100 bytes per input file.
 inline constexpr uint64_t kMaxInputListBytes = uint64_t{1} << 30;
+// A dataset's removed.json (the documents it serves as removed): about 15
+// bytes per document listed (one a line), so 256 MiB lists some 17 million.
+inline constexpr uint64_t kMaxRemovedListBytes = uint64_t{256} << 20;
+// A list of document ids or indices, one a line (tokpack remove --ids-file,
+// --docs-file): ids are at most 4096 bytes (docs/format.md 3.2), most far less.
+inline constexpr uint64_t kMaxIdListBytes = uint64_t{1} << 30;
 // The tokenizer_config.json beside a tokenizer.json, read for its EOS and
 // BOS token names. Real ones are under 1 MB (Llama 3's, with a chat template
 // and 256 reserved tokens, is about 50 KB).

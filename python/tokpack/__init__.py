@@ -10,10 +10,10 @@ installed (or pass as_="numpy" / as_="dlpack"). See README.md and docs/.
 """
 from ._chat import ChatTemplate, ChatTemplateError, chat_records, render_chat
 from ._core import StorageOptions, __version__
-from ._dataset import Dataset, DocumentSource, Tokenizer, build
+from ._dataset import Dataset, DocumentSource, Tokenizer, build, remove_documents
 from ._loader import Loader, cuda_available
 from ._plan import MixturePlan, mixture_plan
 
 __all__ = ["ChatTemplate", "ChatTemplateError", "Dataset", "DocumentSource", "Loader", "MixturePlan",
            "StorageOptions", "Tokenizer", "build", "chat_records", "cuda_available",
-           "mixture_plan", "render_chat", "__version__"]
+           "mixture_plan", "remove_documents", "render_chat", "__version__"]

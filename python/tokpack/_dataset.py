@@ -219,6 +219,25 @@ class Dataset:
         return self._core.has_loss_masks
 
     @property
+    def num_removed(self) -> int:
+        """Documents on the dataset's removal list (removed.json, written by
+        ``tokpack.remove_documents``) when it was opened; of a split, those in
+        its part. They read as ``pad_token`` and carry no loss."""
+        return self._core.num_removed
+
+    def is_removed(self, i: int) -> bool:
+        """Whether document ``i`` is removed: ``doc(i)`` is then an int32 copy
+        of ``pad_token``s (no view of the stored tokens), and the Loader's
+        labels naming its tokens are -100."""
+        return self._core.is_removed(self._index(i))
+
+    @property
+    def pad_token(self) -> int:
+        """What a removed document's tokens read as, and what pads a packed
+        row: the tokenizer's pad id, else its eos id, else 0."""
+        return self._core.pad_token
+
+    @property
     def has_sources(self) -> bool:
         """Whether the dataset records where each document came from
         (built with ``doc_sources``, the default)."""
@@ -326,6 +345,27 @@ class Dataset:
             f"tokpack.Dataset({self.path!r}, {split}documents={self.num_documents}, "
             f"tokens={self.num_tokens}, shards={self.num_shards}, dtype={self.dtype})"
         )
+
+
+def remove_documents(path: StrPath, ids: Iterable[str] = (), documents: Iterable[int] = (), *,
+                     restore: bool = False,
+                     storage: Optional[_core.StorageOptions] = None) -> int:
+    """Puts documents on the removal list of the dataset at ``path`` (a
+    directory, or an ``s3://``/``gs://`` URL), or with ``restore=True`` takes
+    them off; returns how many are on it afterwards. ``ids`` are record ids
+    (every document with one of them; docs/format.md 3.2), ``documents``
+    indices of the whole dataset. Readers opened afterwards serve a removed
+    document's tokens as ``pad_token`` with no loss, in the same order, so a
+    run resumed from its cursor continues exactly with them blanked
+    (docs/reader.md, "Removing documents"). Nothing is written on an error:
+    FileNotFoundError for an id no document has, ValueError for an index past
+    the end, RuntimeError "failed_precondition: ..." for ids of a dataset
+    without document sources, or a list made for another version of the
+    dataset. ``storage`` as for ``Dataset``."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError("ids is a list of ids, not one id: pass ids=[...]")
+    return _core.remove_documents(os.fspath(path), [str(i) for i in ids], list(documents),
+                                  bool(restore), storage)
 
 
 def _storage_fields(storage: Optional[_core.StorageOptions]) -> Optional[Dict[str, Any]]:

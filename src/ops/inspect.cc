@@ -14,6 +14,7 @@ DatasetInfo InspectDataset(const Dataset& dataset) {
   info.path = dataset.path();
   info.has_manifest = dataset.has_manifest();
   info.manifest = dataset.manifest();
+  info.removed_documents = dataset.num_removed();
   for (const ShardInfo& shard : info.manifest.shards) {
     info.data_bytes += shard.bin.bytes + shard.idx.bytes + (shard.has_mask ? shard.mask.bytes : 0);
   }
@@ -82,6 +83,8 @@ std::string DatasetInfoToJson(const DatasetInfo& info) {
   // Without masks every token carries loss.
   w.UInt("trainable_tokens", m.TrainableTokens());
   w.UInt("documents", m.TotalDocuments());
+  // On the removal list (removed.json): counted in documents, read as pad.
+  w.UInt("removed_documents", info.removed_documents);
   // Document sources (docs/format.md 3.2): whether lookups work, and the
   // bytes they take beside the data.
   w.Bool("doc_sources", m.HasSources());

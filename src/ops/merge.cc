@@ -5,6 +5,7 @@
 #include "base/chunk_hasher.h"
 #include "base/file_system.h"
 #include "format/dataset_path.h"
+#include "format/removed_list.h"
 #include "format/staging_dir.h"
 #include "format/token_identity.h"
 #include "reader/dataset_internal.h"
@@ -165,12 +166,39 @@ StatusOr<std::string> TokenizerCopy(const std::string& part, const std::string& 
                          HashToHex(model_xxh3) + ")");
   }
   const std::string name = file.substr(file.rfind('/') + 1);
-  if (name == Manifest::kFileName || name == Provenance::kInputsFileName || name[0] == '.' ||
-      name.rfind("part-", 0) == 0) {
+  if (name == Manifest::kFileName || name == Provenance::kInputsFileName ||
+      name == kRemovedFileName || name[0] == '.' || name.rfind("part-", 0) == 0) {
     return InvalidArgumentError(where + ": a merge cannot name its tokenizer copy '" + name +
                                 "' (a name of the merge's own files)");
   }
   return name;
+}
+
+// The merged removal list (docs/format.md 17): each part's, read by
+// read(i) (NotFound: it has none) and checked against the part (one made
+// for another version of it fails the merge: its indices would remove other
+// documents), moved past the documents of the parts before it. Empty when
+// no part has one.
+StatusOr<std::vector<uint64_t>> MergedRemovals(
+    const std::vector<std::pair<std::string, Manifest>>& parts,
+    const std::function<StatusOr<std::string>(size_t i)>& read,
+    const std::function<std::string(size_t i)>& where) {
+  std::vector<uint64_t> merged;
+  uint64_t offset = 0;  // Documents of the parts before this one.
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Manifest& m = parts[i].second;
+    StatusOr<std::string> text = read(i);
+    if (text.ok()) {
+      TOKPACK_ASSIGN_OR_RETURN(
+          const std::vector<uint64_t> docs,
+          ParseRemovedListFor(*text, where(i), m.Fingerprint(), m.TotalDocuments()));
+      for (const uint64_t d : docs) merged.push_back(offset + d);
+    } else if (text.status().code() != StatusCode::kNotFound) {
+      return text.status();
+    }
+    offset += m.TotalDocuments();
+  }
+  return merged;
 }
 
 // How a merge reaches the files of one part: local paths, or objects.
@@ -236,6 +264,12 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
   TOKPACK_ASSIGN_OR_RETURN(Manifest out, Combine(parts, [&](size_t i, const std::string& shard) {
                              return parts[i].first + "/" + shard;
                            }));
+  const auto part_list = [&](size_t i) { return parts[i].first + "/" + kRemovedFileName; };
+  TOKPACK_ASSIGN_OR_RETURN(
+      const std::vector<uint64_t> removed,
+      MergedRemovals(
+          parts, [&](size_t i) { return store.Get(part_list(i), kMaxRemovedListBytes); },
+          [&](size_t i) { return store.location().UrlOf(part_list(i)); }));
   if (!force) {
     StatusOr<uint64_t> existing = store.Size(Manifest::kFileName);
     if (existing.ok()) {
@@ -256,7 +290,16 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
     TOKPACK_RETURN_IF_ERROR(
         store.Put(Provenance::kInputsFileName, InputListFile(out.provenance.inputs)));
   }
+  // The list goes up before the manifest, so that no reader sees the merged
+  // dataset without it; a list of a dataset this merge replaces goes after
+  // it, so that a reader meanwhile refuses (another fingerprint) rather
+  // than serve documents removed there.
+  if (!removed.empty()) {
+    TOKPACK_RETURN_IF_ERROR(
+        store.Put(kRemovedFileName, RemovedListJson({out.Fingerprint(), removed})));
+  }
   TOKPACK_RETURN_IF_ERROR(store.Put(Manifest::kFileName, out.ToJson()));
+  if (removed.empty()) TOKPACK_RETURN_IF_ERROR(store.Delete(kRemovedFileName));
   return out;
 }
 
@@ -287,6 +330,15 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
   TOKPACK_ASSIGN_OR_RETURN(Manifest out, Combine(parts, [&](size_t i, const std::string& shard) {
                              return PartLink(i) + "/" + shard;
                            }));
+  TOKPACK_ASSIGN_OR_RETURN(
+      const std::vector<uint64_t> removed,
+      MergedRemovals(
+          parts,
+          [&](size_t i) {
+            return ReadDatasetFile(parts[i].first, kRemovedFileName, kMaxRemovedListBytes,
+                                   Links::kRefuse);
+          },
+          [&](size_t i) { return JoinPath(parts[i].first, kRemovedFileName); }));
   const Manifest& first = parts[0].second;
   // The merged manifest refers to the parts' files: the output must not
   // replace them.
@@ -309,6 +361,11 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
                                                                model, first.tokenizer.model_xxh3));
     TOKPACK_RETURN_IF_ERROR(
         WriteFileAtomically(PosixFileSystem(), staging->path(), out.tokenizer.file, model));
+  }
+  if (!removed.empty()) {
+    TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(PosixFileSystem(), staging->path(),
+                                                kRemovedFileName,
+                                                RemovedListJson({out.Fingerprint(), removed})));
   }
   // A manifest names only files beneath its directory, so each part is
   // reached through a link in it.

@@ -5,7 +5,13 @@
 // upload; manifest.json, written last in one PUT once every file went up
 // whole and verified, switches readers to it; only then are the objects of
 // the manifest it replaced deleted. A push that fails or is refused before
-// that PUT removes its generation and leaves the old dataset as it was.
+// that PUT removes its generation and leaves the old dataset as it was. The
+// removal list (removed.json) lies beside the manifest, outside generations:
+// put just before the manifest, or, when the pushed dataset has none, the
+// old one deleted just after it, so that a reader never sees the new
+// generation without its removals (one that opens the old generation in
+// between refuses the list, made for another fingerprint, rather than serve
+// what it removes).
 #include <time.h>
 
 #include <algorithm>
@@ -17,6 +23,7 @@
 
 #include "base/chunk_hasher.h"
 #include "base/file_system.h"
+#include "format/removed_list.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/dataset_ops.h"
@@ -190,6 +197,16 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
         "push needs a tokpack dataset (its checksums guard remote reads)");
   }
   Manifest m = std::move(*loaded);
+  // The removal list goes up as it is, once checked as readers check it.
+  StatusOr<std::string> removed =
+      ReadDatasetFile(options.dir, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse);
+  if (!removed.ok() && removed.status().code() != StatusCode::kNotFound) return removed.status();
+  if (removed.ok()) {
+    TOKPACK_RETURN_IF_ERROR(ParseRemovedListFor(*removed, JoinPath(options.dir, kRemovedFileName),
+                                                m.Fingerprint(), m.TotalDocuments())
+                                .status()
+                                .WithContext("push refused"));
+  }
   TOKPACK_ASSIGN_OR_RETURN(ObjectLocation location, ResolveObjectUrl(options.url, options.storage));
   if (location.kind == ObjectLocation::Kind::kHttp) {
     return InvalidArgumentError("push needs an object store (s3:// or gs://), not " + options.url);
@@ -278,12 +295,25 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
     }
     return s;
   }
+  if (removed.ok()) {
+    TOKPACK_RETURN_IF_ERROR(
+        store.Put(kRemovedFileName, *removed).WithContext("uploading the removal list"));
+    total += removed->size();
+    if (options.on_file) options.on_file(kRemovedFileName, removed->size());
+  }
   // The switch. Should it fail, the generation stays: a PUT that timed out
   // may still have taken effect.
   TOKPACK_RETURN_IF_ERROR(
       store.Put(Manifest::kFileName, json).WithContext("publishing " + options.url));
   total += json.size();
   if (options.on_file) options.on_file(Manifest::kFileName, json.size());
+  if (!removed.ok()) {
+    TOKPACK_RETURN_IF_ERROR(store.Delete(kRemovedFileName)
+                                .WithContext("published " + options.url +
+                                             ", but its old removal list is still there, and "
+                                             "readers refuse it: delete " +
+                                             store.location().UrlOf(kRemovedFileName)));
+  }
   if (!replaced.empty()) DeleteReplaced(store, replaced, m);
   return total;
 }

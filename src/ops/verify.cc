@@ -10,6 +10,7 @@
 #include "format/dataset_path.h"
 #include "format/idx_file.h"
 #include "format/loss_mask.h"
+#include "format/removed_list.h"
 #include "format/source_index.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
@@ -294,6 +295,23 @@ void CheckSources(const DatasetFiles& files, const std::string& name, const Mani
   if (!s.ok()) report->problems.push_back(s.message());
 }
 
+// Checks the removal list beside the manifest, when there is one
+// (docs/format.md 17): its format, that it was made for this version of the
+// dataset, and its indices.
+void CheckRemovedList(const DatasetFiles& files, const Manifest& m, VerifyReport* report) {
+  StatusOr<std::string> text = files.Read(kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse);
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) return;
+  Status s = text.status();
+  if (s.ok()) {
+    ++report->files_checked;
+    report->bytes_checked += text->size();
+    s = ParseRemovedListFor(*text, files.Where(kRemovedFileName), m.Fingerprint(),
+                            m.TotalDocuments())
+            .status();
+  }
+  if (!s.ok()) report->problems.push_back(s.message());
+}
+
 VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
                                 const std::function<void(uint64_t)>& on_bytes) {
   VerifyReport report;
@@ -324,6 +342,7 @@ VerifyReport VerifyWithManifest(const DatasetFiles& files, Manifest m,
     Status s = list.ok() ? ReadInputList(*list, files.Where(name), &m.provenance) : list.status();
     if (!s.ok()) report.problems.push_back(s.message());
   }
+  CheckRemovedList(files, m, &report);
   return report;
 }
 

@@ -25,17 +25,18 @@ Status ReadRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, size_t shift
   return Status::Ok();
 }
 
-// Row b's label bits where its dataset has a loss mask: label j names token
-// a + shift + j, so it carries that token's bit. Host rows apply them to the
-// labels (kept in loss_mask when the batch has one); compact rows leave them
-// in loss_mask for the device. Rows of a dataset without masks carry loss
-// everywhere. Returns the row's labels that carry loss.
+// Row b's label bits where its dataset has a loss mask or removed documents
+// (HasLabelBits): label j names token a + shift + j, so it carries that
+// token's bit. Host rows apply them to the labels (kept in loss_mask when the
+// batch has one); compact rows leave them in loss_mask for the device. Rows
+// of other datasets carry loss everywhere. Returns the row's labels that
+// carry loss.
 template <typename T>
 StatusOr<uint64_t> MaskRow(const Dataset& ds, uint64_t a, uint64_t L, size_t b, size_t shift,
                            bool compact, const BatchArrays& out, ReadStats* stats) {
   thread_local std::vector<uint8_t> scratch;  // Reused: no steady-state allocation.
   uint8_t* bits = out.loss_mask ? out.loss_mask + b * L : nullptr;
-  if (!ds.has_loss_masks()) {
+  if (!HasLabelBits(ds)) {
     if (bits) std::memset(bits, 1, L);
     return L;
   }
@@ -71,7 +72,7 @@ void FillBoundaries(const Dataset& ds, uint64_t a, uint64_t L, size_t b, BatchAr
 
 bool AnyLossMasks(const std::vector<Loader::Source>& sources) {
   for (const Loader::Source& s : sources) {
-    if (s.dataset->has_loss_masks()) return true;
+    if (HasLabelBits(*s.dataset)) return true;
   }
   return false;
 }
@@ -170,9 +171,9 @@ Status ReadRows(const std::vector<Loader::Source>& sources,
     } else {
       TOKPACK_RETURN_IF_ERROR(ReadRow<int64_t>(ds, a, L, b, shift, out, stats));
     }
-    // Without masks and without a loss_mask array every label carries loss:
-    // nothing to do per row.
-    if (out.loss_mask == nullptr && !ds.has_loss_masks()) {
+    // Without label bits and without a loss_mask array every label carries
+    // loss: nothing to do per row.
+    if (out.loss_mask == nullptr && !HasLabelBits(ds)) {
       trainable[b].second = L;
     } else {
       StatusOr<uint64_t> kept =

@@ -24,21 +24,22 @@ struct HostLayout {
   bool has_mask = false;
 
   // `stored_item`: the datasets' token size (for compact windows);
-  // `masked`: whether some source has loss masks (AnyLossMasks).
+  // `masked`: whether some source has label bits (AnyLossMasks).
   static HostLayout For(const LoaderOptions& o, bool compact, size_t stored_item, bool masked);
   // Points slot->arrays into `memory`.
   void Place(char* memory, bool boundaries, Slot* slot) const;
 };
 
-// Whether some source has loss masks: only then do rows read masks, and a
-// device stage gets the rows' label bits along with the windows.
+// Whether some source has loss masks or removed documents (HasLabelBits):
+// only then do rows read label bits, and a device stage gets them along
+// with the windows.
 bool AnyLossMasks(const std::vector<Loader::Source>& sources);
 
 // Fills slot.arrays for slot.rows, counting remote reads into `stats`:
 // windows, or with `views` (packing="best_fit", one per source) packed rows
-// (packed_rows.h), with labels -100 where a source's loss mask says so (in
-// compact windows the device applies the bits put in slot.arrays.loss_mask),
-// and slot.info.trainable. Reuses thread-local scratch: no allocation in
+// (packed_rows.h), with labels -100 where a source's loss mask or removed
+// documents say so (in compact windows the device applies the bits put in
+// slot.arrays.loss_mask), and slot.info.trainable. Reuses thread-local scratch: no allocation in
 // steady state.
 Status AssembleRows(const std::vector<Loader::Source>& sources,
                     const std::vector<std::shared_ptr<const PackedView>>& views,

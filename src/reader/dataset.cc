@@ -7,6 +7,7 @@
 
 #include "base/file_system.h"
 #include "format/idx_file.h"
+#include "format/removed_list.h"
 #include "reader/dataset_impl.h"
 #include "reader/dataset_internal.h"
 #include "reader/split_ranges.h"
@@ -31,6 +32,21 @@ bool IsFile(const std::string& p) {
 bool Exists(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0;
+}
+
+// The pad token, as packing pads and removed documents read (Dataset::pad_token).
+int64_t PadToken(const TokenizerInfo& t) {
+  return t.pad_id >= 0 ? t.pad_id : t.eos_id >= 0 ? t.eos_id : 0;
+}
+
+// Applies `text`, the dataset's removed.json read from `source`, unless the
+// read found none (NotFound): the common case, which costs one failed open.
+Status ApplyRemovalsIfAny(Dataset::Impl& d, const StatusOr<std::string>& text,
+                          const std::string& source) {
+  if (!text.ok()) {
+    return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
+  }
+  return d.ApplyRemovals(*text, source);
 }
 
 }  // namespace
@@ -83,6 +99,7 @@ Status Dataset::Impl::ApplySplit(const DatasetOptions& options) {
       manifest.shards[k].trainable_tokens = SegmentTrainable(k, whole[k]);
     }
   }
+  CountRemovals();
   fingerprint = SplitFingerprint(fingerprint, spec, part);
   return Status::Ok();
 }
@@ -248,6 +265,13 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
                                      std::move(mask), std::move(sources)));
   }
   d.fingerprint = d.manifest.Fingerprint();
+  d.pad = PadToken(d.manifest.tokenizer);
+  if (has_manifest) {
+    // Beside the manifest, never through a link (as the manifest's own members).
+    TOKPACK_RETURN_IF_ERROR(ApplyRemovalsIfAny(
+        d, ReadDatasetFile(path, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse),
+        JoinPath(path, kRemovedFileName)));
+  }
   return std::make_shared<Dataset>(std::move(impl));
 }
 
@@ -298,6 +322,11 @@ StatusOr<std::shared_ptr<Dataset>> OpenRemoteDataset(const std::string& url,
                                      &info, std::move(mask), std::move(sources)));
   }
   d.fingerprint = d.manifest.Fingerprint();
+  d.pad = PadToken(d.manifest.tokenizer);
+  // Not cached: a list added since the last open applies at this one.
+  const HttpStore& store = remote.store();
+  TOKPACK_RETURN_IF_ERROR(ApplyRemovalsIfAny(d, store.Get(kRemovedFileName, kMaxRemovedListBytes),
+                                             store.location().UrlOf(kRemovedFileName)));
   return std::make_shared<Dataset>(std::move(impl));
 }
 
@@ -411,6 +440,12 @@ StatusOr<Dataset::TokenView> Dataset::DocumentView(uint64_t i) const {
   const Impl::Shard& s = d.shards[k];
   const char* base = s.bin->data();
   if (length == 0) return TokenView{base, 0};  // An empty .bin maps to null.
+  if (d.IsRemoved(k, i - s.first_document + s.first_entry)) {
+    // The mapping still holds its tokens; a removed document reads as pad.
+    return FailedPreconditionError("document " + std::to_string(i) + " of " + d.path +
+                                   " is removed (removed.json); use ReadTokens, which reads it "
+                                   "as pad tokens");
+  }
   if (base == nullptr) {
     return FailedPreconditionError(s.bin->name() + " is not memory-resident; use ReadTokens");
   }

@@ -1,6 +1,7 @@
 // Dataset::Impl: an opened dataset's shards (or a split's segments of them)
-// and the reads over its stream, shared by dataset.cc (opening, documents)
-// and dataset_masks.cc (loss masks). Internal to the reader.
+// and the reads over its stream, shared by dataset.cc (opening, documents),
+// dataset_masks.cc (loss masks) and dataset_removals.cc (removed documents).
+// Internal to the reader.
 #ifndef TOKPACK_SRC_READER_DATASET_IMPL_H_
 #define TOKPACK_SRC_READER_DATASET_IMPL_H_
 
@@ -10,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/idx_file.h"
@@ -25,6 +27,14 @@ std::shared_ptr<SourceFile> NewSourceFile(std::unique_ptr<ByteSource> src, std::
                                           uint64_t input_total);
 
 struct Dataset::Impl {
+  // The removed documents of one shard (removed.json, docs/format.md 17), in
+  // the shard's own numbering; the segments of a split share it.
+  struct ShardRemovals {
+    std::vector<uint64_t> entries;  // Their .idx entries, increasing.
+    // Their tokens in the .bin: disjoint [first, second), increasing, with
+    // adjacent documents' ranges joined.
+    std::vector<std::pair<uint64_t, uint64_t>> tokens;
+  };
   // A shard, or on a split one of its part's ranges of documents (a segment
   // of the stream; the segments of one shard share its files).
   struct Shard {
@@ -40,6 +50,8 @@ struct Dataset::Impl {
     // [first_entry, ..) of the .idx, tokens [token_base, ..) of the .bin.
     uint64_t first_entry = 0;
     uint64_t token_base = 0;
+    // Its removed documents; null when none of its (segment's) are.
+    std::shared_ptr<const ShardRemovals> removed;
   };
   std::string path;
   Manifest manifest;
@@ -62,12 +74,25 @@ struct Dataset::Impl {
   std::string cache_dir;     // StorageOptions::cache_dir as opened.
   bool has_manifest = true;
   bool has_masks = false;  // Every shard has a loss mask (the manifest's rule).
+  // Removed documents of the stream (of a split: of its part); while 0,
+  // reads take no step for them.
+  uint64_t num_removed = 0;
+  int64_t pad = 0;  // What a removed token reads as (Dataset::pad_token()).
 
   // Narrows the dataset to part options.split_index of options.split: its
   // runs of documents (split_ranges.h), each maximal range of them a segment
   // in `shards` and `manifest.shards`; the stream, the manifest's counts and
   // the fingerprint become the part's.
   Status ApplySplit(const DatasetOptions& options);
+
+  // Removed documents (dataset_removals.cc). Applies the removed.json text
+  // read from `source` (of the whole dataset, before ApplySplit) to the
+  // shards; errors name `source`.
+  Status ApplyRemovals(std::string_view text, const std::string& source);
+  // Keeps on each shard (segment) only removals inside it, and counts them.
+  void CountRemovals();
+  // Whether document `entry` of shards[k]'s .idx is removed.
+  bool IsRemoved(size_t k, uint64_t entry) const;
 
   // Loss masks (dataset_masks.cc). Dataset::ReadLossMask:
   Status ReadMask(uint64_t begin, uint64_t count, uint8_t* out, ReadStats* stats) const;
@@ -108,6 +133,29 @@ struct Dataset::Impl {
       ++k;
     }
     return Status::Ok();
+  }
+
+  // Calls blank(at, n) for each run of n removed tokens among stream tokens
+  // [begin, begin + count) (a range a read has checked), in order; `at`
+  // counts from `begin`. O(log removed ranges) per shard part.
+  template <typename Blank>
+  void ForEachRemoved(uint64_t begin, uint64_t count, Blank&& blank) const {
+    uint64_t at = 0;
+    for (size_t k = count ? ShardOfToken(begin) : 0; at < count; ++k) {
+      const Shard& s = shards[k];
+      const uint64_t n = std::min(count - at, token_ends[k] - (begin + at));
+      if (s.removed) {
+        const uint64_t lo = begin + at - s.first_token + s.token_base, hi = lo + n;
+        const auto& ranges = s.removed->tokens;
+        auto it = std::upper_bound(ranges.begin(), ranges.end(), lo,
+                                   [](uint64_t t, const auto& r) { return t < r.second; });
+        for (; it != ranges.end() && it->first < hi; ++it) {
+          const uint64_t a = std::max(it->first, lo), b = std::min(it->second, hi);
+          blank(at + (a - lo), b - a);
+        }
+      }
+      at += n;
+    }
   }
 
   // Calls sink(src, n) for each run of n stored tokens of [begin, begin +
@@ -168,26 +216,50 @@ struct Dataset::Impl {
 
   template <typename T>
   Status Read(uint64_t begin, uint64_t count, T* out, ReadStats* stats) const {
+    T* at = out;
+    Status read;
     // The dtype is fixed per loop so each loop inlines to a widening copy.
     if (manifest.dtype == TokenDtype::kUInt16) {
-      return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-        Widen<TokenDtype::kUInt16>(src, n, out);
-        out += n;
+      read = ForEachRun(begin, count, stats, [&at](const char* src, uint64_t n) {
+        Widen<TokenDtype::kUInt16>(src, n, at);
+        at += n;
+      });
+    } else {
+      read = ForEachRun(begin, count, stats, [&at](const char* src, uint64_t n) {
+        Widen<TokenDtype::kInt32>(src, n, at);
+        at += n;
       });
     }
-    return ForEachRun(begin, count, stats, [&out](const char* src, uint64_t n) {
-      Widen<TokenDtype::kInt32>(src, n, out);
-      out += n;
-    });
+    TOKPACK_RETURN_IF_ERROR(read);
+    // One branch per read, none per run, while nothing is removed.
+    if (num_removed != 0) {
+      ForEachRemoved(begin, count, [out, this](uint64_t i, uint64_t n) {
+        std::fill_n(out + i, n, static_cast<T>(pad));
+      });
+    }
+    return Status::Ok();
   }
 
   Status ReadStored(uint64_t begin, uint64_t count, void* out, ReadStats* stats) const {
     char* dst = static_cast<char*>(out);
     const int item = TokenDtypeSize(manifest.dtype);
-    return ForEachRun(begin, count, stats, [&dst, item](const char* src, uint64_t n) {
-      std::memcpy(dst, src, n * item);
-      dst += n * item;
-    });
+    TOKPACK_RETURN_IF_ERROR(
+        ForEachRun(begin, count, stats, [&dst, item](const char* src, uint64_t n) {
+          std::memcpy(dst, src, n * item);
+          dst += n * item;
+        }));
+    if (num_removed != 0) {
+      // The pad id as stored: little-endian, of the dataset's width.
+      char padded[4];
+      for (int b = 0; b < 4; ++b) {
+        padded[b] = static_cast<char>(static_cast<uint64_t>(pad) >> 8 * b);
+      }
+      char* base = static_cast<char*>(out);
+      ForEachRemoved(begin, count, [&](uint64_t i, uint64_t n) {
+        for (uint64_t j = i; j < i + n; ++j) std::memcpy(base + j * item, padded, item);
+      });
+    }
+    return Status::Ok();
   }
 };
 

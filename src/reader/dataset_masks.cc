@@ -28,19 +28,26 @@ Status Dataset::Impl::ReadMask(uint64_t begin, uint64_t count, uint8_t* out,
   if (!has_masks) {
     TOKPACK_RETURN_IF_ERROR(CheckRange(begin, count));
     std::memset(out, 1, count);
-    return Status::Ok();
+  } else {
+    uint8_t* at = out;
+    TOKPACK_RETURN_IF_ERROR(
+        ForEachShardPart(begin, count, [&](const Shard& s, uint64_t local, uint64_t n) {
+          const char* mapped = s.mask->data();
+          Status read = Status::Ok();
+          if (mapped != nullptr) {
+            ExpandMaskBits(reinterpret_cast<const uint8_t*>(mapped), local, n, at);
+          } else {
+            read = ReadUnmappedBits(*s.mask, local, n, at, stats);
+          }
+          at += n;
+          return read;
+        }));
   }
-  return ForEachShardPart(begin, count, [&](const Shard& s, uint64_t local, uint64_t n) {
-    const char* mapped = s.mask->data();
-    Status read = Status::Ok();
-    if (mapped != nullptr) {
-      ExpandMaskBits(reinterpret_cast<const uint8_t*>(mapped), local, n, out);
-    } else {
-      read = ReadUnmappedBits(*s.mask, local, n, out, stats);
-    }
-    out += n;
-    return read;
-  });
+  // A removed document's tokens carry no loss, with a mask or without.
+  if (num_removed != 0) {
+    ForEachRemoved(begin, count, [out](uint64_t i, uint64_t n) { std::memset(out + i, 0, n); });
+  }
+  return Status::Ok();
 }
 
 uint64_t Dataset::Impl::SegmentTrainable(size_t k, const ShardInfo& whole) const {

@@ -11,7 +11,7 @@ template <typename T>
 Status Fill(const Dataset& ds, const TokenRange* pieces, size_t n, int64_t pad, uint64_t L,
             bool next, size_t b, BatchArrays& out, ReadStats* stats, uint64_t* trainable) {
   thread_local std::vector<uint8_t> bits;  // A piece's mask bits; reused.
-  const bool masked = ds.has_loss_masks();
+  const bool masked = HasLabelBits(ds);
   T* in = reinterpret_cast<T*>(out.inputs) + b * L;
   T* labels = reinterpret_cast<T*>(out.targets) + b * L;
   int32_t* pos = out.position_ids + b * L;

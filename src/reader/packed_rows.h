@@ -8,9 +8,9 @@
 //   position_ids restart at 0 at each piece, and the padding counts 0, 1, ...
 //     as a segment of its own;
 //   cu_seqlens gets the start of each piece and of the padding;
-//   with a loss mask, a label is -100 also where its token (the one it
-//   names: j + 1's for "next", j's for "same") carries no loss; a
-//   document's pieces carry their own tokens' bits;
+//   with a loss mask or removed documents, a label is -100 also where its
+//   token (the one it names: j + 1's for "next", j's for "same") carries no
+//   loss; a document's pieces carry their own tokens' bits;
 //   loss_mask[j] is 1 exactly where labels[j] is not -100.
 // Invariant: the pieces' lengths add up to at most L (the plan's bins).
 // Internal to the batch assembler.
@@ -26,12 +26,18 @@
 
 #include "reader/packed_view.h"
 #include "reader/slot_ring.h"
+#include "tokpack/dataset.h"
 #include "tokpack/loader.h"
 
 namespace tokpack {
 
 // The label of a cell that trains nothing (PyTorch's ignore_index).
 inline constexpr int64_t kIgnoreLabel = -100;
+
+// Whether rows of `ds` must read its labels' bits (Dataset::ReadLossMask):
+// some of its tokens carry no loss, by its loss mask or being removed.
+// Otherwise every label carries loss, and rows skip the read.
+inline bool HasLabelBits(const Dataset& ds) { return ds.has_loss_masks() || ds.num_removed() != 0; }
 
 // Eight bytes that are each 0 or 1, as a word, and their sum: multiplying
 // by 0x0101010101010101 adds every byte into the top one (at most 8, no
@@ -93,8 +99,8 @@ void GatherPackedRows(const std::vector<std::shared_ptr<const PackedView>>& view
 // Fills row b of `out` (inputs and targets widened to the output dtype,
 // position_ids, and its segments appended to cu_seqlens, and loss_mask when
 // out has one) with the bin of `view` whose pieces are pieces[0..n), read
-// from `ds` (the view's dataset), whose loss mask, if it has one, makes
-// more labels -100; adds the row's labels that carry loss to *trainable.
+// from `ds` (the view's dataset), whose loss mask and removed documents, if
+// it has them, make more labels -100; adds the row's labels that carry loss to *trainable.
 Status FillPackedRow(const Dataset& ds, const PackedView& view, const TokenRange* pieces, size_t n,
                      const LoaderOptions& o, size_t b, BatchArrays& out, ReadStats* stats,
                      uint64_t* trainable);

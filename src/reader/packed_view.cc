@@ -52,9 +52,7 @@ StatusOr<std::shared_ptr<const PackedView>> PackedView::Open(const Dataset& data
     return OutOfRangeError("packing=\"best_fit\": '" + dataset.path() +
                            "' has no non-empty document");
   }
-  const TokenizerInfo& t = dataset.manifest().tokenizer;
-  const int64_t pad = t.pad_id >= 0 ? t.pad_id : t.eos_id >= 0 ? t.eos_id : 0;
-  return std::shared_ptr<const PackedView>(new PackedView(std::move(plan), pad));
+  return std::shared_ptr<const PackedView>(new PackedView(std::move(plan), dataset.pad_token()));
 }
 
 void PrefetchSample(const Dataset& ds, const PackedView* view, uint64_t sample, uint64_t L,

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, random_text, write_jsonl
+from doc_examples import doc_example
 
 SPEC = REPO / "docs" / "format.md"
 
@@ -794,3 +795,47 @@ def test_worked_example_of_the_spec(tmp_path, run_tokpack, spm_model):
     assert len(preimage) == 166
     assert hex16(xxh3(preimage)) == doc_manifest["fingerprint"]
     assert d.documents() == [[98, 68, 2], [96, 97, 94, 2], [66, 56, 2]]
+    # Section 17's list, as `tokpack remove` writes it for this dataset.
+    run_tokpack("remove", "ds", "--doc", 0, "--doc", 2, cwd=tmp_path)
+    assert (ds / "removed.json").read_text() == doc_example("format.md", "removed-json")
+
+
+def read_removed(ds, m):
+    """Section 17: the removal list of a dataset, checked by its rules (None
+    without one)."""
+    path = Path(ds) / "removed.json"
+    if not path.exists():
+        return None
+    assert path.is_file() and not path.is_symlink() and path.stat().st_size <= 256 << 20
+    listed = json.loads(path.read_text("utf-8"))
+    assert set(listed) == {"format", "version", "fingerprint", "documents"}
+    assert listed["format"] == "tokpack-removed" and listed["version"] == 1
+    assert re.fullmatch(r"[0-9a-f]{16}", listed["fingerprint"])
+    assert listed["fingerprint"] == fingerprint(m)
+    docs = listed["documents"]
+    assert all(type(d) is int for d in docs)
+    assert all(a < b for a, b in zip(docs, docs[1:]))
+    assert all(0 <= d < m["total_documents"] for d in docs)
+    return docs
+
+
+def test_removal_lists_follow_the_spec(tmp_path, run_tokpack, spm_model):
+    """Section 17: the list names whole-dataset indices bound to the fingerprint,
+    changes nothing the manifest says, and merge renumbers the parts' lists."""
+    rng = random.Random(17)
+    records = [json.dumps({"text": random_text(rng), "id": f"x{i}"}) for i in range(60)]
+    (tmp_path / "a.jsonl").write_text("\n".join(records[:30]) + "\n")
+    (tmp_path / "b.jsonl").write_text("\n".join(records[30:]) + "\n")
+    parts = [build(run_tokpack, spm_model, [tmp_path / "a.jsonl", tmp_path / "b.jsonl"],
+                   tmp_path / f"p{i}", "--part", f"{i}/2", "--shard-tokens", "300")
+             for i in range(2)]
+    before = (parts[0] / "manifest.json").read_bytes()
+    run_tokpack("remove", parts[0], "--id", "x29", "--id", "x3", "--doc", 10)
+    run_tokpack("remove", parts[1], "--id", "x30")
+    assert (parts[0] / "manifest.json").read_bytes() == before  # Not part of the dataset.
+    p0 = Dataset(parts[0])
+    assert read_removed(parts[0], p0.manifest) == [3, 10, 29]
+    assert read_removed(parts[1], Dataset(parts[1]).manifest) == [0]
+    run_tokpack("merge", tmp_path / "m", parts[1], parts[0])
+    merged = Dataset(tmp_path / "m")
+    assert read_removed(tmp_path / "m", merged.manifest) == [3, 10, 29, 30]
