@@ -82,6 +82,7 @@ int PrintExplained(const Loader& loader, const std::vector<std::string>& names,
         w.UInt("document", span.document);
         w.UInt("offset", span.offset);
         w.UInt("length", span.length);
+        if (ds.is_removed(span.document)) w.Bool("removed", true);
         if (origin) {
           w.UInt("input", origin->input);
           w.String("path", origin->input_path);
@@ -91,11 +92,12 @@ int PrintExplained(const Loader& loader, const std::vector<std::string>& names,
         w.EndObject();
         continue;
       }
-      std::printf("  columns [%llu, %llu): document %llu tokens [%llu, %llu)%s%s\n",
+      std::printf("  columns [%llu, %llu): document %llu%s tokens [%llu, %llu)%s%s\n",
                   static_cast<ull>(span.column), static_cast<ull>(span.column + span.length),
-                  static_cast<ull>(span.document), static_cast<ull>(span.offset),
-                  static_cast<ull>(span.offset + span.length), origin ? ", " : "",
-                  origin ? DescribeSource(*origin).c_str() : "");
+                  static_cast<ull>(span.document),
+                  ds.is_removed(span.document) ? " (removed: served as padding)" : "",
+                  static_cast<ull>(span.offset), static_cast<ull>(span.offset + span.length),
+                  origin ? ", " : "", origin ? DescribeSource(*origin).c_str() : "");
     }
     if (json) {
       w.EndArray();

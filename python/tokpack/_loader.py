@@ -362,11 +362,13 @@ class Loader:
         loss spike can be traced to its data: one dict per row, in global
         batch order (every rank's, or only ``rank``'s), ``{"step", "rank",
         "row", "source" (its name), "sample", "spans"}``, each span a dict
-        ``{"column", "document", "offset", "length", "origin"}``: tokens
+        ``{"column", "document", "offset", "length", "origin", "removed"}``: tokens
         ``[offset, offset + length)`` of ``document`` of the source's dataset
         at columns ``[column, column + length)`` of the row (a window holds
         seq_len + 1 tokens, the last only a label), and ``origin`` its
-        :meth:`Dataset.source` (None without document sources). Replays
+        :meth:`Dataset.source` (None without document sources);
+        ``removed``: the document is on the dataset's removal list, so the
+        row held pad tokens there, without loss. Replays
         the order from where this loader began (the start, or the state it
         loaded) at this loader's global batch, without reading tokens, in
         time that grows with ``step`` (Ctrl-C stops it): a step served before
@@ -387,7 +389,8 @@ class Loader:
                 "step": st, "rank": rk, "row": row, "source": self._names[source],
                 "sample": sample,
                 "spans": [{"column": c, "document": d, "offset": o, "length": n,
-                           "origin": ds.source(d) if ds.has_sources else None}
+                           "origin": ds.source(d) if ds.has_sources else None,
+                           "removed": ds.is_removed(d)}
                           for c, d, o, n in spans],
             })
         return rows

@@ -181,3 +181,27 @@ def test_the_docs_examples_run(spm_model, tmp_path, monkeypatch, tokpack_bin, ca
         else:
             first = json.loads(out.splitlines()[0])
             assert first["spans"][0]["id"] == "a-16" and first["spans"][0]["record"] == 1
+
+
+def test_removed_documents_are_marked(spm_model, tmp_path, tokpack_bin):
+    """A step's spans say which documents the removal list blanked, and the
+    served row holds the pad token exactly there."""
+    (tmp_path / "docs.jsonl").write_text(DOCS_JSONL)
+    ds_path = tmp_path / "ds"
+    tokpack.build(str(tmp_path / "docs.jsonl"), ds_path, spm_model, skip_bad_lines=True)
+    tokpack.remove_documents(ds_path, ids=["a-16"])
+    loader = tokpack.Loader(ds_path, seq_len=8, batch_size=2, shuffle="none")
+    rows = loader.explain(0)
+    ids = next(loader)["input_ids"].numpy()
+    pad = tokpack.Dataset(ds_path).pad_token
+    for row in rows:
+        for span in row["spans"]:
+            assert span["removed"] == (span["origin"].id == "a-16")
+            cols = ids[row["row"]][span["column"]:span["column"] + span["length"]]
+            if span["removed"]:
+                assert (cols == pad).all()
+    text = subprocess.run([tokpack_bin, "sample", str(ds_path), "--seq-len", "8", "--batch-size",
+                           "2", "--shuffle", "none", "--explain", "0"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "document 0 (removed: served as padding)" in text
+    assert "document 1 (removed" not in text
