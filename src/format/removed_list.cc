@@ -2,10 +2,13 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "base/json_reader.h"
 #include "tokpack/file_digest.h"
+#include "tokpack/files.h"
 #include "tokpack/json_writer.h"
 
 namespace tokpack {
@@ -87,6 +90,38 @@ std::string RemovedListJson(const RemovedList& list) {
   w.EndArray();
   w.EndObject();
   return w.str();
+}
+
+StatusOr<std::string> RemovedListText(const RemovedList& list, std::string_view target) {
+  std::string text = RemovedListJson(list);
+  if (text.size() > kMaxRemovedListBytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  std::string(target) + ": a list of " + std::to_string(list.documents.size()) +
+                      " documents takes " + std::to_string(text.size()) +
+                      " bytes, past the limit of " + std::to_string(kMaxRemovedListBytes) +
+                      " readers accept; rebuild without them instead");
+  }
+  return text;
+}
+
+StatusOr<std::string> CarriedRemovedList(std::string_view own,
+                                         const StatusOr<std::string>& replaced,
+                                         uint64_t fingerprint, std::string_view target) {
+  RemovedList list{fingerprint, {}};
+  if (!own.empty()) {
+    TOKPACK_ASSIGN_OR_RETURN(RemovedList mine, ParseRemovedList(own, target));
+    list.documents = std::move(mine.documents);
+  }
+  StatusOr<RemovedList> old = replaced.ok() ? ParseRemovedList(*replaced, target)
+                                            : StatusOr<RemovedList>(replaced.status());
+  if (old.ok() && old->fingerprint == fingerprint && !old->documents.empty()) {
+    std::vector<uint64_t> both;
+    std::set_union(list.documents.begin(), list.documents.end(), old->documents.begin(),
+                   old->documents.end(), std::back_inserter(both));
+    list.documents = std::move(both);
+  }
+  if (list.documents.empty()) return std::string(own);
+  return RemovedListText(list, target);
 }
 
 }  // namespace tokpack

@@ -42,6 +42,21 @@ StatusOr<std::vector<uint64_t>> ParseRemovedListFor(std::string_view text, std::
 // line, so that a list kept in version control diffs by document.
 std::string RemovedListJson(const RemovedList& list);
 
+// The text of RemovedListJson(list), or ResourceExhausted naming `target`
+// when it passes kMaxRemovedListBytes, which every reader would refuse.
+StatusOr<std::string> RemovedListText(const RemovedList& list, std::string_view target);
+
+// The removal list a dataset of `fingerprint` publishes in place of the one
+// it replaces: `own` (its own list's text; empty: none), plus the documents
+// of `replaced` (the replaced dataset's list: NotFound, or any error, for
+// none; an unreadable one is not carried, readers refused it) when that list
+// names the same fingerprint, i.e. the same tokens in the same order: an
+// identical rebuild, re-merge or re-push keeps the takedowns made on what it
+// replaces. Empty: no list. Errors name `target`.
+StatusOr<std::string> CarriedRemovedList(std::string_view own,
+                                         const StatusOr<std::string>& replaced,
+                                         uint64_t fingerprint, std::string_view target);
+
 }  // namespace tokpack
 
 #endif  // TOKPACK_SRC_FORMAT_REMOVED_LIST_H_

@@ -14,7 +14,10 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <utility>
 
+#include "format/removed_list.h"
+#include "tokpack/files.h"
 #include "tokpack/manifest.h"
 
 namespace tokpack {
@@ -291,6 +294,7 @@ Status StagingDir::Link(const std::string& target, const std::string& name) {
 StagingDir::~StagingDir() {
   if (!committed_) RemoveLockLast(staging_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (list_lock_ >= 0) ::close(list_lock_);
 }
 
 StatusOr<std::string> StagingDir::ReplaceInTwoSteps() {
@@ -333,6 +337,15 @@ Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
     // deleting it, the next writer knows it is abandoned.
     old_lock = LockIn(output_);
     if (old_lock < 0) return ErrnoToStatus(errno, "lock", JoinPath(output_, kLockFile));
+    StatusOr<int> list_lock = CarryRemovals(fs, manifest_json);
+    if (!list_lock.ok()) {
+      ::unlink(JoinPath(output_, kLockFile).c_str());
+      ::close(old_lock);
+      return list_lock.status();
+    }
+    // Held through the swap: a `tokpack remove` of the old dataset waits,
+    // then edits the new one.
+    list_lock_ = *list_lock;
     // Readers see the old dataset or the new one, never neither.
     err = ::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, output_.c_str(), RENAME_EXCHANGE) == 0
               ? 0
@@ -360,7 +373,42 @@ Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
   // removes it).
   if (s.ok() && !old.empty()) RemoveLockLast(old);
   if (old_lock >= 0) ::close(old_lock);
+  if (list_lock_ >= 0) ::close(std::exchange(list_lock_, -1));
   return s;
+}
+
+StatusOr<int> StagingDir::CarryRemovals(FileSystem* fs, const std::string& manifest_json) {
+  // The lock `tokpack remove` takes (src/ops/remove.cc), so that no edit of
+  // the old list is made between reading it and the swap.
+  const int fd = ::open(output_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open directory", output_);
+  if (::flock(fd, LOCK_EX) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoToStatus(err, "lock", output_);
+  }
+  const auto fail = [fd](Status s) {
+    ::close(fd);
+    return s;
+  };
+  StatusOr<std::string> old =
+      ReadDatasetFile(output_, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse);
+  if (!old.ok()) return fd;  // None (or unreadable, which readers refused): nothing to keep.
+  StatusOr<Manifest> m = Manifest::Parse(manifest_json, JoinPath(staging_, Manifest::kFileName));
+  if (!m.ok()) return fail(m.status());
+  StatusOr<std::string> own =
+      ReadDatasetFile(staging_, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse);
+  if (!own.ok() && own.status().code() != StatusCode::kNotFound) return fail(own.status());
+  const std::string mine = own.ok() ? *own : std::string();
+  StatusOr<std::string> list =
+      CarriedRemovedList(mine, old, m->Fingerprint(), JoinPath(output_, kRemovedFileName));
+  if (!list.ok()) return fail(list.status());
+  if (*list != mine) {
+    Status s = WriteFileAtomically(fs, staging_, kRemovedFileName, *list);
+    if (s.ok()) s = fs->SyncDir(staging_);
+    if (!s.ok()) return fail(s);
+  }
+  return fd;
 }
 
 }  // namespace tokpack

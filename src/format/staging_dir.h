@@ -70,6 +70,13 @@ class StagingDir {
         force_(force),
         inputs_(std::move(inputs)) {}
 
+  // Before a dataset at the output is replaced: takes the lock `tokpack
+  // remove` takes on it and carries its removal list into the staging
+  // directory when the new dataset has the same fingerprint (the same
+  // tokens: docs/format.md 17), so takedowns survive an identical rebuild or
+  // re-merge. Returns the lock's descriptor, to hold through the swap.
+  StatusOr<int> CarryRemovals(FileSystem* fs, const std::string& manifest_json);
+
   // Moves the dataset at the output aside and the staging directory in,
   // for file systems without RENAME_EXCHANGE. Returns where the old one is.
   StatusOr<std::string> ReplaceInTwoSteps();
@@ -77,6 +84,7 @@ class StagingDir {
   std::string output_;
   std::string parent_;
   std::string staging_;
+  int list_lock_ = -1;  // CarryRemovals()'s, held through the swap.
   bool force_;
   std::vector<std::string> inputs_;
   bool committed_ = false;

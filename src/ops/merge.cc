@@ -294,12 +294,19 @@ StatusOr<Manifest> MergeRemote(const std::string& output, const std::vector<std:
   // dataset without it; a list of a dataset this merge replaces goes after
   // it, so that a reader meanwhile refuses (another fingerprint) rather
   // than serve documents removed there.
+  // The list of a merge it replaces with the same tokens is kept too.
+  std::string own;
   if (!removed.empty()) {
-    TOKPACK_RETURN_IF_ERROR(
-        store.Put(kRemovedFileName, RemovedListJson({out.Fingerprint(), removed})));
+    TOKPACK_ASSIGN_OR_RETURN(own, RemovedListText({out.Fingerprint(), removed},
+                                                  store.location().UrlOf(kRemovedFileName)));
   }
+  TOKPACK_ASSIGN_OR_RETURN(
+      const std::string list,
+      CarriedRemovedList(own, store.Get(kRemovedFileName, kMaxRemovedListBytes), out.Fingerprint(),
+                         store.location().UrlOf(kRemovedFileName)));
+  if (!list.empty()) TOKPACK_RETURN_IF_ERROR(store.Put(kRemovedFileName, list));
   TOKPACK_RETURN_IF_ERROR(store.Put(Manifest::kFileName, out.ToJson()));
-  if (removed.empty()) TOKPACK_RETURN_IF_ERROR(store.Delete(kRemovedFileName));
+  if (list.empty()) TOKPACK_RETURN_IF_ERROR(store.Delete(kRemovedFileName));
   return out;
 }
 
@@ -363,9 +370,11 @@ StatusOr<Manifest> MergeDatasets(const std::string& output, const std::vector<st
         WriteFileAtomically(PosixFileSystem(), staging->path(), out.tokenizer.file, model));
   }
   if (!removed.empty()) {
-    TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(PosixFileSystem(), staging->path(),
-                                                kRemovedFileName,
-                                                RemovedListJson({out.Fingerprint(), removed})));
+    TOKPACK_ASSIGN_OR_RETURN(const std::string list,
+                             RemovedListText({out.Fingerprint(), removed},
+                                             JoinPath(staging->output(), kRemovedFileName)));
+    TOKPACK_RETURN_IF_ERROR(
+        WriteFileAtomically(PosixFileSystem(), staging->path(), kRemovedFileName, list));
   }
   // A manifest names only files beneath its directory, so each part is
   // reached through a link in it.

@@ -295,19 +295,40 @@ StatusOr<uint64_t> PushDataset(const PushOptions& options) {
     }
     return s;
   }
-  if (removed.ok()) {
-    TOKPACK_RETURN_IF_ERROR(
-        store.Put(kRemovedFileName, *removed).WithContext("uploading the removal list"));
-    total += removed->size();
-    if (options.on_file) options.on_file(kRemovedFileName, removed->size());
+  // The list the URL ends with: the dataset's own, plus that of the dataset
+  // it replaces when both hold the same tokens (takedowns made with `remove
+  // s3://...` survive a re-push of identical data).
+  const StatusOr<std::string> old_list = store.Get(kRemovedFileName, kMaxRemovedListBytes);
+  StatusOr<std::string> list =
+      CarriedRemovedList(removed.ok() ? *removed : std::string(), old_list, m.Fingerprint(),
+                         store.location().UrlOf(kRemovedFileName));
+  if (list.ok() && !list->empty()) {
+    s = store.Put(kRemovedFileName, *list).WithContext("uploading the removal list");
+  }
+  s = list.ok() ? s : list.status();
+  if (!s.ok()) {
+    for (size_t i = 0; i < tried; ++i) {
+      if (files[i].remote != files[i].local) store.Delete(files[i].remote).IgnoreError();
+    }
+    return s;
+  }
+  if (!list->empty()) {
+    total += list->size();
+    if (options.on_file) options.on_file(kRemovedFileName, list->size());
   }
   // The switch. Should it fail, the generation stays: a PUT that timed out
-  // may still have taken effect.
-  TOKPACK_RETURN_IF_ERROR(
-      store.Put(Manifest::kFileName, json).WithContext("publishing " + options.url));
+  // may still have taken effect. The list goes back to what it was, so that
+  // readers of the old generation are not refused for a list of the new.
+  if (Status put = store.Put(Manifest::kFileName, json); !put.ok()) {
+    if (!list->empty()) {
+      (old_list.ok() ? store.Put(kRemovedFileName, *old_list) : store.Delete(kRemovedFileName))
+          .IgnoreError();
+    }
+    return put.WithContext("publishing " + options.url);
+  }
   total += json.size();
   if (options.on_file) options.on_file(Manifest::kFileName, json.size());
-  if (!removed.ok()) {
+  if (list->empty()) {
     TOKPACK_RETURN_IF_ERROR(store.Delete(kRemovedFileName)
                                 .WithContext("published " + options.url +
                                              ", but its old removal list is still there, and "

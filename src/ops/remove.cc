@@ -108,7 +108,8 @@ StatusOr<RemovalResult> Edit(const ListFile& file, const Manifest& m,
   result.total = next.size();
   if (moved == 0) return result;  // The list stays as it was, file and all.
   list.documents = std::move(next);
-  TOKPACK_RETURN_IF_ERROR(file.write(RemovedListJson(list)).WithContext("writing " + file.source));
+  TOKPACK_ASSIGN_OR_RETURN(const std::string data, RemovedListText(list, file.source));
+  TOKPACK_RETURN_IF_ERROR(file.write(data).WithContext("writing " + file.source));
   return result;
 }
 

@@ -41,10 +41,17 @@ int64_t PadToken(const TokenizerInfo& t) {
 
 // Applies `text`, the dataset's removed.json read from `source`, unless the
 // read found none (NotFound): the common case, which costs one failed open.
+// Remote, an access denied (HTTP 403) is none too: stores that deny reading
+// the manifest's own directory do not get here, and those that grant reads
+// without listing answer 403 for a missing key (S3 without s3:ListBucket,
+// CloudFront).
 Status ApplyRemovalsIfAny(Dataset::Impl& d, const StatusOr<std::string>& text,
                           const std::string& source) {
   if (!text.ok()) {
-    return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
+    const StatusCode code = text.status().code();
+    const bool none =
+        code == StatusCode::kNotFound || (d.remote && code == StatusCode::kFailedPrecondition);
+    return none ? Status::Ok() : text.status();
   }
   return d.ApplyRemovals(*text, source);
 }
@@ -230,7 +237,13 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
   d.path = path;
   const bool has_manifest = IsFile(JoinPath(path, Manifest::kFileName));
   std::vector<std::string> prefixes;
+  // The removal list is read before the manifest: should a --force writer
+  // swap the directory in between, the list names the old fingerprint and
+  // the open fails loudly instead of serving the new data without it (or
+  // the old data without its list).
+  StatusOr<std::string> removals = NotFoundError("");
   if (has_manifest) {
+    removals = ReadDatasetFile(path, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse);
     TOKPACK_ASSIGN_OR_RETURN(d.manifest, Manifest::Load(path));
     d.has_masks = d.manifest.HasLossMasks();
     for (const ShardInfo& s : d.manifest.shards) prefixes.push_back(JoinPath(path, s.path));
@@ -268,9 +281,7 @@ StatusOr<std::shared_ptr<Dataset>> OpenDatasetWith(const std::string& path,
   d.pad = PadToken(d.manifest.tokenizer);
   if (has_manifest) {
     // Beside the manifest, never through a link (as the manifest's own members).
-    TOKPACK_RETURN_IF_ERROR(ApplyRemovalsIfAny(
-        d, ReadDatasetFile(path, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse),
-        JoinPath(path, kRemovedFileName)));
+    TOKPACK_RETURN_IF_ERROR(ApplyRemovalsIfAny(d, removals, JoinPath(path, kRemovedFileName)));
   }
   return std::make_shared<Dataset>(std::move(impl));
 }

@@ -239,6 +239,30 @@ def test_merge_carries_the_parts_lists(tmp_path, run_tokpack, spm_model):
     assert run_tokpack("verify", tmp_path / "m").returncode == 0
 
 
+def test_a_replacement_with_the_same_tokens_keeps_the_list(tmp_path, run_tokpack, spm_model):
+    """build --force and merge --force of identical data keep the takedowns
+    made on the dataset they replace; other data starts with no list."""
+    docs = write_records(tmp_path / "a.jsonl", 120, seed=4)
+    build = ["build", "-i", docs, "-o", tmp_path / "ds", "-t", spm_model, "--quiet"]
+    run_tokpack(*build)
+    run_tokpack("remove", tmp_path / "ds", "--id", "r5", "--id", "r77")
+    run_tokpack(*build, "--force")
+    ds = tokpack.Dataset(tmp_path / "ds")
+    assert sorted(i for i in range(len(ds)) if ds.is_removed(i)) == ds.find("r5") + ds.find("r77")
+    write_records(tmp_path / "b.jsonl", 60, seed=5)
+    run_tokpack("build", "-i", tmp_path / "b.jsonl", "-o", tmp_path / "ds", "-t", spm_model,
+                "--quiet", "--force")
+    assert tokpack.Dataset(tmp_path / "ds").num_removed == 0
+    for i in range(2):
+        run_tokpack("build", "-i", docs, "-o", tmp_path / f"p{i}", "-t", spm_model, "--part",
+                    f"{i}/2", "--quiet")
+    run_tokpack("merge", tmp_path / "m", tmp_path / "p0", tmp_path / "p1")
+    run_tokpack("remove", tmp_path / "m", "--id", "r9")
+    run_tokpack("merge", tmp_path / "m", tmp_path / "p0", tmp_path / "p1", "--force")
+    merged = tokpack.Dataset(tmp_path / "m")
+    assert merged.num_removed == 1 and merged.is_removed(merged.find("r9")[0])
+
+
 def test_verify_and_readers_catch_a_tampered_list(pair, run_tokpack):
     _, ds = pair
     tokpack.remove_documents(ds, documents=[4, 8])
@@ -276,8 +300,16 @@ def test_push_uploads_the_list_and_remote_removals_apply(pair, run_tokpack, monk
         assert tokpack.Dataset("s3://removals/v1").is_removed(58)
         out = run_tokpack("remove", "s3://removals/v1", "--doc", 59, env=dict(os.environ)).stdout
         assert out.endswith("3 on the removal list of s3://removals/v1\n")
-        # Pushing a dataset without a list over it takes the list away.
+        # Pushing the same tokens again without a list keeps the takedowns
+        # made remotely (the replaced list names the same fingerprint).
         run_tokpack("push", plain, "s3://removals/v1", "--force", env=dict(os.environ))
+        assert tokpack.Dataset("s3://removals/v1").num_removed == 3
+        # Another dataset's push replaces it: that list named other tokens.
+        other = plain.parent / "other"
+        write_records(plain.parent / "other.jsonl", 50, seed=9)
+        run_tokpack("build", "-i", plain.parent / "other.jsonl", "-o", other, "-t",
+                    plain / tokpack.Dataset(plain).manifest["tokenizer"]["file"], "--quiet")
+        run_tokpack("push", other, "s3://removals/v1", "--force", env=dict(os.environ))
         assert tokpack.Dataset("s3://removals/v1").num_removed == 0
 
 
@@ -308,3 +340,27 @@ def test_the_python_example_runs_as_written(spm_model, tmp_path, monkeypatch):
     exec(compile(doc_example("python.md", "removal"), "docs/python.md", "exec"), scope)
     assert (scope["batch"]["labels"] == -100).any()
     exec(compile(doc_example("python.md", "removal-resume"), "docs/python.md", "exec"), scope)
+
+
+def test_a_store_that_denies_missing_keys_opens_datasets_without_a_list(pair, monkeypatch):
+    """S3 without s3:ListBucket (and CloudFront) answers 403, not 404, for a
+    missing key: that is no removal list, not a dataset that cannot open."""
+    import remote_servers
+
+    class DeniesMissing(remote_servers.RangeServer):
+        def _handler(self):
+            base = super()._handler()
+
+            class Handler(base):
+                def send_body_response(self, status, headers, body, head=False):
+                    super().send_body_response(403 if status == 404 else status, headers, body,
+                                               head)
+            return Handler
+
+    plain, ds = pair
+    tokpack.remove_documents(ds, ids=["r57"])
+    monkeypatch.setenv("TOKPACK_CACHE_DIR", str(plain.parent / "cache"))
+    with DeniesMissing(plain.parent) as server:
+        assert tokpack.Dataset(f"{server.url}/plain").num_removed == 0
+        listed = tokpack.Dataset(f"{server.url}/ds")
+        assert listed.num_removed == 1 and listed.is_removed(57)
