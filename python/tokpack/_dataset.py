@@ -182,7 +182,9 @@ class Dataset:
     def doc(self, i: int) -> np.ndarray:
         """Document ``i``'s tokens as stored (uint16 or int32), a read-only
         numpy view of the mapped shard: no copy, valid for as long as the
-        array is alive (it keeps the dataset open). IndexError past the end."""
+        array is alive (it keeps the dataset open). A document on the
+        removal list (:meth:`is_removed`) is an int32 copy of ``pad_token``
+        instead; a remote one an int32 copy. IndexError past the end."""
         return np.asarray(self._core.document(self._index(i)))
 
     __getitem__ = doc
@@ -208,8 +210,9 @@ class Dataset:
     def loss_mask(self, begin: int, count: int) -> np.ndarray:
         """The loss bits of tokens [begin, begin + count) of the stream, as
         uint8 (a copy): 1 where the token carries loss, 0 where a label
-        naming it is -100. All 1 for a dataset without loss masks
-        (docs/format.md 3.1)."""
+        naming it is -100: 0 on the loss mask's masked tokens (docs/format.md
+        3.1) and on documents of the removal list (docs/format.md 17), else
+        1."""
         return np.asarray(self._core.read_loss_mask(begin, count))
 
     @property
