@@ -377,16 +377,20 @@ Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
   return s;
 }
 
-StatusOr<int> StagingDir::CarryRemovals(FileSystem* fs, const std::string& manifest_json) {
-  // The lock `tokpack remove` takes (src/ops/remove.cc), so that no edit of
-  // the old list is made between reading it and the swap.
-  const int fd = ::open(output_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, "open directory", output_);
+StatusOr<int> LockDatasetDir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, "open directory", dir);
   if (::flock(fd, LOCK_EX) != 0) {
     const int err = errno;
     ::close(fd);
-    return ErrnoToStatus(err, "lock", output_);
+    return ErrnoToStatus(err, "lock", dir);
   }
+  return fd;
+}
+
+StatusOr<int> StagingDir::CarryRemovals(FileSystem* fs, const std::string& manifest_json) {
+  // No edit of the old list is made between reading it and the swap.
+  TOKPACK_ASSIGN_OR_RETURN(const int fd, LockDatasetDir(output_));
   const auto fail = [fd](Status s) {
     ::close(fd);
     return s;

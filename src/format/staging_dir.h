@@ -30,6 +30,12 @@ namespace tokpack {
 // paths (files or directories); they need not exist.
 Status CheckOutputIsNoInput(const std::string& output, const std::vector<std::string>& inputs);
 
+// An exclusive flock on the dataset directory `dir`, which `tokpack remove`
+// holds while it edits the removal list, and a --force writer while it
+// carries that list into the dataset replacing it (StagingDir::Commit).
+// Returns the descriptor; closing it releases the lock.
+StatusOr<int> LockDatasetDir(const std::string& dir);
+
 class StagingDir {
  public:
   // Checks `output` as the header says against `inputs` (local paths the

@@ -3,8 +3,6 @@
 // file beside the manifest, never part of the dataset's identity, so a
 // removal moves no cursor; it is bound to the fingerprint instead, and the
 // edit is refused when the dataset changed while it was being made.
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 
 #include "base/file_system.h"
 #include "format/removed_list.h"
+#include "format/staging_dir.h"
 #include "storage/http_store.h"
 #include "storage/object_url.h"
 #include "tokpack/dataset_ops.h"
@@ -35,13 +34,7 @@ struct ListFile {
 class DirLock {
  public:
   static StatusOr<DirLock> Take(const std::string& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return ErrnoToStatus(errno, "open directory", dir);
-    if (::flock(fd, LOCK_EX) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return ErrnoToStatus(err, "lock", dir);
-    }
+    TOKPACK_ASSIGN_OR_RETURN(const int fd, LockDatasetDir(dir));
     return DirLock(fd);
   }
   DirLock(DirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}

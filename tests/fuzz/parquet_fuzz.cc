@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "inputs/parquet/parquet_plugin.h"
 
@@ -37,10 +38,12 @@ class MemoryInput final : public tokpack::parquet_plugin::Input {
 constexpr uint64_t kMaxDocumentBytes = 1 << 16;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  for (const char* key : {"text", "meta.text"}) {
+  // "id" read as an id column: integer columns too.
+  for (const char* key : {"text", "meta.text", "id"}) {
     std::string error;
+    const bool integers = std::string_view(key) == "id";
     tokpack::parquet_plugin::TextReader* reader =
-        tokpack_parquet_open(new MemoryInput(data, size), key, kMaxDocumentBytes, &error);
+        tokpack_parquet_open(new MemoryInput(data, size), key, kMaxDocumentBytes, integers, &error);
     if (reader == nullptr) {
       if (error.empty()) __builtin_trap();  // Failures always say why.
       continue;
