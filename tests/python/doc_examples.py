@@ -2,6 +2,8 @@
 written. In a page, an example is the indented block (four spaces) that
 follows a line `<!-- example: NAME -->`."""
 import re
+import shlex
+import subprocess
 
 from conftest import REPO
 
@@ -18,3 +20,23 @@ def doc_example(page, name):
     if block is None:
         raise KeyError(f"docs/{page}: {marker} is not followed by an indented code block")
     return "\n".join(line[4:] for line in block.group(1).splitlines()).strip() + "\n"
+
+
+# The docs.jsonl of the provenance examples (docs/cli.md and docs/python.md:
+# document sources, explain, removal): two documents with ids, and a blank,
+# an empty and a bad line, so that document 1 is line 4.
+DOCS_JSONL = ('{"text": "the first document", "id": "a-16"}\n\n{"text": ""}\n'
+              '{"text": "the second document", "id": "a-17"}\n{not json\n')
+
+
+def run_cli_example(tokpack_bin, page, name, cwd):
+    """Runs each line of example NAME in docs/PAGE, a `tokpack ...` command, in
+    `cwd`; a line's `# comment`, when it has one, is what it must print."""
+    for line in doc_example(page, name).splitlines():
+        command, _, comment = line.partition("#")
+        args = shlex.split(command)
+        assert args[0] == "tokpack", line
+        proc = subprocess.run([tokpack_bin, *args[1:]], cwd=cwd, capture_output=True, text=True,
+                              check=True)
+        if comment:
+            assert proc.stdout.strip() == comment.strip(), line

@@ -8,16 +8,14 @@ error, not a crash."""
 import json
 import os
 import random
-import shlex
 import shutil
-import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from conftest import random_text
-from doc_examples import doc_example
+from doc_examples import DOCS_JSONL, doc_example, run_cli_example
 
 tokpack = pytest.importorskip("tokpack")
 
@@ -291,22 +289,11 @@ def test_a_hostile_sidecar_is_a_clear_error(built, run_tokpack):
         tokpack.Dataset(out)
 
 
-DOCS_JSONL = ('{"text": "the first document", "id": "a-16"}\n\n{"text": ""}\n'
-              '{"text": "the second document", "id": "a-17"}\n{not json\n')
-
-
 def test_the_cli_example_runs_as_written(tokpack_bin, spm_model, tmp_path):
     """docs/cli.md, cli-doc-sources: each command prints what its comment says."""
     (tmp_path / "docs.jsonl").write_text(DOCS_JSONL)
     shutil.copy(spm_model, tmp_path / "tok.model")
-    for line in doc_example("cli.md", "cli-doc-sources").splitlines():
-        command, _, comment = line.partition("#")
-        args = shlex.split(command)
-        assert args[0] == "tokpack"
-        proc = subprocess.run([tokpack_bin, *args[1:]], cwd=tmp_path, capture_output=True,
-                              text=True, check=True)
-        if comment:
-            assert proc.stdout.strip() == comment.strip(), line
+    run_cli_example(tokpack_bin, "cli.md", "cli-doc-sources", tmp_path)
 
 
 def test_the_python_example_runs_as_written(spm_model, tmp_path, monkeypatch):

@@ -12,8 +12,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from doc_examples import doc_example
-from test_doc_sources import DOCS_JSONL, build_cli, make_inputs
+from doc_examples import DOCS_JSONL, doc_example
+from test_doc_sources import make_inputs
 
 tokpack = pytest.importorskip("tokpack")
 
