@@ -32,9 +32,6 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // Loader::Explain's bound on the rows of one call (about 1 GB of answer).
 constexpr uint64_t kMaxExplainRows = uint64_t{1} << 24;
 
-std::string ToString(uint64_t v) { return std::to_string(v); }
-std::string ToString(int64_t v) { return std::to_string(v); }
-
 // How messages name Cursor::kMaxPosition.
 constexpr const char* kLastPosition = "2^63 - 1, the last position a cursor records";
 
@@ -171,9 +168,9 @@ class LoaderImpl : public Loader {
     }
     if (first < origin.step) {
       if (origin.step == 0)
-        return InvalidArgumentError("steps count from 0, not " + ToString(first));
+        return InvalidArgumentError("steps count from 0, not " + std::to_string(first));
       return InvalidArgumentError(
-          "step " + ToString(first) + " comes before step " + ToString(origin.step) +
+          "step " + std::to_string(first) + " comes before step " + std::to_string(origin.step) +
           ", where this loader resumed: explain it with a loader made with the run's settings at "
           "that step (world size, batch size) and resumed from the cursor of its latest resume "
           "at or before it (or started from the beginning if there was none)");
@@ -189,33 +186,33 @@ class LoaderImpl : public Loader {
     const uint64_t skip = static_cast<uint64_t>(first - origin.step);
     if (skip >= served || static_cast<uint64_t>(steps) > served - skip) {
       return OutOfRangeError(
-          "step " + ToString(std::max(skip, served) + origin.step) + " lies past " +
+          "step " + std::to_string(std::max(skip, served) + origin.step) + " lies past " +
           (data <= room ? "the end of the data" : std::string("the room before ") + kLastPosition) +
-          (served == 0
-               ? std::string(": this loader serves no more steps")
-               : ": the last step this loader serves is " + ToString(served + origin.step - 1)));
+          (served == 0 ? std::string(": this loader serves no more steps")
+                       : ": the last step this loader serves is " +
+                             std::to_string(served + origin.step - 1)));
     }
     PhaseSchedule schedule(phases, global, caps_);
     schedule.Reset(origin);
     // A step the schedule cannot fill is named, with the last it fills.
     const auto exhausted = [&](uint64_t k) {
       const uint64_t step = origin.step + k / global;
-      return OutOfRangeError("the loader serves no step " + ToString(step) +
-                             " (the last it serves is " + ToString(step - 1) +
+      return OutOfRangeError("the loader serves no step " + std::to_string(step) +
+                             " (the last it serves is " + std::to_string(step - 1) +
                              "): " + Exhausted(schedule, phases).message());
     };
-    const auto cancelled = [&] { return CancelledError("explain: cancelled"); };
-    for (uint64_t k = 0; k < skip * global; ++k) {
-      if ((k & 0xffff) == 0xffff && IsCancelled(cancel)) return cancelled();
-      if (schedule.Next() == PhaseSchedule::kExhausted) return exhausted(k);
-    }
     std::vector<RowOrigin> rows;
     rows.reserve(static_cast<size_t>(steps) * global);
     const uint64_t L = static_cast<uint64_t>(o_.seq_len);
-    for (uint64_t k = skip * global; k < (skip + static_cast<uint64_t>(steps)) * global; ++k) {
-      if ((k & 0xffff) == 0xffff && IsCancelled(cancel)) return cancelled();
+    // Draws before `first`'s step are replayed only to move the schedule on.
+    const uint64_t first_draw = skip * global;
+    for (uint64_t k = 0; k < (skip + static_cast<uint64_t>(steps)) * global; ++k) {
+      if ((k & 0xffff) == 0xffff && IsCancelled(cancel)) {
+        return CancelledError("explain: cancelled");
+      }
       const size_t s = schedule.Next();
       if (s == PhaseSchedule::kExhausted) return exhausted(k);
+      if (k < first_draw) continue;
       const uint64_t j = k % global;
       RowOrigin row;
       row.step = origin.step + static_cast<int64_t>(k / global);
