@@ -294,7 +294,6 @@ Status StagingDir::Link(const std::string& target, const std::string& name) {
 StagingDir::~StagingDir() {
   if (!committed_) RemoveLockLast(staging_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
-  if (list_lock_ >= 0) ::close(list_lock_);
 }
 
 StatusOr<std::string> StagingDir::ReplaceInTwoSteps() {
@@ -337,7 +336,7 @@ Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
     // deleting it, the next writer knows it is abandoned.
     old_lock = LockIn(output_);
     if (old_lock < 0) return ErrnoToStatus(errno, "lock", JoinPath(output_, kLockFile));
-    StatusOr<int> list_lock = CarryRemovals(fs, manifest_json);
+    StatusOr<DatasetDirLock> list_lock = CarryRemovals(fs, manifest_json);
     if (!list_lock.ok()) {
       ::unlink(JoinPath(output_, kLockFile).c_str());
       ::close(old_lock);
@@ -345,7 +344,7 @@ Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
     }
     // Held through the swap: a `tokpack remove` of the old dataset waits,
     // then edits the new one.
-    list_lock_ = *list_lock;
+    list_lock_.emplace(std::move(*list_lock));
     // Readers see the old dataset or the new one, never neither.
     err = ::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, output_.c_str(), RENAME_EXCHANGE) == 0
               ? 0
@@ -373,11 +372,11 @@ Status StagingDir::Commit(FileSystem* fs, const std::string& manifest_json) {
   // removes it).
   if (s.ok() && !old.empty()) RemoveLockLast(old);
   if (old_lock >= 0) ::close(old_lock);
-  if (list_lock_ >= 0) ::close(std::exchange(list_lock_, -1));
+  list_lock_.reset();
   return s;
 }
 
-StatusOr<int> LockDatasetDir(const std::string& dir) {
+StatusOr<DatasetDirLock> DatasetDirLock::Take(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoToStatus(errno, "open directory", dir);
   if (::flock(fd, LOCK_EX) != 0) {
@@ -385,34 +384,37 @@ StatusOr<int> LockDatasetDir(const std::string& dir) {
     ::close(fd);
     return ErrnoToStatus(err, "lock", dir);
   }
-  return fd;
+  return DatasetDirLock(fd);
 }
 
-StatusOr<int> StagingDir::CarryRemovals(FileSystem* fs, const std::string& manifest_json) {
+DatasetDirLock::DatasetDirLock(DatasetDirLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)) {}
+
+DatasetDirLock::~DatasetDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // Releases the lock.
+}
+
+StatusOr<DatasetDirLock> StagingDir::CarryRemovals(FileSystem* fs,
+                                                   const std::string& manifest_json) {
   // No edit of the old list is made between reading it and the swap.
-  TOKPACK_ASSIGN_OR_RETURN(const int fd, LockDatasetDir(output_));
-  const auto fail = [fd](Status s) {
-    ::close(fd);
-    return s;
-  };
+  TOKPACK_ASSIGN_OR_RETURN(DatasetDirLock lock, DatasetDirLock::Take(output_));
   StatusOr<std::string> old =
       ReadDatasetFile(output_, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse);
-  if (!old.ok()) return fd;  // None (or unreadable, which readers refused): nothing to keep.
-  StatusOr<Manifest> m = Manifest::Parse(manifest_json, JoinPath(staging_, Manifest::kFileName));
-  if (!m.ok()) return fail(m.status());
+  if (!old.ok()) return lock;  // None (or unreadable, which readers refused): nothing to keep.
+  TOKPACK_ASSIGN_OR_RETURN(const Manifest m,
+                           Manifest::Parse(manifest_json, JoinPath(staging_, Manifest::kFileName)));
   StatusOr<std::string> own =
       ReadDatasetFile(staging_, kRemovedFileName, kMaxRemovedListBytes, Links::kRefuse);
-  if (!own.ok() && own.status().code() != StatusCode::kNotFound) return fail(own.status());
+  if (!own.ok() && own.status().code() != StatusCode::kNotFound) return own.status();
   const std::string mine = own.ok() ? *own : std::string();
-  StatusOr<std::string> list =
-      CarriedRemovedList(mine, old, m->Fingerprint(), JoinPath(output_, kRemovedFileName));
-  if (!list.ok()) return fail(list.status());
-  if (*list != mine) {
-    Status s = WriteFileAtomically(fs, staging_, kRemovedFileName, *list);
-    if (s.ok()) s = fs->SyncDir(staging_);
-    if (!s.ok()) return fail(s);
+  TOKPACK_ASSIGN_OR_RETURN(
+      const std::string list,
+      CarriedRemovedList(mine, old, m.Fingerprint(), JoinPath(output_, kRemovedFileName)));
+  if (list != mine) {
+    TOKPACK_RETURN_IF_ERROR(WriteFileAtomically(fs, staging_, kRemovedFileName, list));
+    TOKPACK_RETURN_IF_ERROR(fs->SyncDir(staging_));
   }
-  return fd;
+  return lock;
 }
 
 }  // namespace tokpack

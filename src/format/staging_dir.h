@@ -15,6 +15,7 @@
 #define TOKPACK_SRC_FORMAT_STAGING_DIR_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,21 @@ namespace tokpack {
 // paths (files or directories); they need not exist.
 Status CheckOutputIsNoInput(const std::string& output, const std::vector<std::string>& inputs);
 
-// An exclusive flock on the dataset directory `dir`, which `tokpack remove`
-// holds while it edits the removal list, and a --force writer while it
-// carries that list into the dataset replacing it (StagingDir::Commit).
-// Returns the descriptor; closing it releases the lock.
-StatusOr<int> LockDatasetDir(const std::string& dir);
+// An exclusive flock on a dataset directory, which `tokpack remove` holds
+// while it edits the removal list, and a --force writer while it carries
+// that list into the dataset replacing it (StagingDir::Commit). Released
+// when destroyed.
+class DatasetDirLock {
+ public:
+  static StatusOr<DatasetDirLock> Take(const std::string& dir);
+  DatasetDirLock(DatasetDirLock&& other) noexcept;
+  DatasetDirLock& operator=(DatasetDirLock&&) = delete;
+  ~DatasetDirLock();
+
+ private:
+  explicit DatasetDirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 class StagingDir {
  public:
@@ -80,8 +91,8 @@ class StagingDir {
   // remove` takes on it and carries its removal list into the staging
   // directory when the new dataset has the same fingerprint (the same
   // tokens: docs/format.md 17), so takedowns survive an identical rebuild or
-  // re-merge. Returns the lock's descriptor, to hold through the swap.
-  StatusOr<int> CarryRemovals(FileSystem* fs, const std::string& manifest_json);
+  // re-merge. Returns the lock, to hold through the swap.
+  StatusOr<DatasetDirLock> CarryRemovals(FileSystem* fs, const std::string& manifest_json);
 
   // Moves the dataset at the output aside and the staging directory in,
   // for file systems without RENAME_EXCHANGE. Returns where the old one is.
@@ -90,7 +101,7 @@ class StagingDir {
   std::string output_;
   std::string parent_;
   std::string staging_;
-  int list_lock_ = -1;  // CarryRemovals()'s, held through the swap.
+  std::optional<DatasetDirLock> list_lock_;  // CarryRemovals()'s, held through the swap.
   bool force_;
   std::vector<std::string> inputs_;
   bool committed_ = false;

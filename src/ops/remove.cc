@@ -3,8 +3,6 @@
 // file beside the manifest, never part of the dataset's identity, so a
 // removal moves no cursor; it is bound to the fingerprint instead, and the
 // edit is refused when the dataset changed while it was being made.
-#include <unistd.h>
-
 #include <algorithm>
 #include <functional>
 #include <iterator>
@@ -27,25 +25,6 @@ struct ListFile {
   std::string source;  // For messages.
   std::function<StatusOr<std::string>()> read;
   std::function<Status(const std::string& data)> write;
-};
-
-// An exclusive flock on the dataset directory while the list is read and
-// replaced, so that two local removals do not lose one another's documents.
-class DirLock {
- public:
-  static StatusOr<DirLock> Take(const std::string& dir) {
-    TOKPACK_ASSIGN_OR_RETURN(const int fd, LockDatasetDir(dir));
-    return DirLock(fd);
-  }
-  DirLock(DirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  DirLock& operator=(DirLock&&) = delete;
-  ~DirLock() {
-    if (fd_ >= 0) ::close(fd_);  // Releases the lock.
-  }
-
- private:
-  explicit DirLock(int fd) : fd_(fd) {}
-  int fd_;
 };
 
 // The documents `request` names in `ds`, sorted and unique: its indices
@@ -132,7 +111,9 @@ StatusOr<RemovalResult> RemoveDocuments(const std::string& path, const StorageOp
   }
   TOKPACK_ASSIGN_OR_RETURN(const std::vector<uint64_t> docs, RequestedDocuments(*ds, request));
   if (!IsRemoteUrl(path)) {
-    TOKPACK_ASSIGN_OR_RETURN(DirLock lock, DirLock::Take(path));
+    // Held while the list is read and replaced, so that two local removals
+    // do not lose one another's documents.
+    TOKPACK_ASSIGN_OR_RETURN(DatasetDirLock lock, DatasetDirLock::Take(path));
     TOKPACK_ASSIGN_OR_RETURN(const Manifest m, Manifest::Load(path));
     TOKPACK_RETURN_IF_ERROR(SameDataset(m, *ds));
     const ListFile file{
