@@ -434,7 +434,7 @@ Status Dataset::DocumentExtent(uint64_t i, uint64_t* offset, uint64_t* length) c
     return OutOfRangeError("document " + std::to_string(i) + " is past the last of " +
                            std::to_string(num_documents()) + " documents in " + d.path);
   }
-  size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
+  size_t k = d.ShardOfDocument(i);
   const Impl::Shard& s = d.shards[k];
   const uint64_t local = i - s.first_document + s.first_entry;
   *offset = s.first_token + s.view.pointer(local) / TokenDtypeSize(d.manifest.dtype) - s.token_base;
@@ -447,7 +447,7 @@ StatusOr<Dataset::TokenView> Dataset::DocumentView(uint64_t i) const {
   TOKPACK_RETURN_IF_ERROR(DocumentExtent(i, &offset, &length));
   const Impl& d = *impl_;
   // The document's own shard (an empty one may sit at a shard's end).
-  const size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
+  const size_t k = d.ShardOfDocument(i);
   const Impl::Shard& s = d.shards[k];
   const char* base = s.bin->data();
   if (length == 0) return TokenView{base, 0};  // An empty .bin maps to null.

@@ -116,6 +116,10 @@ struct Dataset::Impl {
   size_t ShardOfToken(uint64_t t) const {
     return std::upper_bound(token_ends.begin(), token_ends.end(), t) - token_ends.begin();
   }
+  // Index of the shard (or segment) holding document `i` (i < documents).
+  size_t ShardOfDocument(uint64_t i) const {
+    return std::upper_bound(doc_ends.begin(), doc_ends.end(), i) - doc_ends.begin();
+  }
 
   // Calls part(shard, local, n) for each shard's part of stream tokens
   // [begin, begin + count), in order: n tokens from token `local` of the

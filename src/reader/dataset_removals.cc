@@ -18,7 +18,7 @@ Status Dataset::Impl::ApplyRemovals(std::string_view text, const std::string& so
   const uint64_t item = TokenDtypeSize(manifest.dtype);
   std::vector<ShardRemovals> per_shard(shards.size());
   for (const uint64_t d : removed) {
-    const size_t k = std::upper_bound(doc_ends.begin(), doc_ends.end(), d) - doc_ends.begin();
+    const size_t k = ShardOfDocument(d);
     const Shard& s = shards[k];
     const uint64_t entry = d - s.first_document;
     ShardRemovals& r = per_shard[k];
@@ -66,7 +66,7 @@ uint64_t Dataset::num_removed() const { return impl_->num_removed; }
 bool Dataset::is_removed(uint64_t i) const {
   const Impl& d = *impl_;
   if (d.num_removed == 0 || i >= num_documents()) return false;
-  const size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
+  const size_t k = d.ShardOfDocument(i);
   return d.IsRemoved(k, i - d.shards[k].first_document + d.shards[k].first_entry);
 }
 

@@ -147,7 +147,7 @@ StatusOr<Dataset::DocumentSource> Dataset::Source(uint64_t i) const {
                            std::to_string(num_documents()) + " documents");
   }
   if (!has_sources()) return NoSources(d);
-  const size_t k = std::upper_bound(d.doc_ends.begin(), d.doc_ends.end(), i) - d.doc_ends.begin();
+  const size_t k = d.ShardOfDocument(i);
   const Impl::Shard& s = d.shards[k];
   SourceFile& f = *s.sources;
   TOKPACK_RETURN_IF_ERROR(f.Load());
